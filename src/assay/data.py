@@ -1,0 +1,425 @@
+"""Tidy long tables: read CSV / Parquet / JSONL, map columns, validate, pivot.
+
+Every method takes a tidy long table (one row per scored unit) whose column names are
+configurable. This module reads such tables from files, renames the user's columns to assay's
+canonical names, validates them (duplicate keys, NaN, out-of-range values, ragged designs) and
+pivots them into the arrays a method needs. Problems raise :class:`~assay.errors.AssayInputError`
+naming the rows and saying what would be accepted. Missing data stays missing: it is never
+silently turned into 0.
+
+Readers: ``.csv``, ``.tsv``, ``.parquet`` / ``.pq``, ``.jsonl`` / ``.ndjson``, ``.json`` (a list
+of records), each optionally gzip-compressed (``.gz``), plus the directory layout of the public
+SIREN release (``tensor_a_B<budget>.npy`` + ``col_b.npy`` per model; see
+:func:`read_siren_release`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .errors import AssayInputError, describe_rows
+
+__all__ = [
+    "read_table",
+    "map_columns",
+    "check_scores",
+    "check_unique",
+    "read_siren_release",
+    "SirenDesign",
+    "siren_design",
+    "SIREN_COLUMNS",
+    "parse_budget",
+]
+
+SIREN_COLUMNS = ("system", "budget", "artifact", "item", "score")
+
+_FORMATS = {
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".json": "json",
+}
+
+
+def _detect_format(path: Path) -> str:
+    if path.is_dir():
+        if _looks_like_siren_release(path):
+            return "siren-release"
+        raise AssayInputError(
+            f"{path} is a directory that assay cannot read: expected a file (.csv, .tsv, .parquet, "
+            ".jsonl, .json, optionally .gz) or a SIREN release folder holding tensor_a_B*.npy files."
+        )
+    suffixes = [s.lower() for s in path.suffixes]
+    if suffixes and suffixes[-1] == ".gz":
+        suffixes = suffixes[:-1]
+    if suffixes and suffixes[-1] in _FORMATS:
+        return _FORMATS[suffixes[-1]]
+    raise AssayInputError(
+        f"cannot tell the format of {path.name!r} from its name: use one of "
+        f"{', '.join(sorted(_FORMATS))} (optionally .gz) or pass format=..."
+    )
+
+
+def read_table(path: str | Path, *, format: str | None = None) -> pd.DataFrame:
+    """Read a tidy table from CSV / TSV / Parquet / JSONL / JSON (or a SIREN release folder).
+
+    Parameters
+    ----------
+    path : str or Path
+        The file (or, for ``format="siren-release"``, the folder).
+    format : {"csv", "tsv", "parquet", "jsonl", "json", "siren-release"}, optional
+        Overrides detection from the file name.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise AssayInputError(f"no such file or folder: {p}")
+    fmt = (format or _detect_format(p)).lower()
+    try:
+        if fmt == "csv":
+            return pd.read_csv(p)
+        if fmt == "tsv":
+            return pd.read_csv(p, sep="\t")
+        if fmt == "parquet":
+            return pd.read_parquet(p)
+        if fmt == "jsonl":
+            return pd.read_json(p, lines=True)
+        if fmt == "json":
+            return pd.read_json(p)
+        if fmt == "siren-release":
+            return read_siren_release(p)
+    except AssayInputError:
+        raise
+    except (ValueError, OSError, UnicodeDecodeError) as exc:  # parser errors from pandas / pyarrow
+        raise AssayInputError(f"could not read {p} as {fmt}: {exc}") from exc
+    raise AssayInputError(
+        f"unknown format {format!r}: use csv, tsv, parquet, jsonl, json or siren-release"
+    )
+
+
+def map_columns(
+    df: pd.DataFrame, mapping: Mapping[str, str | None], *, required: Iterable[str] = ()
+) -> pd.DataFrame:
+    """Rename the user's columns to assay's canonical names.
+
+    ``mapping`` maps canonical name -> the user's column name (``None`` or the canonical name
+    itself means "already called that"). Columns named in ``required`` must exist afterwards.
+    """
+    if not isinstance(df, pd.DataFrame):
+        raise AssayInputError(f"expected a pandas DataFrame, got {type(df).__name__}")
+    rename: dict[str, str] = {}
+    for canonical, user in mapping.items():
+        src = user or canonical
+        if src == canonical:
+            continue
+        if src not in df.columns:
+            raise AssayInputError(
+                f"column {src!r} (mapped to {canonical!r}) is not in the table; "
+                f"its columns are: {', '.join(map(str, df.columns))}"
+            )
+        rename[src] = canonical
+    out = df.rename(columns=rename)
+    missing = [c for c in required if c not in out.columns]
+    if missing:
+        hint = " ".join(f"--{c}-col COLUMN" for c in missing)
+        raise AssayInputError(
+            f"the table has no column {', '.join(map(repr, missing))}; its columns are: "
+            f"{', '.join(map(str, df.columns))}. Map yours with {hint} (CLI) or columns={{...}} (Python)."
+        )
+    return out
+
+
+def check_scores(
+    df: pd.DataFrame,
+    column: str,
+    *,
+    low: float = 0.0,
+    high: float = 1.0,
+    allow_missing: bool = False,
+    what: str = "score",
+) -> pd.Series:
+    """Validate a numeric column: numbers only, finite, inside ``[low, high]``.
+
+    Returns the column as float64. NaN is an error unless ``allow_missing`` (then it stays NaN).
+    """
+    raw = df[column]
+    values = pd.to_numeric(raw, errors="coerce")
+    bad_type = values.isna() & raw.notna()
+    if bad_type.any():
+        rows = df.index[bad_type]
+        examples = ", ".join(repr(v) for v in raw[bad_type].head(3).tolist())
+        raise AssayInputError(
+            f"{what} column {column!r} has non-numeric values at {describe_rows(rows)} "
+            f"(e.g. {examples}); expected numbers in [{low:g}, {high:g}]."
+        )
+    values = values.astype(float)
+    if not allow_missing and values.isna().any():
+        rows = df.index[values.isna()]
+        raise AssayInputError(
+            f"{what} column {column!r} is missing (NaN/empty) at {describe_rows(rows)}; "
+            f"fill them, remove those rows, or drop incomplete items (on_missing='drop-items', "
+            f"CLI --drop-incomplete)."
+        )
+    finite = values.dropna()
+    inf = ~np.isfinite(finite)
+    if inf.any():
+        raise AssayInputError(
+            f"{what} column {column!r} is infinite at {describe_rows(finite.index[inf])}; "
+            f"expected numbers in [{low:g}, {high:g}]."
+        )
+    out = (finite < low) | (finite > high)
+    if out.any():
+        examples = ", ".join(f"{v:g}" for v in finite[out].head(3).tolist())
+        raise AssayInputError(
+            f"{what} column {column!r} is outside [{low:g}, {high:g}] at "
+            f"{describe_rows(finite.index[out])} (e.g. {examples}). Rescale the scores to "
+            f"[{low:g}, {high:g}] (e.g. divide by the maximum possible score)."
+        )
+    return values
+
+
+def check_unique(df: pd.DataFrame, keys: Sequence[str], *, what: str = "score") -> None:
+    """Each combination of ``keys`` must appear at most once."""
+    dup = df.duplicated(subset=list(keys), keep=False)
+    if dup.any():
+        rows = df.index[dup]
+        first = df.loc[rows[0], list(keys)].to_dict()
+        raise AssayInputError(
+            f"duplicate {what}s for the same ({', '.join(keys)}) at {describe_rows(rows)} "
+            f"(e.g. {first}); each combination must appear once. Average repeats beforehand or "
+            f"add a distinguishing column."
+        )
+
+
+_SUFFIX = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9}
+
+
+def parse_budget(value: Any) -> float | str:
+    """Budgets are numbers where possible ("1.5M" -> 1.5e6, "500k" -> 5e5); other labels stay text."""
+    if isinstance(value, (int, np.integer)):
+        return float(value)
+    if isinstance(value, (float, np.floating)):
+        return float(value)
+    text = str(value).strip()
+    m = re.fullmatch(r"([-+]?\d*\.?\d+(?:[eE][-+]?\d+)?)\s*([kKmMbBgG]?)", text)
+    if m:
+        return float(m.group(1)) * _SUFFIX.get(m.group(2).lower(), 1.0)
+    return text
+
+
+def format_budget(value: float | str) -> str:
+    if isinstance(value, str):
+        return value
+    if float(value).is_integer():
+        return str(int(value))
+    return f"{value:g}"
+
+
+@dataclass
+class SirenDesign:
+    """A validated SIREN score design: one ``M x K`` array per (system, budget) cell.
+
+    All cells share the same items, in ``items`` order, so that one split design and one
+    multiplier per item serve the whole grid.
+    """
+
+    items: list[str]
+    cells: list[tuple[str, float | str]]
+    scores: dict[tuple[str, float | str], np.ndarray]
+    artifacts: dict[tuple[str, float | str], list[str]]
+    dropped_items: list[str] = field(default_factory=list)
+
+    @property
+    def n_items(self) -> int:
+        return len(self.items)
+
+    @property
+    def systems(self) -> list[str]:
+        seen: dict[str, None] = {}
+        for s, _ in self.cells:
+            seen.setdefault(s, None)
+        return list(seen)
+
+    def budgets(self, system: str) -> list[float | str]:
+        return [b for s, b in self.cells if s == system]
+
+
+def _budget_sort_key(b: float | str) -> tuple[int, Any]:
+    return (0, b) if not isinstance(b, str) else (1, b)
+
+
+def siren_design(
+    table: pd.DataFrame,
+    *,
+    columns: Mapping[str, str | None] | None = None,
+    on_missing: str = "error",
+    min_items: int = 4,
+) -> SirenDesign:
+    """Validate a tidy SIREN table and pivot it into one ``M x K`` score array per cell.
+
+    Columns (canonical names; map yours with ``columns={"score": "acc", ...}``): ``system``,
+    ``budget`` (the untuned default is budget ``0`` with one artifact), ``artifact``, ``item``,
+    ``score`` in [0, 1]. ``system`` and ``budget`` may be absent (one system / one budget).
+
+    Parameters
+    ----------
+    on_missing : {"error", "drop-items"}
+        What to do with NaN scores and items that some (system, budget, artifact) lacks: raise
+        (default), or drop those items from every cell (recorded in ``dropped_items``).
+    """
+    if on_missing not in ("error", "drop-items"):
+        raise AssayInputError(f"on_missing must be 'error' or 'drop-items', got {on_missing!r}")
+    mapping = {c: None for c in SIREN_COLUMNS}
+    mapping.update(columns or {})
+    df = map_columns(table, mapping, required=("artifact", "item", "score"))
+    df = df.copy()
+    if "system" not in df.columns:
+        df["system"] = "system"
+    if "budget" not in df.columns:
+        df["budget"] = 1.0
+    if df.empty:
+        raise AssayInputError("the score table is empty: nothing to evaluate.")
+    for c in ("system", "artifact", "item"):
+        if df[c].isna().any():
+            raise AssayInputError(
+                f"column {c!r} is empty at {describe_rows(df.index[df[c].isna()])}; every row needs a {c}."
+            )
+        df[c] = df[c].astype(str)
+    if df["budget"].isna().any():
+        raise AssayInputError(
+            f"column 'budget' is empty at {describe_rows(df.index[df['budget'].isna()])}; "
+            "use 0 for the untuned default."
+        )
+    df["budget"] = [parse_budget(b) for b in df["budget"]]
+    keys = ["system", "budget", "artifact", "item"]
+    check_unique(df, keys)
+    df["score"] = check_scores(df, "score", allow_missing=(on_missing == "drop-items"))
+
+    all_items = pd.Index(pd.unique(df["item"]))
+    groups = df.groupby(["system", "budget", "artifact"], sort=False)["item"]
+    counts = groups.size()
+    dropped: set[str] = set()
+    if (counts != len(all_items)).any():
+        short = counts[counts != len(all_items)]
+        if on_missing == "error":
+            lines = []
+            for (s, b, a), n in short.head(5).items():
+                have = set(df.loc[(df.system == s) & (df.budget == b) & (df.artifact == a), "item"])
+                missing = [i for i in all_items if i not in have][:3]
+                lines.append(
+                    f"system={s!r} budget={format_budget(b)} artifact={a!r} has {n} of "
+                    f"{len(all_items)} items (missing e.g. {', '.join(map(repr, missing))})"
+                )
+            more = len(short) - len(lines)
+            raise AssayInputError(
+                "ragged design: SIREN needs every artifact of every (system, budget) scored on the "
+                "same items, because one split design and one multiplier per item serve the whole "
+                "grid. " + "; ".join(lines) + (f"; and {more} more" if more > 0 else "") +
+                ". Score the missing items or drop them everywhere (on_missing='drop-items', CLI "
+                "--drop-incomplete)."
+            )
+        have_all = df.groupby("item")[["system", "budget", "artifact"]].apply(
+            lambda g: len(g.drop_duplicates())
+        )
+        dropped |= set(have_all.index[have_all < len(counts)])
+    if df["score"].isna().any():
+        dropped |= set(df.loc[df["score"].isna(), "item"])
+    if dropped:
+        df = df[~df["item"].isin(dropped)]
+    items = [i for i in all_items if i not in dropped]
+    if len(items) < min_items:
+        raise AssayInputError(
+            f"only {len(items)} complete items remain; SIREN needs at least {min_items} "
+            "(each split needs items on both sides, and intervals need many more)."
+        )
+
+    cells = sorted(
+        {(s, b) for s, b in zip(df["system"], df["budget"])},
+        key=lambda sb: (list(pd.unique(df["system"])).index(sb[0]), _budget_sort_key(sb[1])),
+    )
+    item_pos = pd.Index(items)
+    scores: dict[tuple[str, float | str], np.ndarray] = {}
+    artifacts: dict[tuple[str, float | str], list[str]] = {}
+    for (s, b), g in df.groupby(["system", "budget"], sort=False):
+        arts = list(pd.unique(g["artifact"]))
+        Z = np.empty((len(items), len(arts)), dtype=float)
+        rows = item_pos.get_indexer(g["item"])
+        cols = pd.Index(arts).get_indexer(g["artifact"])
+        Z[rows, cols] = g["score"].to_numpy()
+        scores[(s, b)] = Z
+        artifacts[(s, b)] = arts
+    return SirenDesign(items=items, cells=cells, scores=scores, artifacts=artifacts,
+                       dropped_items=sorted(dropped))
+
+
+# -- the public SIREN release layout ------------------------------------------------------------
+
+_TENSOR = re.compile(r"tensor_a_B(\d+)\.npy$")
+
+
+def _looks_like_siren_release(path: Path) -> bool:
+    return any(True for _ in path.glob("tensor_a_B*.npy")) or any(
+        True for _ in path.glob("*/tensor_a_B*.npy")
+    ) or any(True for _ in path.glob("*/*/tensor_a_B*.npy"))
+
+
+def _model_dirs(path: Path) -> list[Path]:
+    return sorted({p.parent for p in path.rglob("tensor_a_B*.npy")})
+
+
+def read_siren_release(path: str | Path) -> pd.DataFrame:
+    """Read score tensors in the layout of the public SIREN release into a tidy table.
+
+    Each model folder holds ``tensor_a_B<budget>.npy`` (items x shortlist, 0/1) and ``col_b.npy``
+    (the untuned default prompt on the same items). ``path`` may be one model folder, a tuner
+    folder of model folders, or a folder of tuner folders. Systems are named after the model
+    folder (a trailing ``_law`` / ``_math`` is kept), prefixed by the tuner folder when several
+    tuners are read (``dspy/Qwen_Qwen3-8B_law``). The default prompt becomes budget 0 with the
+    single artifact ``default``. Items are the row positions ``"0" .. "M-1"`` (the release
+    ships no item ids; rows are aligned across models and tuners).
+    """
+    root = Path(path)
+    dirs = _model_dirs(root)
+    if not dirs:
+        raise AssayInputError(f"no tensor_a_B*.npy files under {root}")
+    tuners = {d.parent for d in dirs}
+    frames = []
+    for d in dirs:
+        name = d.name if len(tuners) == 1 else f"{d.parent.name}/{d.name}"
+        files = sorted(d.glob("tensor_a_B*.npy"), key=lambda p: int(_TENSOR.search(p.name).group(1)))
+        blocks: list[tuple[float, np.ndarray, list[str]]] = []
+        for f in files:
+            arr = np.load(f)
+            if arr.ndim != 2:
+                raise AssayInputError(f"{f} should be a 2-D items x artifacts array, has shape {arr.shape}")
+            budget = float(_TENSOR.search(f.name).group(1))
+            blocks.append((budget, arr, [f"a{k}" for k in range(arr.shape[1])]))
+        col_b = d / "col_b.npy"
+        if col_b.exists():
+            b = np.load(col_b)
+            blocks.insert(0, (0.0, b.reshape(-1, 1), ["default"]))
+        m = {blk[1].shape[0] for blk in blocks}
+        if len(m) != 1:
+            raise AssayInputError(f"{d}: tensors disagree on the number of items ({sorted(m)})")
+        for budget, arr, names in blocks:
+            M, K = arr.shape
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "system": name,
+                        "budget": budget,
+                        "artifact": np.repeat(np.array(names, dtype=object)[None, :], M, axis=0).ravel(),
+                        "item": np.repeat(np.arange(M).astype(str), K),
+                        "score": arr.astype(float).ravel(),
+                    }
+                )
+            )
+    return pd.concat(frames, ignore_index=True)

@@ -1,0 +1,217 @@
+"""Result objects shared by every method.
+
+A result carries what a reader needs to cite it: the method, its parameters, the error level and
+what it means, the sample size, the seed, the library version, and tidy tables (pandas
+DataFrames). ``to_json()`` round-trips through :meth:`Result.from_json`; the CLI's ``--json``
+prints exactly ``to_json()``.
+
+JSON has no NaN or infinity: NaN is written as ``null`` and +-infinity as the strings ``"inf"`` /
+``"-inf"``; :meth:`Result.from_dict` restores both in numeric columns.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["Interval", "Result", "to_jsonable"]
+
+_REGISTRY: dict[str, type["Result"]] = {}
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A two-sided interval ``[low, high]`` at confidence ``level`` (= 1 - alpha)."""
+
+    low: float
+    high: float
+    level: float
+
+    @property
+    def width(self) -> float:
+        return float(self.high - self.low)
+
+    def contains(self, value: float) -> bool:
+        return bool(self.low <= value <= self.high)
+
+    def to_dict(self) -> dict[str, float]:
+        return {"low": float(self.low), "high": float(self.high), "level": float(self.level)}
+
+    def __str__(self) -> str:
+        return f"[{self.low:.4f}, {self.high:.4f}] ({self.level:.0%})"
+
+
+def to_jsonable(obj: Any) -> Any:
+    """Convert numpy / pandas scalars and containers into plain JSON-safe Python objects."""
+    if isinstance(obj, dict):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return [to_jsonable(v) for v in obj.tolist()]
+    if isinstance(obj, pd.DataFrame):
+        return [to_jsonable(r) for r in obj.to_dict(orient="records")]
+    if isinstance(obj, Interval):
+        return obj.to_dict()
+    if isinstance(obj, (bool, np.bool_)):
+        return bool(obj)
+    if isinstance(obj, (int, np.integer)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        x = float(obj)
+        if math.isnan(x):
+            return None
+        if math.isinf(x):
+            return "inf" if x > 0 else "-inf"
+        return x
+    if obj is None or isinstance(obj, str):
+        return obj
+    if obj is pd.NA or obj is pd.NaT:
+        return None
+    return str(obj)
+
+
+def _restore_column(values: list[Any]) -> Any:
+    """Numeric columns come back as float arrays with NaN / inf restored; others stay as they are."""
+    def numeric(v: Any) -> bool:
+        return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) or v in ("inf", "-inf")
+
+    if values and all(numeric(v) for v in values) and any(v is not None for v in values):
+        if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+            return values
+        out = np.array([np.nan if v is None else float(v) for v in values], dtype=float)
+        return out
+    return values
+
+
+def _frame_from_records(records: list[dict[str, Any]]) -> pd.DataFrame:
+    if not records:
+        return pd.DataFrame()
+    columns = list(records[0].keys())
+    for r in records[1:]:
+        for c in r:
+            if c not in columns:
+                columns.append(c)
+    data = {c: _restore_column([r.get(c) for r in records]) for c in columns}
+    return pd.DataFrame(data, columns=columns)
+
+
+class Result:
+    """Base class of every method's result.
+
+    Subclasses set ``method`` (the registry key), ``main_table`` (the table returned by
+    ``.table`` / ``to_frame()``) and optionally override :meth:`summary`.
+
+    Attributes
+    ----------
+    params : dict
+        Every argument that shaped the numbers (JSON-safe).
+    level : dict
+        The error level, e.g. ``{"alpha": 0.05, "meaning": "..."}``.
+    n : int
+        Sample size (items, labels, observations: the method says which in ``level``).
+    seed : int or None
+        The integer seed actually used (drawn from OS entropy and recorded when none was given).
+    tables : dict[str, DataFrame]
+        Tidy tables; the JSON carries each as a list of records under its name.
+    info : dict
+        Further JSON-safe scalars and small structures (diagnostics, notes).
+    """
+
+    method: ClassVar[str] = "result"
+    main_table: ClassVar[str] = "table"
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _REGISTRY[cls.method] = cls
+
+    def __init__(
+        self,
+        *,
+        params: dict[str, Any],
+        level: dict[str, Any],
+        n: int,
+        seed: int | None,
+        tables: dict[str, pd.DataFrame],
+        info: dict[str, Any] | None = None,
+        version: str | None = None,
+    ) -> None:
+        from . import __version__
+
+        self.params = dict(params)
+        self.level = dict(level)
+        self.n = int(n)
+        self.seed = seed
+        self.tables = {k: (v if isinstance(v, pd.DataFrame) else pd.DataFrame(v)) for k, v in tables.items()}
+        self.info = dict(info or {})
+        self.version = version or __version__
+
+    # -- views -------------------------------------------------------------------------------
+    @property
+    def table(self) -> pd.DataFrame:
+        return self.tables[self.main_table]
+
+    def to_frame(self) -> pd.DataFrame:
+        """The main tidy table (a copy)."""
+        return self.table.copy()
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "method": self.method,
+            "version": self.version,
+            "params": self.params,
+            "level": self.level,
+            "n": self.n,
+            "seed": self.seed,
+        }
+        out.update(self.info)
+        for name, frame in self.tables.items():
+            out[name] = frame
+        return to_jsonable(out)
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Result":
+        method = d.get("method", cls.method)
+        target = _REGISTRY.get(method, cls)
+        table_names = set(target._table_names())
+        tables = {k: _frame_from_records(d[k]) for k in table_names if k in d}
+        skip = {"method", "version", "params", "level", "n", "seed"} | table_names
+        info = {k: v for k, v in d.items() if k not in skip}
+        obj = target.__new__(target)
+        Result.__init__(
+            obj,
+            params=d.get("params", {}),
+            level=d.get("level", {}),
+            n=d.get("n", 0),
+            seed=d.get("seed"),
+            tables=tables,
+            info=info,
+            version=d.get("version"),
+        )
+        return obj
+
+    @classmethod
+    def from_json(cls, text: str) -> "Result":
+        return cls.from_dict(json.loads(text))
+
+    @classmethod
+    def _table_names(cls) -> tuple[str, ...]:
+        return (cls.main_table,)
+
+    def summary(self) -> str:
+        lines = [f"{self.method} (assay {self.version}), n = {self.n}, seed = {self.seed}"]
+        for k, v in self.level.items():
+            lines.append(f"  {k}: {v}")
+        lines.append(self.table.to_string(index=False))
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} method={self.method!r} n={self.n} rows={len(self.table)}>"
