@@ -215,12 +215,18 @@ def parse_budget(value: Any) -> float | str:
     return text
 
 
-def format_budget(value: float | str) -> str:
+def format_budget(value: float | str, compact: bool = False) -> str:
+    """Budget as text: ``1500000`` -> "1500000", or with ``compact`` -> "1.5M" (parse_budget reads both)."""
     if isinstance(value, str):
         return value
-    if float(value).is_integer():
-        return str(int(value))
-    return f"{value:g}"
+    v = float(value)
+    if compact:
+        for div, suf in ((1e9, "B"), (1e6, "M"), (1e3, "K")):
+            if abs(v) >= div and (v / div) == float(f"{v / div:g}"):
+                return f"{v / div:g}{suf}"
+    if v.is_integer():
+        return str(int(v))
+    return f"{v:g}"
 
 
 @dataclass

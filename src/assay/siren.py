@@ -381,7 +381,7 @@ def parse_contrast(expr: str, cells: Sequence[tuple[str, float | str]]) -> Contr
 
 
 def _label(cell: tuple[str, float | str]) -> str:
-    return f"{cell[0]}@{format_budget(cell[1])}"
+    return f"{cell[0]}@{format_budget(cell[1], compact=True)}"
 
 
 def _is_default(budget: float | str) -> bool:

@@ -1,0 +1,236 @@
+"""The ``assay`` command. Thin: parse arguments, call the library, print.
+
+Exit codes: 0 ok, 1 a requested gate failed, 2 bad input, 3 model backend error. ``--json``
+prints the result's ``to_json()`` on stdout and nothing else there; progress goes to stderr.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from . import __version__
+from .errors import AssayError, AssayInputError
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="assay: LLM evaluation with statistical guarantees.",
+)
+
+_out = Console(soft_wrap=False, width=200)
+_err = Console(stderr=True)
+
+
+def _guard(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn assay's deliberate errors into one message on stderr and the documented exit code."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except AssayError as exc:
+            _err.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True)
+            raise typer.Exit(code=exc.exit_code) from None
+
+    return wrapper
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"assay {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
+) -> None:
+    """assay: LLM evaluation with statistical guarantees."""
+
+
+def _fmt_budget(b: Any) -> str:
+    try:
+        v = float(b)
+    except (TypeError, ValueError):
+        return str(b)
+    if v == 0:
+        return "0 (default)"
+    for div, suf in ((1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if abs(v) >= div:
+            return f"{v / div:g}{suf}"
+    return f"{v:g}"
+
+
+def _emit(result, as_json: bool, out: Optional[Path], report: Optional[Path], human: Callable[[], None]) -> None:
+    text = result.to_json()
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text + "\n")
+    if report is not None:
+        from .report import render_html
+
+        report.parent.mkdir(parents=True, exist_ok=True)
+        report.write_text(render_html([result]))
+    if as_json:
+        sys.stdout.write(text + "\n")
+    else:
+        human()
+        if out is not None:
+            _out.print(f"result written to {out}")
+        if report is not None:
+            _out.print(f"report written to {report}")
+
+
+def _print_siren(result) -> None:
+    p = result.params
+    level = 1 - result.level["alpha"]
+    t = Table(title=f"SIREN: M = {result.n} items, R = {p['reps']}, selector {p['selector']}, tau = {p['temperature']}, "
+                    f"seed = {result.seed}", title_justify="left")
+    for col, just in (("system", "left"), ("budget", "right"), ("K", "right"), ("estimate", "right"),
+                      (f"{level:.0%} CI", "right"), (f"{level:.0%} band", "right"), ("se held-out / sel.", "right"),
+                      ("naive max", "right"), ("optimism", "right"), ("pi_win", "right")):
+        t.add_column(col, justify=just)
+    for r in result.cells.itertuples(index=False):
+        t.add_row(str(r.system), _fmt_budget(r.budget), str(r.K), f"{r.estimate:.4f}",
+                  f"[{r.ci_low:.4f}, {r.ci_high:.4f}]", f"[{r.band_low:.4f}, {r.band_high:.4f}]",
+                  f"{r.se_heldout:.4f} / {r.se_selection:.4f}", f"{r.naive_max:.4f}", f"{r.optimism:+.4f}",
+                  f"{r.pi_win:.2f}")
+    _out.print(t)
+    if not result.contrasts.empty:
+        c = Table(title=f"Contrasts (paired on the same items, {level:.0%})", title_justify="left")
+        for col in ("contrast", "estimate", "CI", "simultaneous", "verdict"):
+            c.add_column(col, justify="left" if col in ("contrast", "verdict") else "right")
+        for r in result.contrasts.itertuples(index=False):
+            c.add_row(str(r.contrast), f"{r.estimate:+.4f}", f"[{r.ci_low:+.4f}, {r.ci_high:+.4f}]",
+                      f"[{r.simultaneous_low:+.4f}, {r.simultaneous_high:+.4f}]", str(r.verdict))
+        _out.print(c)
+    for w in result.info.get("warnings", []):
+        _out.print(f"[yellow]warning:[/] {w}")
+    _out.print(
+        f"CI: each cell's procedure-level score, {level:.0%}. Band: every cell at once, {level:.0%}. "
+        "'naive max' is the best shortlisted artifact scored on the items that chose it; "
+        "'optimism' = naive max - estimate.",
+        highlight=False,
+    )
+
+
+@app.command()
+@_guard
+def siren(
+    scores: Path = typer.Argument(..., help="Score table (CSV/TSV/Parquet/JSONL/JSON, optionally .gz) or a SIREN release folder."),
+    format: Optional[str] = typer.Option(None, "--format", help="csv, tsv, parquet, jsonl, json or siren-release (default: from the name)."),
+    system_col: str = typer.Option("system", help="Column naming the system (base model + pipeline)."),
+    budget_col: str = typer.Option("budget", help="Column with the tuning budget; 0 = untuned default."),
+    artifact_col: str = typer.Option("artifact", help="Column naming the shortlisted artifact (prompt / program)."),
+    item_col: str = typer.Option("item", help="Column with the evaluation item id."),
+    score_col: str = typer.Option("score", help="Column with the score in [0, 1]."),
+    reps: int = typer.Option(10, "--reps", help="Repeated splits R."),
+    score_fraction: float = typer.Option(0.5, "--score-fraction", help="Share of items in each split's scoring part (rho)."),
+    selector: str = typer.Option("softmax", "--selector", help="softmax, hard or adaptive."),
+    tau: float = typer.Option(0.1, "--tau", "--temperature", help="Softmax temperature on the score scale (0.1: soft argmax; 1.0: near-uniform)."),
+    boot: int = typer.Option(2000, "--boot", help="Bootstrap draws B."),
+    alpha: float = typer.Option(0.05, "--alpha", help="Miscoverage (0.05 -> 95% intervals)."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Random seed (recorded; drawn when absent)."),
+    contrast: list[str] = typer.Option([], "--contrast", help="'A@1.5M - A@0', or tuned-vs-default, budget-gains, pairwise. Repeatable."),
+    band: str = typer.Option("studentized", "--band", help="studentized or raw simultaneous band."),
+    item_bootstrap: int = typer.Option(0, "--item-bootstrap", help="Also run the nonparametric item bootstrap with N replicates."),
+    drop_incomplete: bool = typer.Option(False, "--drop-incomplete", help="Drop items with missing scores from every cell instead of failing."),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Also write the JSON result to this file."),
+    report: Optional[Path] = typer.Option(None, "--report", help="Also write a self-contained HTML report."),
+) -> None:
+    """Selection-aware intervals for tuned systems (SIREN) over a (system x budget) grid."""
+    from . import data, siren as siren_mod
+
+    table = data.read_table(scores, format=format)
+    result = siren_mod.evaluate(
+        table,
+        columns={"system": system_col, "budget": budget_col, "artifact": artifact_col, "item": item_col, "score": score_col},
+        reps=reps, score_fraction=score_fraction, selector=selector, temperature=tau, n_boot=boot, alpha=alpha,
+        seed=seed, contrasts=contrast, band=band, item_bootstrap_draws=item_bootstrap,
+        on_missing="drop-items" if drop_incomplete else "error",
+    )
+    _emit(result, as_json, out, report, lambda: _print_siren(result))
+
+
+_QUICK = {"trials": 200, "gt": 300, "n_boot": 200}
+
+
+@app.command()
+@_guard
+def study(
+    name: str = typer.Argument(..., help="siren-a, siren-b or siren-c."),
+    trials: Optional[int] = typer.Option(None, "--trials", help="Monte Carlo trials per configuration (paper: 2000)."),
+    gt: Optional[int] = typer.Option(None, "--gt", help="Replications for the ground-truth target (paper: 3000)."),
+    boot: Optional[int] = typer.Option(None, "--boot", help="Bootstrap draws per trial (paper: 500)."),
+    seed: int = typer.Option(0, "--seed", help="Root seed; child seeds are spawned per configuration."),
+    workers: int = typer.Option(1, "--workers", help="Worker processes (results do not depend on it)."),
+    quick: bool = typer.Option(False, "--quick", help="A small version for a smoke test (200 trials)."),
+    as_json: bool = typer.Option(False, "--json", help="Print {\"rows\": [...], ...} as JSON on stdout."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Also write the JSON result to this file."),
+) -> None:
+    """Reproduce a paper's simulation study (coverage, width, optimism)."""
+    from .progress import progress_reporter
+    from .studies import available, run_study
+
+    if name not in available():
+        raise AssayInputError(f"unknown study {name!r}; available: {', '.join(available())}")
+    kwargs: dict[str, Any] = dict(_QUICK) if quick else {}
+    if trials is not None:
+        kwargs["trials"] = trials
+    if gt is not None:
+        kwargs["gt"] = gt
+    if boot is not None:
+        kwargs["n_boot"] = boot
+    if name == "siren-c":
+        kwargs.pop("gt", None)
+    with progress_reporter(f"study {name}") as update:
+        result = run_study(name, seed=seed, workers=workers, progress=update, **kwargs)
+
+    def human() -> None:
+        _out.print(result.summary(), highlight=False)
+
+    _emit(result, as_json, out, None, human)
+
+
+@app.command()
+@_guard
+def demo(
+    out: Path = typer.Option(Path("demo-out"), "--out", help="Folder for results.json and report.html."),
+    seed: int = typer.Option(0, "--seed", help="Random seed."),
+    as_json: bool = typer.Option(False, "--json", help="Print results.json on stdout."),
+) -> None:
+    """Run every method on data shipped inside the package; write DIR/results.json and DIR/report.html."""
+    from . import siren as siren_mod
+    from .datasets import load_siren_law
+    from .report import render_html
+
+    out.mkdir(parents=True, exist_ok=True)
+    table = load_siren_law()
+    result = siren_mod.evaluate(table, seed=seed, contrasts=["tuned-vs-default", "pairwise"], temperature=0.1)
+    results = {"siren": result.to_dict()}
+    (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    (out / "report.html").write_text(render_html([result], title="assay demo: MMLU-Pro Law, DSPy-tuned prompts"))
+    if as_json:
+        sys.stdout.write(json.dumps(results, indent=2) + "\n")
+        return
+    _out.print("[bold]SIREN on MMLU-Pro Law (3 models, DSPy tuner, 4 budgets + default; shipped data)[/]")
+    _print_siren(result)
+    _out.print(f"wrote {out / 'results.json'} and {out / 'report.html'}")
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,166 @@
+"""Self-contained HTML (inline SVG, no network) and Markdown reports of assay results.
+
+Each method contributes a section; a section has plots with plain-word captions that say what the
+guarantee is, and the result's tables.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+from typing import Iterable
+
+import numpy as np
+import pandas as pd
+
+from ..results import Result
+
+__all__ = ["render_html", "render_markdown", "siren_figure"]
+
+
+def _svg(fig) -> str:
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight")
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    text = buf.getvalue()
+    return text[text.find("<svg"):]
+
+
+def _budget_label(b) -> str:
+    try:
+        v = float(b)
+    except (TypeError, ValueError):
+        return str(b)
+    if v == 0:
+        return "default"
+    for div, suf in ((1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if abs(v) >= div:
+            return f"{v / div:g}{suf}"
+    return f"{v:g}"
+
+
+def siren_figure(result: Result) -> str:
+    """One panel per system: estimate, pointwise CI, simultaneous band and naive max by budget."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cells = result.tables["cells"]
+    systems = list(dict.fromkeys(cells["system"]))
+    n = len(systems)
+    cols = min(3, n)
+    rows = int(np.ceil(n / cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False, sharey=True)
+    for ax, s in zip(axes.ravel(), systems):
+        t = cells[cells["system"] == s].reset_index(drop=True)
+        x = np.arange(len(t))
+        ax.fill_between(x, t["band_low"], t["band_high"], color="#c6dbef", label="simultaneous band", step=None)
+        ax.errorbar(x, t["estimate"], yerr=[t["estimate"] - t["ci_low"], t["ci_high"] - t["estimate"]],
+                    fmt="o", color="#08519c", capsize=3, label="SIREN estimate, pointwise CI")
+        ax.plot(x, t["naive_max"], "x", color="#cb181d", label="naive max (same data)")
+        ax.set_xticks(x, [_budget_label(b) for b in t["budget"]])
+        ax.set_title(str(s), fontsize=10)
+        ax.set_xlabel("tuning budget")
+        ax.grid(alpha=0.3)
+    for ax in axes.ravel()[n:]:
+        ax.axis("off")
+    axes[0, 0].set_ylabel("score")
+    axes[0, 0].legend(fontsize=7, loc="lower left")
+    fig.tight_layout()
+    return _svg(fig)
+
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
+h1{font-size:1.6em} h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:2em}
+table{border-collapse:collapse;font-size:.85em;margin:1em 0} td,th{border:1px solid #ddd;padding:3px 7px;text-align:right}
+th{background:#f4f6f8} td:first-child,th:first-child{text-align:left}
+figure{margin:1em 0} figcaption{font-size:.9em;color:#444;max-width:900px}
+.meta{color:#555;font-size:.9em} .warn{color:#a50f15}
+"""
+
+
+def _table_html(df: pd.DataFrame, floats: str = "{:.4f}") -> str:
+    def fmt(v):
+        if isinstance(v, (float, np.floating)):
+            return "" if np.isnan(v) else floats.format(v)
+        return html.escape(str(v))
+
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
+    body = "".join("<tr>" + "".join(f"<td>{fmt(v)}</td>" for v in row) + "</tr>" for row in df.itertuples(index=False))
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _siren_section(result: Result) -> str:
+    p, lv = result.params, result.level
+    level = 1 - lv.get("alpha", 0.05)
+    cells = result.tables["cells"].copy()
+    cells["budget"] = cells["budget"].map(_budget_label)
+    show = cells[["system", "budget", "K", "selector", "estimate", "ci_low", "ci_high", "band_low", "band_high",
+                  "se_heldout", "se_selection", "naive_max", "optimism"]]
+    parts = [
+        "<section id='siren'><h2>SIREN: selection-aware scores after tuning</h2>",
+        f"<p class='meta'>M = {result.n} items, R = {p.get('reps')} splits, selector {p.get('selector')}, "
+        f"temperature {p.get('temperature')}, {p.get('n_boot')} bootstrap draws, seed {result.seed}.</p>",
+        f"<figure>{siren_figure(result)}<figcaption>Each dot is the estimated fresh-data score of the "
+        f"procedure 'tune at this budget, then deploy' for that model; the bar is its {level:.0%} confidence "
+        f"interval, and the shaded band covers every cell of the grid at once with probability {level:.0%}. "
+        "Red crosses show the best shortlisted prompt's score on the same items that chose it (the naive "
+        "report): the gap to the dot is the winner's-curse optimism.</figcaption></figure>",
+        _table_html(show),
+    ]
+    con = result.tables.get("contrasts")
+    if con is not None and not con.empty:
+        parts.append(f"<h3>Contrasts ({level:.0%} intervals; paired on the same items)</h3>")
+        parts.append(_table_html(con[["contrast", "estimate", "ci_low", "ci_high", "simultaneous_low",
+                                      "simultaneous_high", "verdict"]]))
+    for w in result.info.get("warnings", []):
+        parts.append(f"<p class='warn'>{html.escape(w)}</p>")
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+_SECTIONS = {"siren": _siren_section}
+
+
+def render_html(results: Iterable[Result], title: str = "assay report") -> str:
+    """One self-contained HTML page (inline SVG, inline CSS, no scripts, no network)."""
+    body = []
+    for r in results:
+        section = _SECTIONS.get(r.method)
+        if section is None:
+            body.append(f"<section><h2>{html.escape(r.method)}</h2>{_table_html(r.table)}</section>")
+        else:
+            body.append(section(r))
+    from .. import __version__
+
+    return (
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+        f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>"
+        f"<h1>{html.escape(title)}</h1><p class='meta'>assay {__version__}</p>"
+        + "\n".join(body) + "</body></html>"
+    )
+
+
+def render_markdown(results: Iterable[Result]) -> str:
+    """A Markdown summary (tables only) for pull requests."""
+    out = []
+    for r in results:
+        out.append(f"## {r.method}\n")
+        out.append(_md_table(r.table))
+        out.append("")
+    return "\n".join(out)
+
+
+def _md_table(df: pd.DataFrame) -> str:
+    def fmt(v):
+        if isinstance(v, (float, np.floating)):
+            return "" if np.isnan(v) else f"{v:.4f}"
+        return str(v).replace("|", "\\|")
+
+    lines = ["| " + " | ".join(map(str, df.columns)) + " |", "|" + "---|" * len(df.columns)]
+    lines += ["| " + " | ".join(fmt(v) for v in row) + " |" for row in df.itertuples(index=False)]
+    return "\n".join(lines)

@@ -1,0 +1,58 @@
+"""Monte Carlo studies that reproduce the papers' simulation tables.
+
+Each study is a function ``fn(*, trials, seed, workers, progress, **options) -> StudyResult``
+registered under a name (``assay study NAME``). A study splits its work into tasks (one per
+configuration), gives each task a child seed spawned from the root seed, and runs them through
+:mod:`assay.parallel`, so its numbers do not depend on the number of workers.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..errors import AssayInputError
+from ..results import Result
+
+__all__ = ["StudyResult", "STUDIES", "run_study", "register"]
+
+STUDIES: dict[str, Callable[..., "StudyResult"]] = {}
+
+
+class StudyResult(Result):
+    """Rows of a simulation study: each row carries its parameters and its figures."""
+
+    method = "study"
+    main_table = "rows"
+
+    @property
+    def rows(self):
+        return self.tables["rows"]
+
+    def summary(self) -> str:
+        name = self.params.get("study", "study")
+        head = f"{name} (assay {self.version}): {self.params.get('trials')} trials per row, seed = {self.seed}"
+        notes = [f"note: {n}" for n in self.info.get("notes", [])]
+        return "\n".join([head, self.rows.to_string(index=False, float_format=lambda x: f"{x:.4f}"), *notes])
+
+
+def register(name: str) -> Callable[[Callable[..., StudyResult]], Callable[..., StudyResult]]:
+    def deco(fn: Callable[..., StudyResult]) -> Callable[..., StudyResult]:
+        STUDIES[name] = fn
+        return fn
+
+    return deco
+
+
+def run_study(name: str, **kwargs: Any) -> StudyResult:
+    """Run the study registered as ``name`` (e.g. ``"siren-a"``)."""
+    from . import siren as _siren  # noqa: F401  (registers the SIREN studies)
+
+    if name not in STUDIES:
+        raise AssayInputError(f"unknown study {name!r}; available: {', '.join(sorted(STUDIES))}")
+    return STUDIES[name](**kwargs)
+
+
+def available() -> list[str]:
+    from . import siren as _siren  # noqa: F401
+
+    return sorted(STUDIES)
