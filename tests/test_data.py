@@ -328,12 +328,6 @@ def test_release_errors(tmp_path):
         data.read_siren_release(tmp_path / "flat")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG data.read_siren_release: a file matching the glob tensor_a_B*.npy but not "
-    r"the regex tensor_a_B(\d+)\.npy (e.g. tensor_a_B1.5M.npy) crashes with AttributeError "
-    "('NoneType' object has no attribute 'group') instead of AssayInputError",
-)
 def test_release_bad_tensor_name(tmp_path):
     _fake_model(tmp_path / "m", {}, None)
     np.save(tmp_path / "m" / "tensor_a_B1.5M.npy", np.zeros((5, 2)))
@@ -341,12 +335,6 @@ def test_release_bad_tensor_name(tmp_path):
         data.read_siren_release(tmp_path)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG data.read_siren_release (public): a corrupt .npy raises numpy's ValueError "
-    "('This file contains pickled (object) data...') instead of AssayInputError; only "
-    "read_table wraps it",
-)
 def test_release_corrupt_npy_direct(tmp_path):
     (tmp_path / "m").mkdir()
     (tmp_path / "m" / "tensor_a_B10.npy").write_bytes(b"garbage" * 10)
@@ -510,11 +498,6 @@ def test_missing_item_id(value):
     assert "'item'" in str(e.value) and "row 9" in str(e.value)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG data.siren_design: an empty / blank item id ('' or '  ') is accepted as a "
-    "regular item (design.items == ['', 'q1', ...]); only None/NaN item ids are rejected",
-)
 @pytest.mark.parametrize("value", ["", "   "])
 def test_blank_item_id(value):
     df = base_table()
@@ -710,23 +693,12 @@ def test_temperature_irrelevant_for_hard_selector():
     assert list(r.cells["selector"]) == ["none", "hard"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG siren._check_params: non-numeric alpha / score_fraction (None, '0.05') raise "
-    "TypeError (\"'<' not supported between instances of 'int' and 'NoneType'\") instead of "
-    "AssayInputError",
-)
 @pytest.mark.parametrize("kwargs", [dict(alpha=None), dict(alpha="0.05"), dict(score_fraction="0.5")])
 def test_evaluate_non_numeric_level_parameters(kwargs):
     with pytest.raises(AssayInputError):
         siren.evaluate(grid(), **{**FAST, **kwargs})
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG siren._check_params: temperature=np.float32(0.1) is a valid positive number but "
-    "is rejected (isinstance(x, (int, float)) is False for numpy float32)",
-)
 def test_evaluate_accepts_numpy_float32_temperature():
     r = siren.evaluate(grid(), temperature=np.float32(0.1), **FAST)
     assert r.params["temperature"] == pytest.approx(0.1)
@@ -766,21 +738,11 @@ def test_evaluate_bad_dict_locations_and_sizes():
         siren.evaluate([[0.0, 1.0]] * 6, **FAST)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG siren._as_design: a dict of arrays holding text ('a') raises numpy's ValueError "
-    "('could not convert string to float') instead of AssayInputError",
-)
 def test_evaluate_dict_with_text_scores():
     with pytest.raises(AssayInputError):
         siren.evaluate({("A", 1): [["a", "b"]] * 6}, **FAST)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG siren._as_design: a dict key that is a tuple of length != 2, e.g. ('A', 1, 'x'), "
-    "raises ValueError('too many values to unpack') instead of AssayInputError",
-)
 def test_evaluate_dict_with_bad_key():
     with pytest.raises(AssayInputError):
         siren.evaluate({("A", 1, "x"): np.full((6, 2), 0.5)}, **FAST)

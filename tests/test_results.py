@@ -98,12 +98,6 @@ def test_json_is_strict(result):
     assert "NaN" not in text and "Infinity" not in text
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG results.Result.from_dict: NaN written as null inside `info` (e.g. SirenResult."
-    "baselines['m1_naive_max'][i]['ci_low']) comes back as None, not NaN; only numeric columns "
-    "of the tables are restored",
-)
 def test_nan_baseline_ci_comes_back_as_nan(result):
     back = siren.SirenResult.from_json(result.to_json())
     row = back.baselines["m1_naive_max"][0]
@@ -130,12 +124,6 @@ def test_nan_and_inf_in_tables_survive(result):
     pd.testing.assert_frame_equal(back.cells, cells, check_dtype=False)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG results._restore_column: a numeric column that is NaN in every row is written as "
-    "all nulls and comes back as an object column of None instead of float NaN "
-    "(requires any(v is not None))",
-)
 def test_all_nan_column_comes_back_as_float_nan(result):
     cells = result.cells.copy()
     cells["se_selection"] = np.nan
@@ -158,12 +146,6 @@ class _ManyTables(Result):
         return _NAMES
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG results.Result.from_dict: table names go through set(...), so the tables (and the "
-    "keys of a re-serialised to_json()) come back in hash order, which changes with "
-    "PYTHONHASHSEED; e.g. a loaded SirenResult may write 'contrasts' before 'cells'",
-)
 def test_round_trip_keeps_table_order():
     tables = {name: pd.DataFrame({"x": [i]}) for i, name in enumerate(_NAMES)}
     r = _ManyTables(params={}, level={}, n=1, seed=0, tables=tables)
@@ -180,11 +162,6 @@ def test_round_trip_of_entropy_seed():
     assert back.seed == r.seed
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG results: an empty table (SirenResult.contrasts when no contrast is asked) is written "
-    "as [] and comes back as a DataFrame with no columns (the 9 contrast columns are lost)",
-)
 def test_round_trip_without_contrasts_keeps_columns():
     r = run(contrasts=())
     assert r.contrasts.empty and len(r.contrasts.columns) == 9

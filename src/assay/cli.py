@@ -38,7 +38,8 @@ def _guard(fn: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return fn(*args, **kwargs)
         except AssayError as exc:
-            _err.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True)
+            # plain write: no wrapping, no markup interpretation of the message
+            sys.stderr.write(f"error: {exc}\n")
             raise typer.Exit(code=exc.exit_code) from None
 
     return wrapper
@@ -151,7 +152,7 @@ def siren(
     """Selection-aware intervals for tuned systems (SIREN) over a (system x budget) grid."""
     from . import data, siren as siren_mod
 
-    table = data.read_table(scores, format=format)
+    table = data.read_table(scores, format=format, text_columns=(system_col, artifact_col, item_col))
     result = siren_mod.evaluate(
         table,
         columns={"system": system_col, "budget": budget_col, "artifact": artifact_col, "item": item_col, "score": score_col},

@@ -69,7 +69,9 @@ def _detect_format(path: Path) -> str:
     )
 
 
-def read_table(path: str | Path, *, format: str | None = None) -> pd.DataFrame:
+def read_table(
+    path: str | Path, *, format: str | None = None, text_columns: Sequence[str] = ()
+) -> pd.DataFrame:
     """Read a tidy table from CSV / TSV / Parquet / JSONL / JSON (or a SIREN release folder).
 
     Parameters
@@ -78,22 +80,26 @@ def read_table(path: str | Path, *, format: str | None = None) -> pd.DataFrame:
         The file (or, for ``format="siren-release"``, the folder).
     format : {"csv", "tsv", "parquet", "jsonl", "json", "siren-release"}, optional
         Overrides detection from the file name.
+    text_columns : sequence of str
+        Columns to read as text from CSV / TSV / JSON, so that ids such as "007" are not turned
+        into the number 7 (and collide with an id "7").
     """
     p = Path(path)
     if not p.exists():
         raise AssayInputError(f"no such file or folder: {p}")
     fmt = (format or _detect_format(p)).lower()
+    dtype = {c: str for c in text_columns} or None
     try:
         if fmt == "csv":
-            return pd.read_csv(p)
+            return pd.read_csv(p, dtype=dtype)
         if fmt == "tsv":
-            return pd.read_csv(p, sep="\t")
+            return pd.read_csv(p, sep="\t", dtype=dtype)
         if fmt == "parquet":
             return pd.read_parquet(p)
         if fmt == "jsonl":
-            return pd.read_json(p, lines=True)
+            return pd.read_json(p, lines=True, dtype=dtype if dtype else True)
         if fmt == "json":
-            return pd.read_json(p)
+            return pd.read_json(p, dtype=dtype if dtype else True)
         if fmt == "siren-release":
             return read_siren_release(p)
     except AssayInputError:
@@ -299,6 +305,11 @@ def siren_design(
                 f"column {c!r} is empty at {describe_rows(df.index[df[c].isna()])}; every row needs a {c}."
             )
         df[c] = df[c].astype(str)
+        blank = df[c].str.strip() == ""
+        if blank.any():
+            raise AssayInputError(
+                f"column {c!r} is blank at {describe_rows(df.index[blank])}; every row needs a non-empty {c}."
+            )
     if df["budget"].isna().any():
         raise AssayInputError(
             f"column 'budget' is empty at {describe_rows(df.index[df['budget'].isna()])}; "
@@ -381,6 +392,13 @@ def _model_dirs(path: Path) -> list[Path]:
     return sorted({p.parent for p in path.rglob("tensor_a_B*.npy")})
 
 
+def _load_npy(f: Path) -> np.ndarray:
+    try:
+        return np.load(f, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as exc:
+        raise AssayInputError(f"could not read {f} as a numpy array: {exc}") from exc
+
+
 def read_siren_release(path: str | Path) -> pd.DataFrame:
     """Read score tensors in the layout of the public SIREN release into a tidy table.
 
@@ -400,17 +418,26 @@ def read_siren_release(path: str | Path) -> pd.DataFrame:
     frames = []
     for d in dirs:
         name = d.name if len(tuners) == 1 else f"{d.parent.name}/{d.name}"
-        files = sorted(d.glob("tensor_a_B*.npy"), key=lambda p: int(_TENSOR.search(p.name).group(1)))
+        files = list(d.glob("tensor_a_B*.npy"))
+        odd = [f.name for f in files if not _TENSOR.fullmatch(f.name)]
+        if odd:
+            raise AssayInputError(
+                f"{d}: cannot read the budget from {', '.join(odd)}; tensor files must be named "
+                "tensor_a_B<integer budget>.npy (e.g. tensor_a_B1500000.npy)"
+            )
+        files.sort(key=lambda p: int(_TENSOR.fullmatch(p.name).group(1)))
         blocks: list[tuple[float, np.ndarray, list[str]]] = []
         for f in files:
-            arr = np.load(f)
+            arr = _load_npy(f)
             if arr.ndim != 2:
                 raise AssayInputError(f"{f} should be a 2-D items x artifacts array, has shape {arr.shape}")
-            budget = float(_TENSOR.search(f.name).group(1))
+            budget = float(_TENSOR.fullmatch(f.name).group(1))
             blocks.append((budget, arr, [f"a{k}" for k in range(arr.shape[1])]))
         col_b = d / "col_b.npy"
         if col_b.exists():
-            b = np.load(col_b)
+            b = _load_npy(col_b)
+            if b.ndim != 1:
+                raise AssayInputError(f"{col_b} should be a 1-D array of item scores, has shape {b.shape}")
             blocks.insert(0, (0.0, b.reshape(-1, 1), ["default"]))
         m = {blk[1].shape[0] for blk in blocks}
         if len(m) != 1:

@@ -48,4 +48,4 @@ def describe_rows(index, limit: int = 5) -> str:
     head = ", ".join(labels[:limit])
     more = len(labels) - limit
     word = "row" if len(labels) == 1 else "rows"
-    return f"{word} {head}" + (f" and {more} more" if more > 0 else "")
+    return f"{word} {head}" + (f" and {more} more" if more > 0 else "") + " (0-based)"

@@ -81,7 +81,9 @@ def _restore_column(values: list[Any]) -> Any:
     def numeric(v: Any) -> bool:
         return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) or v in ("inf", "-inf")
 
-    if values and all(numeric(v) for v in values) and any(v is not None for v in values):
+    if values and all(v is None for v in values):
+        return np.full(len(values), np.nan)
+    if values and all(numeric(v) for v in values):
         if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
             return values
         out = np.array([np.nan if v is None else float(v) for v in values], dtype=float)
@@ -181,9 +183,9 @@ class Result:
     def from_dict(cls, d: dict[str, Any]) -> "Result":
         method = d.get("method", cls.method)
         target = _REGISTRY.get(method, cls)
-        table_names = set(target._table_names())
+        table_names = target._table_names()
         tables = {k: _frame_from_records(d[k]) for k in table_names if k in d}
-        skip = {"method", "version", "params", "level", "n", "seed"} | table_names
+        skip = {"method", "version", "params", "level", "n", "seed", *table_names}
         info = {k: v for k, v in d.items() if k not in skip}
         obj = target.__new__(target)
         Result.__init__(
@@ -196,7 +198,11 @@ class Result:
             info=info,
             version=d.get("version"),
         )
+        obj._restore()
         return obj
+
+    def _restore(self) -> None:
+        """Hook for subclasses: undo JSON's losses (NaN written as null) in ``info`` after loading."""
 
     @classmethod
     def from_json(cls, text: str) -> "Result":

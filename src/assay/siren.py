@@ -89,6 +89,8 @@ __all__ = [
 ]
 
 SELECTORS = ("softmax", "hard", "adaptive")
+CONTRAST_COLUMNS = ("contrast", "kind", "estimate", "se", "ci_low", "ci_high", "simultaneous_low",
+                    "simultaneous_high", "verdict")
 CONTRAST_FAMILIES = ("tuned-vs-default", "budget-gains", "pairwise")
 
 
@@ -175,12 +177,12 @@ def repeated_split(
     if D.ndim == 2:
         D = D[None]
     D = D.astype(float)
-    E = 1.0 - D
     N, M, K = Z.shape
     m = D.sum(axis=-1)  # (N|1, R)
-    l = E.sum(axis=-1)
-    S = (D @ Z) / m[..., None]  # (N, R, K)
-    T = (E @ Z) / l[..., None]
+    l = M - m
+    DZ = D @ Z  # (N, R, K)
+    S = DZ / m[..., None]
+    T = (Z.sum(axis=-2)[:, None, :] - DZ) / l[..., None]  # held-out part = complement of D
     omega = _split_weights(split_weights, np.broadcast_to(l, S.shape[:2]))  # (N, R)
 
     q_hard = _hard_weights(S)
@@ -228,13 +230,13 @@ def repeated_split(
         c = np.zeros_like(q)
     scale_E = omega * M / l  # (N, R)
     scale_D = omega * M / m
-    ZQ = Z @ np.swapaxes(q, 1, 2)  # (N, M, R)
-    ZC = Z @ np.swapaxes(c, 1, 2)
+    # psi_E_i = sum_r sE_r 1{i in E_r} (Z_i'q_r - Y_r) = Z_i' (Et @ (sE q))_i - (Et @ (sE Y))_i, and
+    # likewise for the selection term: BLAS products, no (N, M, R) temporaries.
+    Dt = np.ascontiguousarray(np.swapaxes(D, -1, -2))  # (N|1, M, R)
+    Et = 1.0 - Dt
     cS = (c * S).sum(axis=-1)  # (N, R)
-    Et = np.swapaxes(E, 1, 2)  # (N|1, M, R)
-    Dt = np.swapaxes(D, 1, 2)
-    psi_E = ((ZQ - Y[:, None, :]) * Et * scale_E[:, None, :]).sum(axis=-1)
-    psi_D = ((ZC - cS[:, None, :]) * Dt * scale_D[:, None, :]).sum(axis=-1)
+    psi_E = np.einsum("nmk,nmk->nm", Z, Et @ (scale_E[..., None] * q)) - (Et @ (scale_E * Y)[..., None])[..., 0]
+    psi_D = np.einsum("nmk,nmk->nm", Z, Dt @ (scale_D[..., None] * c)) - (Dt @ (scale_D * cS)[..., None])[..., 0]
     out["psi_heldout"] = psi_E
     out["psi_selection"] = psi_D
     return out
@@ -477,7 +479,25 @@ class SirenResult(Result):
 
     @property
     def contrasts(self) -> pd.DataFrame:
-        return self.tables.get("contrasts", pd.DataFrame())
+        """Contrast estimates and intervals (an empty frame with the usual columns when none)."""
+        if "contrasts" not in self.tables:
+            self.tables["contrasts"] = pd.DataFrame({c: [] for c in CONTRAST_COLUMNS})
+        return self.tables["contrasts"]
+
+    def to_dict(self) -> dict[str, Any]:
+        d = super().to_dict()
+        d.setdefault("contrasts", [])
+        return d
+
+    def _restore(self) -> None:
+        con = self.tables.get("contrasts")
+        if con is not None and con.empty and len(con.columns) == 0:
+            del self.tables["contrasts"]  # recreated with its columns by .contrasts
+        for recs in self.info.get("baselines", {}).values():
+            for r in recs:
+                for k in ("estimate", "ci_low", "ci_high"):
+                    if r.get(k) is None:
+                        r[k] = float("nan")
 
     @property
     def baselines(self) -> dict[str, list[dict[str, Any]]]:
@@ -531,9 +551,14 @@ def _as_design(table: Any, columns, on_missing) -> SirenDesign:
         scores, arts, cells = {}, {}, []
         M = None
         for key, Z in table.items():
+            if isinstance(key, tuple) and len(key) != 2:
+                raise AssayInputError(f"cell key {key!r}: use (system, budget) or a system name")
             system, budget = key if isinstance(key, tuple) else (key, 1.0)
             budget = parse_budget(budget)
-            Z = np.asarray(Z, dtype=float)
+            try:
+                Z = np.asarray(Z, dtype=float)
+            except (TypeError, ValueError) as exc:
+                raise AssayInputError(f"cell {key!r}: scores must be numbers in [0, 1] ({exc})") from None
             if Z.ndim == 1:
                 Z = Z[:, None]
             if Z.ndim != 2:
@@ -563,7 +588,14 @@ def _as_design(table: Any, columns, on_missing) -> SirenDesign:
     raise AssayInputError(f"cannot evaluate a {type(table).__name__}: give a tidy DataFrame, a dict of arrays or an array")
 
 
+def _is_real(x: Any) -> bool:
+    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_)) and math.isfinite(float(x))
+
+
 def _check_params(reps, score_fraction, n_boot, alpha, temperature, selector, band, engine, threshold) -> None:
+    for name, v in (("score_fraction", score_fraction), ("alpha", alpha), ("instability_threshold", threshold)):
+        if not _is_real(v):
+            raise AssayInputError(f"{name} must be a number, got {v!r}")
     if isinstance(reps, bool) or not isinstance(reps, (int, np.integer)) or reps < 1:
         raise AssayInputError(f"reps must be a positive integer, got {reps!r}")
     if not (0 < score_fraction < 1):
@@ -574,7 +606,7 @@ def _check_params(reps, score_fraction, n_boot, alpha, temperature, selector, ba
         raise AssayInputError(f"alpha must be in (0, 1) (0.05 gives 95% intervals), got {alpha!r}")
     if selector not in SELECTORS:
         raise AssayInputError(f"selector must be one of {', '.join(SELECTORS)}, got {selector!r}")
-    if selector != "hard" and not (isinstance(temperature, (int, float)) and temperature > 0 and math.isfinite(temperature)):
+    if selector != "hard" and not (_is_real(temperature) and temperature > 0):
         raise AssayInputError(f"temperature must be a positive number on the score scale (e.g. 0.1), got {temperature!r}")
     if band not in ("studentized", "raw"):
         raise AssayInputError(f"band must be 'studentized' or 'raw', got {band!r}")
@@ -651,7 +683,8 @@ def evaluate(
     rng_split, rng_boot, rng_item = (np.random.default_rng(s) for s in ss.spawn(3))
     in_score = split_design(M, reps, score_fraction, rng_split)
     m, l = split_sizes(M, score_fraction)
-    core = dict(selector=selector, temperature=float(temperature), split_weights=split_weights,
+    tau = float(temperature) if _is_real(temperature) else float("nan")  # unused by "hard"
+    core = dict(selector=selector, temperature=tau, split_weights=split_weights,
                 instability_threshold=instability_threshold)
 
     cells = design.cells
@@ -659,73 +692,85 @@ def evaluate(
     theta = np.empty(C)
     psi_E = np.empty((M, C))
     psi_D = np.empty((M, C))
-    rows: list[dict[str, Any]] = []
-    base: dict[str, list[dict[str, Any]]] = {}
+    K_of = np.array([design.scores[c].shape[1] for c in cells])
+    selector_used = np.empty(C, dtype=object)
+    pi_win = np.zeros(C)
+    eff_k = np.ones(C)
+    naive_max = np.array([design.scores[c].mean(axis=0).max() for c in cells])
+
+    # Cells with one artifact: no selection, the full-pool mean (see the module docstring).
+    for j in np.flatnonzero(K_of == 1):
+        z = design.scores[cells[j]][:, 0]
+        theta[j] = z.mean()
+        psi_E[:, j] = z - theta[j]
+        psi_D[:, j] = 0.0
+        selector_used[j] = "none"
+    # Cells with K > 1, batched by K through the vectorised core (memory-bounded chunks).
+    per = max(1, 4_000_000 // (M * max(int(K_of.max()), reps)))
+    for K in sorted(set(K_of[K_of > 1].tolist())):
+        idx = np.flatnonzero(K_of == K)
+        for start in range(0, len(idx), per):
+            js = idx[start : start + per]
+            res = repeated_split(np.stack([design.scores[cells[j]] for j in js]), in_score, **core)
+            theta[js] = res["theta"]
+            psi_E[:, js] = res["psi_heldout"].T
+            psi_D[:, js] = res["psi_selection"].T
+            selector_used[js] = np.where(res["hard"], "hard", "softmax")
+            pi_win[js] = res["pi_win"]
+            eff_k[js] = res["eff_k"]
+
     warnings: list[str] = []
-    for j, cell in enumerate(cells):
-        Z = design.scores[cell]
-        K = Z.shape[1]
-        row: dict[str, Any] = {"system": cell[0], "budget": cell[1], "K": K}
-        if K == 1:
-            theta[j] = Z[:, 0].mean()
-            psi_E[:, j] = Z[:, 0] - theta[j]
-            psi_D[:, j] = 0.0
-            row.update(selector="none", pi_win=0.0, eff_artifacts=1.0)
-        else:
-            res = repeated_split(Z, in_score, **core)
-            theta[j] = res["theta"][0]
-            psi_E[:, j] = res["psi_heldout"][0]
-            psi_D[:, j] = res["psi_selection"][0]
-            used = "hard" if res["hard"][0] else "softmax"
-            row.update(selector=used, pi_win=float(res["pi_win"][0]), eff_artifacts=float(res["eff_k"][0]))
-            if used == "hard" and res["pi_win"][0] > instability_threshold:
-                warnings.append(
-                    f"{_label(cell)}: hard selection with winner instability pi_win = "
-                    f"{res['pi_win'][0]:.2f} > {instability_threshold}: the interval ignores the "
-                    "winner jumping between splits and can undercover (use selector='softmax')."
+    for j in np.flatnonzero((selector_used == "hard") & (pi_win > instability_threshold)):
+        warnings.append(
+            f"{_label(cells[j])}: hard selection with winner instability pi_win = {pi_win[j]:.2f} > "
+            f"{instability_threshold}: the interval ignores the winner jumping between splits and can "
+            "undercover (use selector='softmax')."
+        )
+    base: dict[str, list[dict[str, Any]]] = {}
+    if include_baselines or item_bootstrap_draws:
+        for cell in cells:
+            Z = design.scores[cell]
+            if include_baselines:
+                for name, (est, lo, hi) in baselines(Z, in_score, alpha).items():
+                    base.setdefault(name, []).append(
+                        {"system": cell[0], "budget": cell[1], "estimate": est, "ci_low": lo, "ci_high": hi}
+                    )
+            if item_bootstrap_draws:
+                ib = item_bootstrap(Z, in_score, int(item_bootstrap_draws), rng_item, alpha=alpha, **core)
+                base.setdefault("item_bootstrap", []).append(
+                    {"system": cell[0], "budget": cell[1], "estimate": float(ib["draws"].mean()),
+                     "ci_low": ib["ci_low"], "ci_high": ib["ci_high"]}
                 )
-        row["naive_max"] = float(Z.mean(axis=0).max())
-        if include_baselines:
-            for name, (est, lo, hi) in baselines(Z, in_score, alpha).items():
-                base.setdefault(name, []).append(
-                    {"system": cell[0], "budget": cell[1], "estimate": est, "ci_low": lo, "ci_high": hi}
-                )
-        if item_bootstrap_draws:
-            ib = item_bootstrap(Z, in_score, int(item_bootstrap_draws), rng_item, alpha=alpha, **core)
-            base.setdefault("item_bootstrap", []).append(
-                {"system": cell[0], "budget": cell[1], "estimate": float(ib["draws"].mean()),
-                 "ci_low": ib["ci_low"], "ci_high": ib["ci_high"]}
-            )
-        rows.append(row)
 
     psi = boot.center(psi_E + psi_D)
     omega_hat = boot.covariance(psi)
     G = boot.draw(psi, n_boot, rng_boot, engine=engine)
     root = math.sqrt(M)
     sd = np.sqrt(np.clip(np.diag(omega_hat), 0.0, None))
-    se = sd / root
-    se_E = np.linalg.norm(boot.center(psi_E), axis=0) / M
-    se_D = np.linalg.norm(boot.center(psi_D), axis=0) / M
     half = boot.pointwise_critical(G, alpha) / root
     scale = sd if band == "studentized" else np.ones(C)
     crit = boot.simultaneous_critical(G, alpha, scale=scale)
     band_half = crit * scale / root
-
-    for j, row in enumerate(rows):
-        row.update(
-            estimate=theta[j],
-            ci_low=theta[j] - half[j],
-            ci_high=theta[j] + half[j],
-            band_low=theta[j] - band_half[j],
-            band_high=theta[j] + band_half[j],
-            se=se[j],
-            se_heldout=se_E[j],
-            se_selection=se_D[j],
-        )
-        row["optimism"] = row["naive_max"] - theta[j]
-    order = ["system", "budget", "K", "selector", "estimate", "ci_low", "ci_high", "band_low", "band_high",
-             "se", "se_heldout", "se_selection", "pi_win", "eff_artifacts", "naive_max", "optimism"]
-    cells_df = pd.DataFrame(rows)[order]
+    cells_df = pd.DataFrame(
+        {
+            "system": [c[0] for c in cells],
+            "budget": [c[1] for c in cells],
+            "K": K_of,
+            "selector": selector_used,
+            "estimate": theta,
+            "ci_low": theta - half,
+            "ci_high": theta + half,
+            "band_low": theta - band_half,
+            "band_high": theta + band_half,
+            "se": sd / root,
+            "se_heldout": np.linalg.norm(boot.center(psi_E), axis=0) / M,
+            "se_selection": np.linalg.norm(boot.center(psi_D), axis=0) / M,
+            "pi_win": pi_win,
+            "eff_artifacts": eff_k,
+            "naive_max": naive_max,
+            "optimism": naive_max - theta,
+        }
+    )
 
     contrast_list = _resolve_contrasts(contrasts, cells)
     if contrast_list:
@@ -751,15 +796,14 @@ def evaluate(
                                      np.where(con_df["ci_high"] < 0, "negative", "inconclusive"))
         contrast_info = {"critical_simultaneous": float(ci["critical_simultaneous"])}
     else:
-        con_df = pd.DataFrame(columns=["contrast", "kind", "estimate", "se", "ci_low", "ci_high",
-                                       "simultaneous_low", "simultaneous_high", "verdict"])
+        con_df = None
         contrast_info = {}
 
     params = {
         "reps": int(reps),
         "score_fraction": float(score_fraction),
         "selector": selector,
-        "temperature": float(temperature),
+        "temperature": tau,
         "split_weights": split_weights if isinstance(split_weights, str) else list(map(float, split_weights)),
         "n_boot": int(n_boot),
         "band": band,
@@ -786,4 +830,5 @@ def evaluate(
         "n_meaning": "evaluation items shared by every cell",
     }
     return SirenResult(params=params, level=level, n=M, seed=recorded_seed,
-                       tables={"cells": cells_df, "contrasts": con_df}, info=info)
+                       tables={"cells": cells_df} if con_df is None else {"cells": cells_df, "contrasts": con_df},
+                       info=info)

@@ -1,0 +1,159 @@
+"""The `assay` command: JSON output, human output, exit codes, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from assay import __version__
+from assay.cli import app
+
+runner = CliRunner()
+LAW = Path(__file__).resolve().parents[2] / "shared" / "data" / "siren" / "law"
+CELL_KEYS = {"system", "budget", "estimate", "ci_low", "ci_high", "band_low", "band_high", "se", "se_heldout",
+             "se_selection", "pi_win"}
+
+
+def tidy(tmp_path: Path, name: str = "scores.csv", rename: dict | None = None) -> Path:
+    rng = np.random.default_rng(0)
+    rows = []
+    for system in ("A", "B"):
+        for budget, K in ((0, 1), (1000, 3), (5000, 4)):
+            for k in range(K):
+                z = rng.random(120) < 0.5 + 0.05 * k
+                rows += [(system, budget, f"p{k}", f"q{i:03d}", float(v)) for i, v in enumerate(z)]
+    df = pd.DataFrame(rows, columns=["system", "budget", "artifact", "item", "score"])
+    if rename:
+        df = df.rename(columns=rename)
+    path = tmp_path / name
+    if name.endswith(".parquet"):
+        df.to_parquet(path)
+    else:
+        df.to_csv(path, index=False)
+    return path
+
+
+def run(args: list[str]):
+    return runner.invoke(app, args)
+
+
+def test_version():
+    res = run(["--version"])
+    assert res.exit_code == 0 and res.stdout.strip() == f"assay {__version__}"
+
+
+def test_siren_json_has_the_documented_shape(tmp_path):
+    path = tidy(tmp_path)
+    res = run(["siren", str(path), "--json", "--seed", "3", "--boot", "500", "--contrast", "A@1000 - A@0",
+               "--contrast", "pairwise"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["method"] == "siren" and out["seed"] == 3 and out["n"] == 120
+    assert len(out["cells"]) == 6 and CELL_KEYS <= set(out["cells"][0])
+    assert out["contrasts"][0]["contrast"] == "A@1000 - A@0"
+    assert {c["kind"] for c in out["contrasts"][1:]} == {"pairwise"}
+    assert {"m1_naive_max", "m2_wald", "m3_single_split", "m4_rsplit_t", "shortlist_mean"} <= set(out["baselines"])
+    # the same seed gives the same JSON
+    again = run(["siren", str(path), "--json", "--seed", "3", "--boot", "500", "--contrast", "A@1000 - A@0",
+                 "--contrast", "pairwise"])
+    assert again.stdout == res.stdout
+
+
+def test_siren_column_mapping_and_human_output(tmp_path):
+    path = tidy(tmp_path, "s.parquet", rename={"system": "model", "score": "acc", "item": "doc_id"})
+    res = run(["siren", str(path), "--system-col", "model", "--score-col", "acc", "--item-col", "doc_id",
+               "--seed", "1", "--boot", "300", "--contrast", "tuned-vs-default", "--report", str(tmp_path / "r.html")])
+    assert res.exit_code == 0, res.output
+    assert "SIREN" in res.stdout and "naive max" in res.stdout and "tuned" not in res.stderr
+    assert "A@1K - A@0" in res.stdout  # tuned-vs-default contrasts, compact budgets
+    html = (tmp_path / "r.html").read_text()
+    assert "<svg" in html and "simultaneous band" in html and "http" not in html.split("<svg", 1)[0]
+
+
+@pytest.mark.parametrize(
+    "mutate, needle",
+    [
+        (lambda df: df.assign(score=df.score.where(df.index != 5, 1.5)), "outside [0, 1]"),
+        (lambda df: df.assign(score=df.score.where(df.index != 5, np.nan)), "missing"),
+        (lambda df: pd.concat([df, df.iloc[[3]]]), "duplicate"),
+        (lambda df: df.drop(index=[200]), "ragged"),
+    ],
+)
+def test_bad_input_is_one_message_and_exit_2(tmp_path, mutate, needle):
+    path = tidy(tmp_path)
+    df = mutate(pd.read_csv(path))
+    df.to_csv(path, index=False)
+    res = run(["siren", str(path)])
+    assert res.exit_code == 2
+    assert needle in res.stderr and "Traceback" not in res.output
+    assert res.stderr.strip().startswith("error:")
+
+
+def test_drop_incomplete_recovers(tmp_path):
+    path = tidy(tmp_path)
+    df = pd.read_csv(path).drop(index=[200])
+    df.to_csv(path, index=False)
+    res = run(["siren", str(path), "--drop-incomplete", "--json", "--boot", "200", "--seed", "0"])
+    assert res.exit_code == 0
+    out = json.loads(res.stdout)
+    assert out["n"] == 119 and out["design"]["dropped_items"] == 1
+
+
+def test_unknown_things_exit_2(tmp_path):
+    assert run(["siren", str(tmp_path / "nope.csv")]).exit_code == 2
+    res = run(["siren", str(tidy(tmp_path)), "--contrast", "Z@1 - A@0"])
+    assert res.exit_code == 2 and "unknown system 'Z'" in res.stderr
+    assert run(["study", "siren-z"]).exit_code == 2
+    assert run(["siren", str(tidy(tmp_path)), "--no-such-flag"]).exit_code == 2
+
+
+def test_study_json_rows():
+    res = run(["study", "siren-c", "--quick", "--json", "--seed", "5"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["params"]["study"] == "siren-c" and len(out["rows"]) == 11
+    assert {"H_A", "H_B", "M", "bias_same_data_pp", "bias_siren_pp", "fwr_same_data"} <= set(out["rows"][0])
+
+
+def test_demo_writes_results_and_report(tmp_path):
+    res = run(["demo", "--out", str(tmp_path / "d")])
+    assert res.exit_code == 0, res.output
+    results = json.loads((tmp_path / "d" / "results.json").read_text())
+    assert len(results["siren"]["cells"]) == 15 and results["siren"]["contrasts"]
+    assert "<svg" in (tmp_path / "d" / "report.html").read_text()
+
+
+def test_errors_have_no_traceback_in_a_real_process(tmp_path):
+    """The installed entry point: exit code 2 and a single line on stderr, in a non-terminal (CI) run."""
+    bad = tmp_path / "bad.csv"
+    bad.write_text("artifact,item,score\na,1,0.5\na,2,7\n")
+    env = dict(os.environ, CI="true")
+    proc = subprocess.run([sys.executable, "-m", "assay.cli", "siren", str(bad)], capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr and "row 1" in proc.stderr
+
+
+def test_study_progress_degrades_to_plain_lines(tmp_path):
+    env = dict(os.environ, CI="true")
+    proc = subprocess.run([sys.executable, "-m", "assay.cli", "study", "siren-b", "--quick", "--json"],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0
+    json.loads(proc.stdout)  # stdout is only the JSON
+    assert "study siren-b:" in proc.stderr and "\x1b[" not in proc.stderr  # plain lines, no escape codes
+
+
+@pytest.mark.skipif(not LAW.exists(), reason="../shared/data/siren/law not present")
+def test_full_law_set_through_the_cli():
+    res = run(["siren", str(LAW), "--tau", "1.0", "--contrast", "tuned-vs-default", "--json", "--seed", "42"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert len(out["cells"]) == 110 and len(out["contrasts"]) == 88
