@@ -27,7 +27,6 @@ app = typer.Typer(
 )
 
 _out = Console(soft_wrap=False, width=200)
-_err = Console(stderr=True)
 
 
 def _guard(fn: Callable[..., Any]) -> Callable[..., Any]:

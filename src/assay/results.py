@@ -149,11 +149,20 @@ class Result:
         self.level = dict(level)
         self.n = int(n)
         self.seed = seed
-        self.tables = {k: (v if isinstance(v, pd.DataFrame) else pd.DataFrame(v)) for k, v in tables.items()}
+        # Tables may be given as DataFrames or as dicts of columns; the latter are turned into
+        # DataFrames on first access (building DataFrames dominates the cost of a small result).
+        self._tables = dict(tables)
         self.info = dict(info or {})
         self.version = version or __version__
 
     # -- views -------------------------------------------------------------------------------
+    @property
+    def tables(self) -> dict[str, pd.DataFrame]:
+        for k, v in self._tables.items():
+            if not isinstance(v, pd.DataFrame):
+                self._tables[k] = pd.DataFrame(v)
+        return self._tables
+
     @property
     def table(self) -> pd.DataFrame:
         return self.tables[self.main_table]

@@ -584,7 +584,7 @@ def _as_design(table: Any, columns, on_missing) -> SirenDesign:
             raise AssayInputError("no cells given")
         if M < 4:
             raise AssayInputError(f"only {M} items; SIREN needs at least 4")
-        return SirenDesign(items=[str(i) for i in range(M)], cells=cells, scores=scores, artifacts=arts)
+        return SirenDesign(items=list(map(str, range(M))), cells=cells, scores=scores, artifacts=arts)
     raise AssayInputError(f"cannot evaluate a {type(table).__name__}: give a tidy DataFrame, a dict of arrays or an array")
 
 
@@ -751,7 +751,7 @@ def evaluate(
     scale = sd if band == "studentized" else np.ones(C)
     crit = boot.simultaneous_critical(G, alpha, scale=scale)
     band_half = crit * scale / root
-    cells_df = pd.DataFrame(
+    cells_cols = (
         {
             "system": [c[0] for c in cells],
             "budget": [c[1] for c in cells],
@@ -780,18 +780,17 @@ def evaluate(
             for cell, w in con.weights.items():
                 W[i, index[cell]] += w
         ci = boot.contrast_inference(theta, W, G, omega_hat, M, alpha)
-        con_df = pd.DataFrame(
-            {
-                "contrast": [c.name for c in contrast_list],
-                "kind": [c.kind for c in contrast_list],
-                "estimate": ci["estimate"],
-                "se": ci["se"],
-                "ci_low": ci["estimate"] - ci["half"],
-                "ci_high": ci["estimate"] + ci["half"],
-                "simultaneous_low": ci["estimate"] - ci["half_simultaneous"],
-                "simultaneous_high": ci["estimate"] + ci["half_simultaneous"],
-            }
-        )
+        est = ci["estimate"]
+        con_df = {
+            "contrast": [c.name for c in contrast_list],
+            "kind": [c.kind for c in contrast_list],
+            "estimate": est,
+            "se": ci["se"],
+            "ci_low": est - ci["half"],
+            "ci_high": est + ci["half"],
+            "simultaneous_low": est - ci["half_simultaneous"],
+            "simultaneous_high": est + ci["half_simultaneous"],
+        }
         con_df["verdict"] = np.where(con_df["ci_low"] > 0, "positive",
                                      np.where(con_df["ci_high"] < 0, "negative", "inconclusive"))
         contrast_info = {"critical_simultaneous": float(ci["critical_simultaneous"])}
@@ -830,5 +829,5 @@ def evaluate(
         "n_meaning": "evaluation items shared by every cell",
     }
     return SirenResult(params=params, level=level, n=M, seed=recorded_seed,
-                       tables={"cells": cells_df} if con_df is None else {"cells": cells_df, "contrasts": con_df},
+                       tables={"cells": cells_cols} if con_df is None else {"cells": cells_cols, "contrasts": con_df},
                        info=info)
