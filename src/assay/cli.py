@@ -228,6 +228,25 @@ def demo(
     _out.print(f"wrote {out / 'results.json'} and {out / 'report.html'}")
 
 
+@app.command()
+@_guard
+def datasets(
+    path: Optional[str] = typer.Option(None, "--path", help="Print only the file path of this data set."),
+) -> None:
+    """List the data sets shipped inside the package (or print one's path)."""
+    from . import datasets as ds
+
+    if path is not None:
+        typer.echo(ds.path(path))
+        return
+    t = Table(title="Shipped data sets", title_justify="left")
+    for col in ("name", "description", "path"):
+        t.add_column(col)
+    for name, (_, desc) in ds.SHIPPED.items():
+        t.add_row(name, desc, ds.path(name))
+    _out.print(t)
+
+
 def main() -> None:
     app()
 

@@ -6,7 +6,23 @@ from importlib import resources
 
 import pandas as pd
 
-__all__ = ["load_siren_law"]
+__all__ = ["load_siren_law", "SHIPPED", "path"]
+
+SHIPPED = {
+    "siren-law": (
+        "siren_law_dspy.parquet",
+        "MMLU-Pro Law, DSPy-tuned prompts for 3 open models at 4 budgets + default, 1,001 items (SIREN)",
+    ),
+}
+
+
+def path(name: str) -> str:
+    """File system path of a shipped data set (usable with ``assay siren PATH``)."""
+    from ..errors import AssayInputError
+
+    if name not in SHIPPED:
+        raise AssayInputError(f"no shipped data set {name!r}; available: {', '.join(SHIPPED)}")
+    return str(resources.files(__package__).joinpath(SHIPPED[name][0]))
 
 
 def load_siren_law() -> pd.DataFrame:
