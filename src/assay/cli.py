@@ -58,16 +58,10 @@ def _main(
 
 
 def _fmt_budget(b: Any) -> str:
-    try:
-        v = float(b)
-    except (TypeError, ValueError):
-        return str(b)
-    if v == 0:
-        return "0 (default)"
-    for div, suf in ((1e9, "B"), (1e6, "M"), (1e3, "K")):
-        if abs(v) >= div:
-            return f"{v / div:g}{suf}"
-    return f"{v:g}"
+    from .data import format_budget, parse_budget
+
+    v = parse_budget(b)
+    return "0 (default)" if v == 0 else format_budget(v, compact=True)
 
 
 def _emit(result, as_json: bool, out: Optional[Path], report: Optional[Path], human: Callable[[], None]) -> None:
@@ -142,6 +136,9 @@ def siren(
     seed: Optional[int] = typer.Option(None, "--seed", help="Random seed (recorded; drawn when absent)."),
     contrast: list[str] = typer.Option([], "--contrast", help="'A@1.5M - A@0', or tuned-vs-default, budget-gains, pairwise. Repeatable."),
     band: str = typer.Option("studentized", "--band", help="studentized or raw simultaneous band."),
+    engine: str = typer.Option("exact", "--engine", help="Bootstrap draws: exact (Gaussian law of the multipliers) or multipliers (literal B x M)."),
+    split_weights: str = typer.Option("eval_size", "--split-weights", help="eval_size or uniform."),
+    instability_threshold: float = typer.Option(0.10, "--instability-threshold", help="pi_win threshold of the adaptive selector."),
     item_bootstrap: int = typer.Option(0, "--item-bootstrap", help="Also run the nonparametric item bootstrap with N replicates."),
     drop_incomplete: bool = typer.Option(False, "--drop-incomplete", help="Drop items with missing scores from every cell instead of failing."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout."),
@@ -156,7 +153,8 @@ def siren(
         table,
         columns={"system": system_col, "budget": budget_col, "artifact": artifact_col, "item": item_col, "score": score_col},
         reps=reps, score_fraction=score_fraction, selector=selector, temperature=tau, n_boot=boot, alpha=alpha,
-        seed=seed, contrasts=contrast, band=band, item_bootstrap_draws=item_bootstrap,
+        seed=seed, contrasts=contrast, band=band, engine=engine, split_weights=split_weights,
+        instability_threshold=instability_threshold, item_bootstrap_draws=item_bootstrap,
         on_missing="drop-items" if drop_incomplete else "error",
     )
     _emit(result, as_json, out, report, lambda: _print_siren(result))

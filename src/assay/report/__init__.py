@@ -29,16 +29,10 @@ def _svg(fig) -> str:
 
 
 def _budget_label(b) -> str:
-    try:
-        v = float(b)
-    except (TypeError, ValueError):
-        return str(b)
-    if v == 0:
-        return "default"
-    for div, suf in ((1e9, "B"), (1e6, "M"), (1e3, "K")):
-        if abs(v) >= div:
-            return f"{v / div:g}{suf}"
-    return f"{v:g}"
+    from ..data import format_budget, parse_budget
+
+    v = parse_budget(b)
+    return "default" if v == 0 else format_budget(v, compact=True)
 
 
 def siren_figure(result: Result) -> str:

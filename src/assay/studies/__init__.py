@@ -32,7 +32,8 @@ class StudyResult(Result):
         name = self.params.get("study", "study")
         head = f"{name} (assay {self.version}): {self.params.get('trials')} trials per row, seed = {self.seed}"
         notes = [f"note: {n}" for n in self.info.get("notes", [])]
-        return "\n".join([head, self.rows.to_string(index=False, float_format=lambda x: f"{x:.4f}"), *notes])
+        extra = [f"{k}: {v}" for k, v in self.info.items() if k != "notes"]
+        return "\n".join([head, self.rows.to_string(index=False, float_format=lambda x: f"{x:.4f}"), *extra, *notes])
 
 
 def register(name: str) -> Callable[[Callable[..., StudyResult]], Callable[..., StudyResult]]:
