@@ -351,3 +351,17 @@ def test_real_data_semi_synthetic_coverage_against_a_fresh_item_target():
         hits += r.cells.ci_low[0] <= truth <= r.cells.ci_high[0]
     se = math.sqrt(0.95 * 0.05 / trials)
     assert hits / trials >= 0.95 - 3 * se - 0.01
+
+
+def test_constant_cell_warns_instead_of_claiming_certainty():
+    rng = np.random.default_rng(14)
+    r = siren.evaluate({("a", 1): np.zeros((60, 3)), ("b", 1): rng.random((60, 2))}, seed=0, n_boot=200)
+    assert r.cells.se[0] == 0 and any("zero width" in w for w in r.info["warnings"])
+    assert np.isfinite(r.cells[["band_low", "band_high"]].to_numpy()).all()
+
+
+def test_budget_labels_cannot_mix_numbers_and_text():
+    df = pd.DataFrame({"budget": ["0"] * 8 + ["big"] * 8, "artifact": ["d"] * 8 + ["p"] * 8,
+                       "item": [str(i) for i in range(8)] * 2, "score": [0.5] * 16})
+    with pytest.raises(AssayInputError, match="mixes numbers and labels"):
+        siren.evaluate(df, seed=0)

@@ -315,7 +315,15 @@ def siren_design(
             f"column 'budget' is empty at {describe_rows(df.index[df['budget'].isna()])}; "
             "use 0 for the untuned default."
         )
-    df["budget"] = [parse_budget(b) for b in df["budget"]]
+    uniq = pd.unique(df["budget"])
+    parsed = {b: parse_budget(b) for b in uniq}
+    if len({type(v) for v in parsed.values()}) > 1:
+        texts = [repr(b) for b, v in parsed.items() if isinstance(v, str)][:3]
+        raise AssayInputError(
+            f"column 'budget' mixes numbers and labels ({', '.join(texts)}); use numbers (suffixes K, M, B "
+            "allowed, e.g. 1.5M) or labels throughout, with 0 for the untuned default."
+        )
+    df["budget"] = df["budget"].map(parsed).astype(object if isinstance(next(iter(parsed.values())), str) else float)
     keys = ["system", "budget", "artifact", "item"]
     check_unique(df, keys)
     df["score"] = check_scores(df, "score", allow_missing=(on_missing == "drop-items"))
@@ -358,9 +366,11 @@ def siren_design(
             "(each split needs items on both sides, and intervals need many more)."
         )
 
+    system_order = {s: k for k, s in enumerate(pd.unique(df["system"]))}
+    pairs = df[["system", "budget"]].drop_duplicates()
     cells = sorted(
-        {(s, b) for s, b in zip(df["system"], df["budget"])},
-        key=lambda sb: (list(pd.unique(df["system"])).index(sb[0]), _budget_sort_key(sb[1])),
+        zip(pairs["system"], pairs["budget"]),
+        key=lambda sb: (system_order[sb[0]], _budget_sort_key(sb[1])),
     )
     item_pos = pd.Index(items)
     scores: dict[tuple[str, float | str], np.ndarray] = {}

@@ -744,6 +744,11 @@ def evaluate(
 
     psi = boot.center(psi_E + psi_D)
     omega_hat = boot.covariance(psi)
+    for j in np.flatnonzero(np.diag(omega_hat) <= 0):
+        warnings.append(
+            f"{_label(cells[j])}: every item has the same score, so the interval has zero width; the "
+            "normal approximation says nothing here (score more items or report an exact binomial bound)."
+        )
     G = boot.draw(psi, n_boot, rng_boot, engine=engine)
     root = math.sqrt(M)
     sd = np.sqrt(np.clip(np.diag(omega_hat), 0.0, None))
