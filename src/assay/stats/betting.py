@@ -1,0 +1,387 @@
+"""Testing by betting: e-processes for bounded means, betting strategies, Ville tests, and
+confidence bounds by inverting the tests.
+
+Setting (Park, Zecchin, Simeone, R-AutoEval+, Sec. 2.1 and App. C; Waudby-Smith and Ramdas 2024):
+observations q_1, q_2, ... in [lo, hi] with mean R. To test H0: R > target, bet against the
+null: the wealth
+
+    E_n = prod_{i <= n} (1 - lambda_i (q_i - target)),     lambda_i predictable in [0, 1/(hi - target))   (eq. 6)
+
+is a nonnegative supermartingale under H0, so by Ville's inequality
+P(max_i E_i >= 1/delta) <= delta. Several strategies s = 1..S, each with its own observations
+q_{s,i} (same mean R) and wealth E_{s,i}, combine by exponential weights
+w_{s,i} proportional to w_{s,0} E_{s,i-1} (eq. 13); the combined wealth (eq. 7, 11) then equals
+exactly the average sum_s w_{s,0} E_{s,n}, which is how it is computed here (in log space).
+
+Bets
+----
+* ``wsr`` (eq. 21-22): lambda_i = min(cap, sqrt(2 log(1/delta) / (n sigma2_{i-1}))) with the running
+  variance sigma2_{i-1} = (sigma0^2 + sum_{j<i} (q_j - mu_j)^2) / i, mu_j = (mu0 + sum_{k<=j} q_k) / (j+1),
+  mu0 = 1/2, sigma0^2 = 1/4, cap = c / (hi - target), c = 3/4. ``n`` is the horizon: the number of
+  observations that will be seen (the paper's fixed-n form). Without a horizon (a stream of
+  unknown length) the anytime schedule of Waudby-Smith and Ramdas replaces n by i log(i + 1).
+  Choice documented here because the paper's released code uses three variants (fixed n with
+  log(1/delta) in the test, i log(i+1) with log(2/delta) in the toy stream, fixed n with
+  log(2/delta) and cap 1/(1+2 rho) in the intervals): we use log(1/delta_side) where delta_side
+  is the error budget of that one-sided test (delta for a test, delta/2 per side of a two-sided
+  interval), the fixed horizon when it is known and the i log(i+1) schedule otherwise. Validity
+  never depends on these choices (any predictable bet in range is valid); only power does.
+* ``up`` (eq. 20): Cover's universal portfolio. With b in (0, 1) on a grid (midpoints of ``grid``
+  equal cells) and the Beta(1/2, 1/2) prior normalised on the grid, the wealth of betting the
+  posterior-mean fraction equals the prior-average of the constant-bet wealths,
+  E_i = sum_g pi_g prod_{j<=i} (1 - b_g x_j), x_j = (q_j - target) / scale, scale = hi - target.
+  Computed exactly on the grid by one vectorised update per step.
+
+Bounds
+------
+An upper confidence bound is the smallest target that the test rejects (every larger target is
+rejected too). That needs the rejection to be monotone in the target, which holds when the bets do
+not depend on the target: the bet cap becomes 1/(hi - lo) (paper App. E.5) and UP's scale hi - lo.
+Then every factor 1 - lambda (q - t) is nonnegative and increasing in t, so the bound is found by
+bisection to a stated tolerance. Lower bounds by reflection q -> lo + hi - q. Two-sided intervals
+by the hedged capital process (Waudby-Smith and Ramdas, Sec. 4.4): K(m) = eps K+(m) + (1-eps) K-(m)
+with K+ = prod(1 + lambda (q - m)) and K- = prod(1 - lambda (q - m)); each is a product of
+nonnegative monotone affine functions of m, hence convex, so max_i K_i(m) is convex and the set
+{m : max_i K_i(m) < 1/delta} is an interval, found by golden-section search for its minimiser and
+bisection for its ends.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+from scipy.special import logsumexp
+
+__all__ = [
+    "wsr_bets",
+    "log_wealth",
+    "up_log_wealth",
+    "e_process",
+    "mixture_log_wealth",
+    "mixture_weights",
+    "ville",
+    "growth_rate",
+    "upper_bound",
+    "lower_bound",
+    "hedged_interval",
+]
+
+C_WSR = 0.75
+MU0 = 0.5
+VAR0 = 0.25
+
+
+def _as_2d(q: np.ndarray) -> tuple[np.ndarray, tuple[int, ...]]:
+    q = np.asarray(q, dtype=float)
+    lead = q.shape[:-1]
+    return q.reshape(-1, q.shape[-1]), lead
+
+
+def wsr_bets(
+    q: np.ndarray,
+    *,
+    delta: float,
+    cap: np.ndarray | float,
+    horizon: int | None = None,
+    mu0: float = MU0,
+    var0: float = VAR0,
+) -> np.ndarray:
+    """Waudby-Smith-Ramdas predictable plug-in bets (eq. 21-22), vectorised over time.
+
+    ``q`` has shape (..., n); ``cap`` broadcasts against the leading dimensions. The bet at step i
+    uses q_1..q_{i-1} only.
+    """
+    q = np.asarray(q, dtype=float)
+    n = q.shape[-1]
+    j = np.arange(1, n + 1, dtype=float)
+    mu = (mu0 + np.cumsum(q, axis=-1)) / (j + 1.0)  # mu_j, j = 1..n (includes q_j)
+    dev = (q - mu) ** 2
+    past = np.concatenate([np.zeros(q.shape[:-1] + (1,)), np.cumsum(dev, axis=-1)[..., :-1]], axis=-1)
+    var = (var0 + past) / j  # sigma2_{i-1}, i = 1..n
+    if horizon is None:
+        scale = j * np.log(j + 1.0)
+    else:
+        scale = float(horizon)
+    lam = np.sqrt(2.0 * math.log(1.0 / delta) / (scale * np.maximum(var, 1e-12)))
+    cap = np.asarray(cap, dtype=float)
+    if cap.ndim:
+        cap = cap.reshape(cap.shape + (1,))
+    return np.clip(np.minimum(lam, cap), 0.0, None)
+
+
+def log_wealth(q: np.ndarray, target: float | np.ndarray, lam: np.ndarray) -> np.ndarray:
+    """Path of log E_i = sum_{j<=i} log(1 - lambda_j (q_j - target)) (eq. 6)."""
+    t = np.asarray(target, dtype=float)
+    if t.ndim:
+        t = t.reshape(t.shape + (1,))
+    factor = 1.0 - lam * (np.asarray(q, dtype=float) - t)
+    with np.errstate(divide="ignore"):
+        return np.cumsum(np.log(np.clip(factor, 0.0, None)), axis=-1)
+
+
+def _up_grid(grid: int) -> tuple[np.ndarray, np.ndarray]:
+    b = (np.arange(grid) + 0.5) / grid
+    logp = -0.5 * np.log(b) - 0.5 * np.log1p(-b)
+    logp -= logsumexp(logp)
+    return b, logp
+
+
+def up_log_wealth(
+    q: np.ndarray, target: float | np.ndarray, scale: float | np.ndarray, *, grid: int = 10_000
+) -> np.ndarray:
+    """Universal-portfolio wealth path (eq. 20), exact on a grid of constant bets.
+
+    Returns log E_i for every step; factor of bet b at step j is 1 - b (q_j - target) / scale.
+    Shapes: q (..., n); target and scale broadcast against the leading dimensions.
+    """
+    q2, lead = _as_2d(q)
+    B, n = q2.shape
+    t = np.broadcast_to(np.asarray(target, dtype=float), lead).reshape(-1)
+    sc = np.broadcast_to(np.asarray(scale, dtype=float), lead).reshape(-1)
+    x = (q2 - t[:, None]) / sc[:, None]  # (B, n), at most 1
+    b, logp = _up_grid(grid)
+    prior = np.exp(logp)
+    # W[k, g]: wealth of the constant bet b_g, divided by a running normaliser (only ratios matter
+    # for the posterior; the normaliser is carried in log space). Every factor 1 - b x is > 0
+    # because x <= 1 and b < 1, so no clipping is needed.
+    W = np.ones((B, grid))
+    buf = np.empty((B, grid))
+    out = np.empty((B, n))
+    log_norm = np.zeros(B)
+    for i in range(n):
+        np.multiply(x[:, i, None], b, out=buf)
+        np.subtract(1.0, buf, out=buf)
+        np.multiply(W, buf, out=W)
+        tot = W @ prior
+        out[:, i] = log_norm + np.log(tot)
+        if i % 8 == 7:  # renormalise now and then: 8 steps cannot over- or underflow
+            log_norm += np.log(tot)
+            W /= tot[:, None]
+    return out.reshape(lead + (n,))
+
+
+def e_process(
+    q: np.ndarray,
+    target: float,
+    *,
+    lo: np.ndarray | float,
+    hi: np.ndarray | float,
+    betting: str = "wsr",
+    delta: float = 0.1,
+    horizon: int | None = None,
+    grid: int = 10_000,
+    monotone: bool = False,
+    c: float = C_WSR,
+) -> np.ndarray:
+    """Log-wealth paths (..., n) of the test of H0: mean > ``target`` for observations in [lo, hi].
+
+    ``monotone=True`` uses the target-free cap 1/(hi - lo) (WSR) or scale hi - lo (UP), which makes
+    the wealth increasing in the target (needed to invert tests into bounds).
+    """
+    lo = np.asarray(lo, dtype=float)
+    hi = np.asarray(hi, dtype=float)
+    if betting == "wsr":
+        cap = 1.0 / (hi - lo) if monotone else c / (hi - target)
+        lam = wsr_bets(q, delta=delta, cap=cap, horizon=horizon)
+        return log_wealth(q, target, lam)
+    if betting == "up":
+        scale = (hi - lo) if monotone else (hi - target)
+        return up_log_wealth(q, target, scale, grid=grid)
+    raise ValueError(f"betting must be 'wsr' or 'up', got {betting!r}")
+
+
+def mixture_log_wealth(log_e: np.ndarray, weights0: np.ndarray | None = None) -> np.ndarray:
+    """log of sum_s w_{s,0} E_{s,i}: strategies on axis -2, time on axis -1 (eq. 7, 11, 13)."""
+    S = log_e.shape[-2]
+    w = np.full(S, 1.0 / S) if weights0 is None else np.asarray(weights0, dtype=float) / np.sum(weights0)
+    with np.errstate(divide="ignore"):
+        lw = np.log(w)
+    return logsumexp(log_e + lw[:, None], axis=-2)
+
+
+def mixture_weights(log_e: np.ndarray, weights0: np.ndarray | None = None) -> np.ndarray:
+    """Predictable weights w_{s,i} proportional to w_{s,0} E_{s,i-1} (eq. 13), shape like ``log_e``."""
+    S = log_e.shape[-2]
+    w = np.full(S, 1.0 / S) if weights0 is None else np.asarray(weights0, dtype=float) / np.sum(weights0)
+    with np.errstate(divide="ignore"):
+        lw = np.log(w)[:, None]
+    prev = np.concatenate([np.zeros(log_e.shape[:-1] + (1,)), log_e[..., :-1]], axis=-1) + lw
+    return np.exp(prev - logsumexp(prev, axis=-2, keepdims=True))
+
+
+def ville(log_e: np.ndarray, delta: float) -> tuple[np.ndarray, np.ndarray]:
+    """Ville's test max_i E_i >= 1/delta: (reject, first index reaching it, -1 if never), per path."""
+    thr = math.log(1.0 / delta) - 1e-12
+    hit = log_e >= thr
+    reject = hit.any(axis=-1)
+    first = np.where(reject, hit.argmax(axis=-1), -1)
+    return reject, first
+
+
+def growth_rate(values: np.ndarray, probs: np.ndarray, target: float, hi: float) -> tuple[float, float]:
+    """Optimal constant-bet growth g* = max_lambda E log(1 - lambda (q - target)) (eq. 14) for a
+    discrete distribution of q; returns (g*, lambda*). 1/g* is the sample-complexity slope in
+    log(1/delta) (eq. 15)."""
+    from scipy.optimize import minimize_scalar
+
+    v = np.asarray(values, dtype=float)
+    p = np.asarray(probs, dtype=float)
+    upper = (1.0 - 1e-12) / (hi - target)
+
+    def neg(lam: float) -> float:
+        return -float(p @ np.log1p(-lam * (v - target)))
+
+    res = minimize_scalar(neg, bounds=(0.0, upper), method="bounded", options={"xatol": 1e-12})
+    lam = float(res.x)
+    g = -neg(lam)
+    if g < 0:
+        return 0.0, 0.0
+    return g, lam
+
+
+# --------------------------------------------------------------------------------------------
+# Confidence bounds by test inversion
+# --------------------------------------------------------------------------------------------
+
+
+def _bound_process(
+    q: np.ndarray, lo: np.ndarray, hi: np.ndarray, betting: str, delta: float, horizon: int | None, grid: int
+):
+    """Return f(t) = max_i log(mixture wealth at target t), increasing in t (monotone bets)."""
+    q = np.asarray(q, dtype=float)
+    S, n = q.shape
+    lo = np.broadcast_to(np.asarray(lo, dtype=float), (S,))
+    hi = np.broadcast_to(np.asarray(hi, dtype=float), (S,))
+    if betting == "wsr":
+        lam = wsr_bets(q, delta=delta, cap=1.0 / (hi - lo), horizon=horizon)
+
+        def f(t: float) -> float:
+            return float(mixture_log_wealth(log_wealth(q, t, lam)).max())
+    elif betting == "up":
+
+        def f(t: float) -> float:
+            return float(mixture_log_wealth(up_log_wealth(q, t, hi - lo, grid=grid)).max())
+    else:
+        raise ValueError(f"betting must be 'wsr' or 'up', got {betting!r}")
+    return f
+
+
+def upper_bound(
+    q: np.ndarray,
+    lo: np.ndarray | float,
+    hi: np.ndarray | float,
+    *,
+    delta: float,
+    betting: str = "wsr",
+    horizon: int | None = None,
+    grid: int = 10_000,
+    domain: tuple[float, float] = (0.0, 1.0),
+    tol: float = 1e-6,
+) -> float:
+    """Upper confidence bound on the common mean of the rows of ``q`` (S, n) at level 1 - delta:
+    the smallest target in ``domain`` whose null (mean > target) the mixture test rejects, to
+    ``tol``. Returns domain[1] when nothing in the domain is rejected."""
+    f = _bound_process(np.atleast_2d(q), lo, hi, betting, delta, horizon, grid)
+    thr = math.log(1.0 / delta) - 1e-12
+    a, b = domain
+    if f(a) >= thr:
+        return a
+    if f(b) < thr:
+        return b
+    while b - a > tol:
+        mid = 0.5 * (a + b)
+        if f(mid) >= thr:
+            b = mid
+        else:
+            a = mid
+    return b
+
+
+def lower_bound(q, lo, hi, *, delta, betting="wsr", horizon=None, grid=10_000, domain=(0.0, 1.0), tol=1e-6) -> float:
+    """Lower confidence bound by reflection q -> lo + hi - q (requires lo + hi equal across rows)."""
+    q = np.atleast_2d(np.asarray(q, dtype=float))
+    lo = np.broadcast_to(np.asarray(lo, dtype=float), (q.shape[0],))
+    hi = np.broadcast_to(np.asarray(hi, dtype=float), (q.shape[0],))
+    total = lo + hi
+    if not np.allclose(total, total[0]):
+        raise ValueError("reflection needs lo + hi to be the same for every row")
+    c = float(total[0])
+    u = upper_bound(c - q, lo, hi, delta=delta, betting=betting, horizon=horizon, grid=grid,
+                    domain=(c - domain[1], c - domain[0]), tol=tol)
+    return c - u
+
+
+def hedged_interval(
+    q: np.ndarray,
+    lo: np.ndarray | float,
+    hi: np.ndarray | float,
+    *,
+    delta: float,
+    eps: float = 0.5,
+    betting: str = "wsr",
+    horizon: int | None = None,
+    grid: int = 10_000,
+    domain: tuple[float, float] = (0.0, 1.0),
+    tol: float = 1e-6,
+) -> tuple[float, float]:
+    """Two-sided (1 - delta) interval for the common mean by the hedged capital process.
+
+    K(m) = eps K+(m) + (1 - eps) K-(m) with monotone bets (cap 1/(hi - lo)); the WSR bets of each
+    side are tuned to that side's share of the error, log(1/(delta eps)) and log(1/(delta (1 - eps))).
+    """
+    q = np.atleast_2d(np.asarray(q, dtype=float))
+    S, n = q.shape
+    lo = np.broadcast_to(np.asarray(lo, dtype=float), (S,))
+    hi = np.broadcast_to(np.asarray(hi, dtype=float), (S,))
+    thr = math.log(1.0 / delta) - 1e-12
+    c = lo + hi
+    if betting == "wsr":
+        # K- (weight 1 - eps) bets that the mean is below m; K+ (weight eps) that it is above m.
+        lam_minus = wsr_bets(q, delta=delta * (1 - eps), cap=1.0 / (hi - lo), horizon=horizon)
+        lam_plus = wsr_bets(c[:, None] - q, delta=delta * eps, cap=1.0 / (hi - lo), horizon=horizon)
+
+        def F(m: float) -> float:
+            minus = mixture_log_wealth(log_wealth(q, m, lam_minus))  # prod(1 - lambda (q - m))
+            plus = mixture_log_wealth(log_wealth(c[:, None] - q, c - m, lam_plus))  # prod(1 + lambda (q - m))
+            return float(np.logaddexp(math.log(1 - eps) + minus, math.log(eps) + plus).max())
+    elif betting == "up":
+
+        def F(m: float) -> float:
+            minus = mixture_log_wealth(up_log_wealth(q, m, hi - lo, grid=grid))
+            plus = mixture_log_wealth(up_log_wealth(c[:, None] - q, c - m, hi - lo, grid=grid))
+            return float(np.logaddexp(math.log(1 - eps) + minus, math.log(eps) + plus).max())
+    else:
+        raise ValueError(f"betting must be 'wsr' or 'up', got {betting!r}")
+
+    # F is convex in m: golden-section search for its minimiser, then bisection on both sides.
+    a, b = domain
+    g = (math.sqrt(5) - 1) / 2
+    x1, x2 = b - g * (b - a), a + g * (b - a)
+    f1, f2 = F(x1), F(x2)
+    while b - a > tol:
+        if f1 <= f2:
+            b, x2, f2 = x2, x1, f1
+            x1 = b - g * (b - a)
+            f1 = F(x1)
+        else:
+            a, x1, f1 = x1, x2, f2
+            x2 = a + g * (b - a)
+            f2 = F(x2)
+    m_star = 0.5 * (a + b)
+    if F(m_star) >= thr:  # every mean rejected (a rare event under the null): a degenerate interval
+        return m_star, m_star
+
+    def edge(inside: float, outside: float) -> float:
+        if F(outside) < thr:
+            return outside
+        while abs(outside - inside) > tol:
+            mid = 0.5 * (inside + outside)
+            if F(mid) >= thr:
+                outside = mid
+            else:
+                inside = mid
+        return outside
+
+    return edge(m_star, domain[0]), edge(m_star, domain[1])
