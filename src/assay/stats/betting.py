@@ -58,6 +58,7 @@ __all__ = [
     "wsr_bets",
     "log_wealth",
     "up_log_wealth",
+    "UniversalPortfolio",
     "e_process",
     "mixture_log_wealth",
     "mixture_weights",
@@ -128,6 +129,42 @@ def _up_grid(grid: int) -> tuple[np.ndarray, np.ndarray]:
     return b, logp
 
 
+class UniversalPortfolio:
+    """Streaming universal-portfolio wealth (eq. 20) for B parallel bettors on one bet grid.
+
+    ``update(x)`` takes normalised outcomes x (B, T) with x <= 1 (x = (q - target) / scale) and
+    returns the log-wealth path (B, T), continuing from the previous call. The wealth of betting
+    the posterior-mean fraction equals the prior-average of the constant-bet wealths (the payoff
+    1 - b x is linear in b), which is what is tracked: W[k, g] is the wealth of the constant bet
+    b_g divided by a running normaliser carried in log space. Every factor 1 - b x is > 0 because
+    x <= 1 and b < 1.
+    """
+
+    def __init__(self, n_bettors: int, grid: int = 10_000) -> None:
+        self.b, logp = _up_grid(grid)
+        self.prior = np.exp(logp)
+        self.W = np.ones((n_bettors, grid))
+        self._buf = np.empty((n_bettors, grid))
+        self.log_norm = np.zeros(n_bettors)
+        self.steps = 0
+
+    def update(self, x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x, dtype=float)
+        out = np.empty(x.shape)
+        W, buf = self.W, self._buf
+        for i in range(x.shape[1]):
+            np.multiply(x[:, i, None], self.b, out=buf)
+            np.subtract(1.0, buf, out=buf)
+            np.multiply(W, buf, out=W)
+            tot = W @ self.prior
+            out[:, i] = self.log_norm + np.log(tot)
+            self.steps += 1
+            if self.steps % 8 == 0:  # renormalise now and then: 8 steps cannot over- or underflow
+                self.log_norm += np.log(tot)
+                W /= tot[:, None]
+        return out
+
+
 def up_log_wealth(
     q: np.ndarray, target: float | np.ndarray, scale: float | np.ndarray, *, grid: int = 10_000
 ) -> np.ndarray:
@@ -141,25 +178,7 @@ def up_log_wealth(
     t = np.broadcast_to(np.asarray(target, dtype=float), lead).reshape(-1)
     sc = np.broadcast_to(np.asarray(scale, dtype=float), lead).reshape(-1)
     x = (q2 - t[:, None]) / sc[:, None]  # (B, n), at most 1
-    b, logp = _up_grid(grid)
-    prior = np.exp(logp)
-    # W[k, g]: wealth of the constant bet b_g, divided by a running normaliser (only ratios matter
-    # for the posterior; the normaliser is carried in log space). Every factor 1 - b x is > 0
-    # because x <= 1 and b < 1, so no clipping is needed.
-    W = np.ones((B, grid))
-    buf = np.empty((B, grid))
-    out = np.empty((B, n))
-    log_norm = np.zeros(B)
-    for i in range(n):
-        np.multiply(x[:, i, None], b, out=buf)
-        np.subtract(1.0, buf, out=buf)
-        np.multiply(W, buf, out=W)
-        tot = W @ prior
-        out[:, i] = log_norm + np.log(tot)
-        if i % 8 == 7:  # renormalise now and then: 8 steps cannot over- or underflow
-            log_norm += np.log(tot)
-            W /= tot[:, None]
-    return out.reshape(lead + (n,))
+    return UniversalPortfolio(B, grid).update(x).reshape(lead + (n,))
 
 
 def e_process(

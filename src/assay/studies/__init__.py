@@ -44,16 +44,21 @@ def register(name: str) -> Callable[[Callable[..., StudyResult]], Callable[..., 
     return deco
 
 
+def _load() -> None:
+    """Import the study modules (each registers its studies)."""
+    from . import siren as _siren  # noqa: F401
+
+    from . import autoeval as _autoeval  # noqa: F401
+
+
 def run_study(name: str, **kwargs: Any) -> StudyResult:
     """Run the study registered as ``name`` (e.g. ``"siren-a"``)."""
-    from . import siren as _siren  # noqa: F401  (registers the SIREN studies)
-
+    _load()
     if name not in STUDIES:
         raise AssayInputError(f"unknown study {name!r}; available: {', '.join(sorted(STUDIES))}")
     return STUDIES[name](**kwargs)
 
 
 def available() -> list[str]:
-    from . import siren as _siren  # noqa: F401
-
+    _load()
     return sorted(STUDIES)
