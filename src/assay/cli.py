@@ -292,21 +292,24 @@ def demo(
     as_json: bool = typer.Option(False, "--json", help="Print results.json on stdout."),
 ) -> None:
     """Run every method on data shipped inside the package; write DIR/results.json and DIR/report.html."""
-    from . import siren as siren_mod
-    from .datasets import load_siren_law
+    from . import autoeval as ae, siren as siren_mod
+    from .datasets import load_siren_law, synthetic_autoeval
     from .report import render_html
 
     out.mkdir(parents=True, exist_ok=True)
-    table = load_siren_law()
-    result = siren_mod.evaluate(table, seed=seed, contrasts=["tuned-vs-default", "pairwise"], temperature=0.1)
-    results = {"siren": result.to_dict()}
+    sres = siren_mod.evaluate(load_siren_law(), seed=seed, contrasts=["tuned-vs-default", "pairwise"], temperature=0.1)
+    ares = ae.certify(synthetic_autoeval(seed), risk_target=0.1, delta=0.1, select="fst", order_by="memory_gb",
+                      cost_col="memory_gb", seed=seed, interval=True)
+    results = {"siren": sres.to_dict(), "autoeval": ares.to_dict()}
     (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
-    (out / "report.html").write_text(render_html([result], title="assay demo: MMLU-Pro Law, DSPy-tuned prompts"))
+    (out / "report.html").write_text(render_html([sres, ares], title="assay demo"))
     if as_json:
         sys.stdout.write(json.dumps(results, indent=2) + "\n")
         return
     _out.print("[bold]SIREN on MMLU-Pro Law (3 models, DSPy tuner, 4 budgets + default; shipped data)[/]")
-    _print_siren(result)
+    _print_siren(sres)
+    _out.print("\n[bold]R-AutoEval+ model selection (synthetic: 5 quantized models, judge 90% accurate)[/]")
+    _print_autoeval(ares)
     _out.print(f"wrote {out / 'results.json'} and {out / 'report.html'}")
 
 

@@ -40,3 +40,26 @@ def load_siren_law() -> pd.DataFrame:
     df["item"] = df["item"].astype(str)
     df["score"] = df["score"].astype(float)
     return df
+
+
+def synthetic_autoeval(seed: int = 0, n: int = 400, ratio: int = 5, judge_accuracy: float = 0.9) -> pd.DataFrame:
+    """A synthetic R-AutoEval+ table (no real data with a redistribution licence exists for it).
+
+    Five hypothetical quantized models with true risks 0.02 / 0.05 / 0.08 / 0.11 / 0.30 and memory
+    12 / 10 / 8 / 6 / 4 GB; human losses are Bernoulli(risk); the judge reports the human loss with
+    probability ``judge_accuracy`` and flips it otherwise. ``n`` labelled and ``ratio * n``
+    unlabelled examples per model (the same example ids for every model).
+    """
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    frames = []
+    ids = [f"ex{i:05d}" for i in range((ratio + 1) * n)]
+    for name, risk, gb in (("q12", 0.02, 12), ("q10", 0.05, 10), ("q8", 0.08, 8), ("q6", 0.11, 6), ("q4", 0.30, 4)):
+        loss = (rng.random(len(ids)) < risk).astype(float)
+        judge = np.where(rng.random(len(ids)) < judge_accuracy, loss, 1.0 - loss)
+        human = loss.copy()
+        human[n:] = np.nan
+        frames.append(pd.DataFrame({"candidate": name, "item": ids, "loss_human": human, "loss_judge": judge,
+                                    "memory_gb": gb}))
+    return pd.concat(frames, ignore_index=True)
