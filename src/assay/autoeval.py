@@ -255,9 +255,9 @@ def certify(
     else:
         seq = candidates
         levels = {c: delta for c in candidates}
-    costs = _candidate_attribute(df, cost_col) if cost_col else None
     if cost_col and cost_col not in df.columns:
-        raise AssayInputError(f"cost column {cost_col!r} is not in the table")
+        raise AssayInputError(f"cost column {cost_col!r} is not in the table; columns: {', '.join(map(str, df.columns))}")
+    costs = _candidate_attribute(df, cost_col) if cost_col else None
 
     rows: list[dict[str, Any]] = []
     paths: dict[str, Any] = {}

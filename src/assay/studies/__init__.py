@@ -49,6 +49,7 @@ def _load() -> None:
     from . import siren as _siren  # noqa: F401
 
     from . import autoeval as _autoeval  # noqa: F401
+    from . import autoeval_real as _autoeval_real  # noqa: F401
 
 
 def run_study(name: str, **kwargs: Any) -> StudyResult:
