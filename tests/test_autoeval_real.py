@@ -93,9 +93,9 @@ def test_rows_carry_documented_columns(reduced):
     # paper numbers exist for the default configuration (notes 4.2), for every (judge, method)
     assert rows["paper_mean_gb"].notna().all() and rows["paper_violation_rate"].notna().all()
     assert (rows["paper_trials"] == 500).all()
-    # memory figures are memory sizes of real candidates
+    # the whisker (a largest value) is the memory size of a real candidate
     gb = set(np.round(ar.candidate_table("triviaqa", DATA)["gb"], 9))
-    assert set(np.round(rows["median_gb"], 9)) <= gb
+    assert set(np.round(rows["whisker_gb"], 9)) <= gb
     assert reduced.info["oracle"]["config"] == "m4_r4_k16"  # data README: full-data FST selection
     assert reduced.params["splits"] == "seeded" and reduced.params["betting"] == "wsr"
     # JSON round trip keeps the table
@@ -117,7 +117,7 @@ def _one_repetition(seed=3, n=150, r=5, quality="best"):
 @pytest.mark.parametrize("betting,grid", [("wsr", 10_000), ("up", 300)])
 def test_array_path_matches_certify(betting, grid):
     """The study's array path is certify's test: same p-values, same certified prefix and selection."""
-    human, jl, ju = _one_repetition(n=60, r=3) if betting == "up" else _one_repetition()
+    human, jl, ju = _one_repetition()
     K, n = human.shape
     N = ju.shape[1]
     import pandas as pd

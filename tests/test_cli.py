@@ -157,3 +157,58 @@ def test_full_law_set_through_the_cli():
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
     assert len(out["cells"]) == 110 and len(out["contrasts"]) == 88
+
+
+def _autoeval_csv(tmp_path: Path) -> Path:
+    from assay.datasets import synthetic_autoeval
+
+    path = tmp_path / "ae.csv"
+    synthetic_autoeval(seed=3, n=200).to_csv(path, index=False)
+    return path
+
+
+def test_autoeval_selection_json_and_gate(tmp_path):
+    path = _autoeval_csv(tmp_path)
+    res = run(["autoeval", str(path), "--risk-target", "0.1", "--select", "fst", "--order-by", "memory_gb",
+               "--cost-col", "memory_gb", "--seed", "1", "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["method"] == "autoeval" and out["selection"]["procedure"] == "fst"
+    cert = out["selection"]["certified"]
+    order = out["selection"]["order"]
+    assert order == ["q12", "q10", "q8", "q6", "q4"] and cert == order[: len(cert)]  # FST: a prefix
+    assert "q4" not in cert  # risk 0.30 is never certified at target 0.1
+    assert len(out["paths"]["q12"]["log_e"]) == 200 and len(out["order"]["q12"]["labelled"]) == 200
+    # nothing can be certified at a tiny target: the gate exits 1 and says so
+    res = run(["autoeval", str(path), "--risk-target", "0.001", "--select", "holm", "--require-certified"])
+    assert res.exit_code == 1 and "no candidate is certified" in res.output
+
+
+def test_autoeval_two_files_and_bad_input(tmp_path):
+    from assay.datasets import synthetic_autoeval
+
+    df = synthetic_autoeval(seed=4, n=100)
+    human = df[df.loss_human.notna()][["candidate", "item", "loss_human"]]
+    judge = df[["candidate", "item", "loss_judge"]]
+    human.to_csv(tmp_path / "h.csv", index=False)
+    judge.to_csv(tmp_path / "j.csv", index=False)
+    res = run(["autoeval", str(tmp_path / "h.csv"), "--judge", str(tmp_path / "j.csv"), "--risk-target", "0.1",
+               "--seed", "0", "--json"])
+    assert res.exit_code == 0, res.output
+    assert {r["n"] for r in json.loads(res.stdout)["candidates"]} == {100}
+    judge[judge.candidate != "q8"].to_csv(tmp_path / "j2.csv", index=False)
+    res = run(["autoeval", str(tmp_path / "h.csv"), "--judge", str(tmp_path / "j2.csv"), "--risk-target", "0.1"])
+    assert res.exit_code == 2 and "only in the human-label file: q8" in res.stderr
+    res = run(["autoeval", str(tmp_path / "h.csv"), "--judge", str(tmp_path / "j.csv"), "--risk-target", "0.1",
+               "--delta", "1.5"])
+    assert res.exit_code == 2 and "delta" in res.stderr
+
+
+def test_autoeval_study_json_rows():
+    res = run(["study", "autoeval-example", "--quick", "--json", "--trials", "2"])
+    assert res.exit_code == 0, res.output
+    rows = json.loads(res.stdout)["rows"]
+    sc = [r for r in rows if r["kind"] == "sample-complexity"]
+    assert {r["method"] for r in sc} == {"r-eval", "r-autoeval", "r-autoeval+"}
+    assert {r["betting"] for r in sc} == {"wsr", "up"}
+    assert all({"gamma", "delta", "sample_complexity"} <= set(r) for r in sc)
