@@ -187,7 +187,8 @@ def certify(
     interval : bool
         Also a two-sided (1 - delta) interval for each candidate's risk (hedged capital process).
     shuffle : bool, default True
-        Process items in a seeded random order (recorded); False keeps the table's order.
+        Process items in a seeded random order of the item ids, shared by all candidates
+        (recorded in ``info["order"]``); False processes each candidate's rows in table order.
     grid : int, default 10,000
         Bet grid of the universal portfolio. Bounds (``risk_upper``, intervals) with UP use at most
         2,000 grid points: each bound needs ~20 passes over the data, and any grid gives a valid
@@ -221,17 +222,17 @@ def certify(
         raise AssayInputError(f"duplicate (candidate, item) rows at {describe_rows(rows)}; each example once per candidate")
     df["loss_human"] = check_scores(df, "loss_human", allow_missing=True, what="loss")
     if "loss_judge" in df.columns:
-        df["loss_judge"] = check_scores(df, "loss_judge", allow_missing=not uses_judge, what="loss")
+        df["loss_judge"] = check_scores(
+            df, "loss_judge", allow_missing=not uses_judge, what="loss",
+            missing_hint="every row needs the judge's loss (labelled rows for the bias correction, unlabelled "
+                         "rows as the judge's evidence); fill it or remove those rows",
+        )
     elif uses_judge:
         raise AssayInputError("method uses judge labels but the table has no loss_judge column")
 
     candidates = list(pd.unique(df["candidate"]))
     recorded_seed, ss = resolve_seed(seed)
     rng = np.random.default_rng(ss)
-    items = pd.unique(df["item"])
-    perm = rng.permutation(len(items)) if shuffle else np.arange(len(items))
-    rank = pd.Series(np.arange(len(items)), index=items[perm])
-    df["_rank"] = df["item"].map(rank).to_numpy()
 
     # FWER procedure: per-candidate test levels and processing order
     K = len(candidates)
@@ -258,6 +259,15 @@ def certify(
     if cost_col and cost_col not in df.columns:
         raise AssayInputError(f"cost column {cost_col!r} is not in the table; columns: {', '.join(map(str, df.columns))}")
     costs = _candidate_attribute(df, cost_col) if cost_col else None
+
+    # Processing order: a seeded permutation of the item ids, shared by all candidates (so the
+    # same example is at the same step for every candidate), or each candidate's own table order.
+    if shuffle:
+        items = pd.unique(df["item"])
+        rank = pd.Series(np.arange(len(items)), index=items[rng.permutation(len(items))])
+        df["_rank"] = df["item"].map(rank).to_numpy()
+    else:
+        df["_rank"] = np.arange(len(df))
 
     rows: list[dict[str, Any]] = []
     paths: dict[str, Any] = {}
@@ -300,7 +310,7 @@ def certify(
             "r": r,
             "unused_unlabelled": unused,
             "certified": bool(reject[0]),
-            "certified_at": int(first[0]) + 1 if reject[0] else None,
+            "certified_at": float(first[0] + 1) if reject[0] else float("nan"),
             "p_value": float(min(1.0, math.exp(-log_e.max()))),
             "e_value_max": float(np.exp(min(log_e.max(), 700.0))),
             "e_value_final": float(np.exp(min(log_e[-1], 700.0))),

@@ -151,6 +151,7 @@ def check_scores(
     high: float = 1.0,
     allow_missing: bool = False,
     what: str = "score",
+    missing_hint: str | None = None,
 ) -> pd.Series:
     """Validate a numeric column: numbers only, finite, inside ``[low, high]``.
 
@@ -169,11 +170,11 @@ def check_scores(
     values = values.astype(float)
     if not allow_missing and values.isna().any():
         rows = df.index[values.isna()]
-        raise AssayInputError(
-            f"{what} column {column!r} is missing (NaN/empty) at {describe_rows(rows)}; "
-            f"fill them, remove those rows, or drop incomplete items (on_missing='drop-items', "
-            f"CLI --drop-incomplete)."
+        hint = missing_hint or (
+            "fill them, remove those rows, or drop incomplete items (on_missing='drop-items', "
+            "CLI --drop-incomplete)"
         )
+        raise AssayInputError(f"{what} column {column!r} is missing (NaN/empty) at {describe_rows(rows)}; {hint}.")
     finite = values.dropna()
     inf = ~np.isfinite(finite)
     if inf.any():

@@ -235,12 +235,13 @@ def _up_max_log_e(x: np.ndarray, passes: Callable[[np.ndarray], np.ndarray], gri
                   early_stop: bool) -> np.ndarray:
     """max_i log E_i of the UP mixture per candidate, x (K, S, n) = (q - alpha) / (hi - alpha).
 
-    Candidates are advanced in FST order in blocks; after a block containing a failure the rest is
-    not needed (left at -inf). A block stops early once every candidate in it passes.
+    Candidates are advanced in FST order in blocks of about UP_BETTORS_PER_BLOCK rows (a block's
+    wealth table stays in cache). With ``early_stop``, a block stops once every candidate in it
+    passes, and after a block containing a failure the rest is not needed (left at -inf).
     """
     K, S, n = x.shape
     out = np.full(K, -np.inf)
-    block = max(1, UP_BETTORS_PER_BLOCK // S) if early_stop else K
+    block = max(1, UP_BETTORS_PER_BLOCK // S)
     for k0 in range(0, K, block):
         xb = x[k0:k0 + block]
         B = xb.shape[0]
