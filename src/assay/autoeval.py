@@ -272,8 +272,9 @@ def certify(
     rows: list[dict[str, Any]] = []
     paths: dict[str, Any] = {}
     orders: dict[str, Any] = {}
+    groups = dict(tuple(df.sort_values("_rank", kind="stable").groupby("candidate", sort=False)))
     for cand in candidates:
-        g = df[df["candidate"] == cand].sort_values("_rank", kind="stable")
+        g = groups[cand]
         lab = g[g["loss_human"].notna()]
         unl = g[g["loss_human"].isna()]
         n, N = len(lab), len(unl)
@@ -298,7 +299,9 @@ def certify(
         lvl = levels[cand]
         log_e_s = bt.e_process(q, risk_target, lo=lo, hi=hi, betting=betting, delta=lvl, horizon=n, grid=grid)
         log_e = bt.mixture_log_wealth(log_e_s)
-        reject, first = bt.ville(log_e[None, :], lvl)
+        _, first = bt.ville(log_e[None, :], lvl)
+        p_value = float(min(1.0, math.exp(-log_e.max())))
+        passed = _passes(p_value, lvl)
         weights_end = np.exp(log_e_s[:, -1] - log_e_s[:, -1].max())
         weights_end /= weights_end.sum()
         bgrid = min(grid, 2000)
@@ -309,9 +312,9 @@ def certify(
             "N": N,
             "r": r,
             "unused_unlabelled": unused,
-            "certified": bool(reject[0]),
-            "certified_at": float(first[0] + 1) if reject[0] else float("nan"),
-            "p_value": float(min(1.0, math.exp(-log_e.max()))),
+            "certified": passed,
+            "certified_at": float(first[0] + 1) if (passed and first[0] >= 0) else float("nan"),
+            "p_value": p_value,
             "e_value_max": float(np.exp(min(log_e.max(), 700.0))),
             "e_value_final": float(np.exp(min(log_e[-1], 700.0))),
             "risk_upper": ucb,
@@ -380,6 +383,12 @@ def certify(
                           tables={"candidates": table_out}, info=info)
 
 
+def _passes(p: float, level: float) -> bool:
+    """p <= level, with a relative slack of 1e-9 so that E = 1/delta exactly (up to rounding) passes,
+    the same rule for single tests and for the selection procedures."""
+    return bool(p <= level * (1.0 + 1e-9))
+
+
 def _select(t: pd.DataFrame, procedure: str, seq: Sequence[str], delta: float) -> list[str]:
     """Candidates certified by the FWER procedure, from each candidate's anytime p-value."""
     p = t["p_value"]
@@ -387,17 +396,17 @@ def _select(t: pd.DataFrame, procedure: str, seq: Sequence[str], delta: float) -
     if procedure == "fst":
         out = []
         for c in seq:
-            if p[c] <= delta:
+            if _passes(p[c], delta):
                 out.append(c)
             else:
                 break
         return out
     if procedure == "bonferroni":
-        return [c for c in seq if p[c] <= delta / K]
+        return [c for c in seq if _passes(p[c], delta / K)]
     # Holm step-down
     out = []
     for k, c in enumerate(p.sort_values(kind="stable").index):
-        if p[c] <= delta / (K - k):
+        if _passes(p[c], delta / (K - k)):
             out.append(c)
         else:
             break
