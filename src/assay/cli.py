@@ -274,7 +274,9 @@ def study(
     if name.startswith("autoeval"):
         kwargs.pop("n_boot", None)
         if quick:
-            kwargs.update(trials=10, n_max=20_000, grid=1000)
+            kwargs.update(trials=10, grid=1000)
+            if name == "autoeval-example":
+                kwargs.update(n_max=20_000)
     with progress_reporter(f"study {name}") as update:
         result = run_study(name, seed=seed, workers=workers, progress=update, **kwargs)
 

@@ -28,7 +28,7 @@ Protocol (the released code's, research notes ``autoeval.md`` Sec. 2.5, 2.6; dif
   fixed-sequence testing (each test at delta, stop at the first candidate not certified, select
   the last certified one). This is exactly :func:`assay.autoeval.certify` with ``select="fst"``,
   ``order=`` the sequence above and ``shuffle=False`` (the study has already permuted the data;
-  certify processes items in the order of their first appearance in the table, which we checked).
+  with shuffle=False certify processes each candidate's rows in table order, which we checked).
   Betting: ``"wsr"`` (default; horizon n, c = 3/4, log(1/delta)) or ``"up"`` (universal portfolio on
   a ``grid``-point bet grid, default 10,000).
 * Naive baselines of the released code (no guarantee; ``guarantee = False`` in the rows):
@@ -450,15 +450,13 @@ def study_quant(
     seed: int | None = 0,
     workers: int = 1,
     progress: Callable[[int, int], None] | None = None,
-    n_max: int | None = None,
 ) -> StudyResult:
     """Quantized-LLM selection with R-Eval / R-AutoEval / R-AutoEval+ and the naive baselines
     (paper Fig. 1, 6; Fig. 4a / 7a / 9 with ``ns``). See the module docstring for the protocol.
 
     ``alpha`` is the risk target; ``r`` the unlabelled-per-labelled ratio (default 5, or 3 with
     ``ns``); ``splits`` "seeded" or "reference" (the released code's permutations); ``engine``
-    "arrays" or "certify". ``n_max`` is accepted and ignored (the CLI's --quick passes it to every
-    autoeval study).
+    "arrays" or "certify".
     """
     trials = _check_int("trials", trials)
     alpha = _check_level("alpha", alpha)
