@@ -304,18 +304,23 @@ def upper_bound(
     ``tol``. Returns domain[1] when nothing in the domain is rejected."""
     f = _bound_process(np.atleast_2d(q), lo, hi, betting, delta, horizon, grid)
     thr = math.log(1.0 / delta) - 1e-12
-    a, b = domain
-    if f(a) >= thr:
-        return a
-    if f(b) < thr:
-        return b
-    while b - a > tol:
-        mid = 0.5 * (a + b)
-        if f(mid) >= thr:
-            b = mid
+    if f(domain[0]) >= thr:
+        return domain[0]
+    return _edge(f, domain[0], domain[1], thr, tol)
+
+
+def _edge(F, inside: float, outside: float, thr: float, tol: float) -> float:
+    """Bisection for the boundary between a non-rejected point ``inside`` (F < thr) and ``outside``;
+    returns ``outside`` itself when it is not rejected either. The result is on the rejected side."""
+    if F(outside) < thr:
+        return outside
+    while abs(outside - inside) > tol:
+        mid = 0.5 * (inside + outside)
+        if F(mid) >= thr:
+            outside = mid
         else:
-            a = mid
-    return b
+            inside = mid
+    return outside
 
 
 def lower_bound(q, lo, hi, *, delta, betting="wsr", horizon=None, grid=10_000, domain=(0.0, 1.0), tol=1e-6) -> float:
@@ -392,15 +397,4 @@ def hedged_interval(
     if F(m_star) >= thr:  # every mean rejected (a rare event under the null): a degenerate interval
         return m_star, m_star
 
-    def edge(inside: float, outside: float) -> float:
-        if F(outside) < thr:
-            return outside
-        while abs(outside - inside) > tol:
-            mid = 0.5 * (inside + outside)
-            if F(mid) >= thr:
-                outside = mid
-            else:
-                inside = mid
-        return outside
-
-    return edge(m_star, domain[0]), edge(m_star, domain[1])
+    return _edge(F, m_star, domain[0], thr, tol), _edge(F, m_star, domain[1], thr, tol)
