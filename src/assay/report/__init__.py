@@ -169,7 +169,63 @@ def _autoeval_section(result: Result) -> str:
     return "\n".join(parts)
 
 
-_SECTIONS = {"siren": _siren_section, "autoeval": _autoeval_section}
+def psdme_figure(result: Result) -> str:
+    """CDF bands of up to six selected configurations (left) and the best guaranteed KPI against the
+    reliability 1 - gamma (right)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.6))
+    bands = result.tables.get("bands")
+    if bands is not None and not bands.empty:
+        for k, (cfg, g) in enumerate(bands.groupby("config", sort=False)):
+            if k >= 6:
+                break
+            x = g["x"].to_numpy()
+            fin = np.isfinite(x)
+            line, = a1.step(x[fin], g["ecdf"].to_numpy()[fin], where="post", lw=1.2, label=str(cfg))
+            a1.fill_between(x[fin], g["lower"].to_numpy()[fin], g["upper"].to_numpy()[fin], step="post",
+                            color=line.get_color(), alpha=0.15)
+        a1.legend(fontsize=7)
+    a1.set_xlabel("KPI (lower is better)")
+    a1.set_ylabel("CDF")
+    a1.grid(alpha=0.3)
+    tr = result.tables.get("tradeoff")
+    if tr is not None and not tr.empty:
+        fin = np.isfinite(tr["best_kpi"].to_numpy(dtype=float))
+        a2.plot(tr["reliability"][fin], tr["best_kpi"][fin], "o-", ms=3)
+    a2.set_xlabel("reliability 1 - gamma")
+    a2.set_ylabel("best guaranteed KPI")
+    a2.grid(alpha=0.3)
+    fig.tight_layout()
+    return _svg(fig)
+
+
+def _psdme_section(result: Result) -> str:
+    info, lv = result.info, result.level
+    sel = result.tables["configs"]
+    sel = sel[sel["selected"].astype(bool)]
+    parts = [
+        "<section id='psdme'><h2>PS-DME: guaranteed KPIs for pre-selected configurations</h2>",
+        f"<p class='meta'>method {html.escape(str(info.get('method_used')))}, {html.escape(str(result.params.get('band')))} "
+        f"bands, {info.get('selected_count')} of {info.get('K')} configurations selected, delta {lv.get('delta')}.</p>",
+        f"<figure>{psdme_figure(result)}<figcaption>Left: empirical CDFs of selected configurations with their "
+        f"confidence bands; the guarantee is that {html.escape(str(lv.get('meaning')))}. Right: the best KPI that "
+        "some selected configuration can guarantee at each reliability level (a point is missing where no band "
+        "reaches that level).</figcaption></figure>",
+        _table_html(sel.drop(columns=["selected"])),
+    ]
+    if info.get("method_reason"):
+        parts.append(f"<p class='meta'>{html.escape(info['method_reason'])}</p>")
+    for n in info.get("notes", []):
+        parts.append(f"<p class='meta'>{html.escape(n)}</p>")
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+_SECTIONS = {"siren": _siren_section, "autoeval": _autoeval_section, "psdme": _psdme_section}
 
 
 def render_html(results: Iterable[Result], title: str = "assay report") -> str:

@@ -1,0 +1,402 @@
+"""PS-DME: CDF confidence bands and guaranteed KPIs for configurations pre-selected on the same data.
+
+Paper: Farzaneh and Simeone, "Post-Selection Distributional Model Evaluation" (``papers/ps-dme.txt``),
+Sections 2-5, Appendices D-G.
+
+K configurations each have n_k i.i.d. observations of a KPI where lower is better (latency,
+loss). A selection rule S looks at the data and keeps a subset of promising configurations; for
+each kept one we want a band [L_k(x), U_k(x)] that contains its true CDF F_k for every x, with
+false coverage rate FCR = E[#{k in S : band misses F_k} / max(|S|, 1)] <= delta (eq. 8).
+
+Methods
+-------
+* ``ps-dme`` (in-sample, eq. 13-14): the DKW p-value of configuration k is turned into an e-value by
+  a calibrator f; e-BY reports the bands of level alpha = f^{-1}(K / (delta |S|)) for the selected
+  configurations, which controls the FCR for ANY selection rule on the full data (Theorem 1). With
+  the power calibrator at its optimal tau (eq. 17), alpha* = exp(W_{-1}(-delta |S| / (e K))).
+* ``ss-dme`` (sample splitting, eq. 10-11): a fraction ``split`` of each configuration's data
+  chooses, the rest builds bands at level delta. Valid for any rule; fewer observations per band.
+* ``bonferroni``: bands at level delta / K for every configuration, full data: simultaneous
+  (family-wise) coverage of all K bands, hence of any selection. An e-BY instance with a step
+  calibrator; narrower than PS-DME when |S| < e ln(K / delta).
+* ``naive`` (N-PS-DME): full data, level delta, no correction. Reported for comparison only; it
+  carries NO guarantee after selection (the paper's Fig. 2 and our study show it failing).
+* ``auto``: the narrowest valid method, decided before looking at the KPI values beyond the
+  selection: from K, |S|, delta, n and ``split`` only (DKW widths are functions of those; for BJ the
+  same comparison of levels and sample sizes is used).
+
+Bands are DKW (eq. 9, Massart's constant) or Berk-Jones with an exact critical value (App. F; much
+narrower in the tails, which is where high-reliability guarantees live). Both are evaluated on both
+sides of every jump of the ECDF. The guaranteed KPI at reliability 1 - gamma is
+X*_k(gamma) = inf{x : L_k(x) >= 1 - gamma} (eq. 18): +inf when the band never reaches 1 - gamma
+(the result says so). The best guaranteed KPI over the selection and the whole trade-off curve over
+gamma are reported.
+
+Choosing tau from the realised |S| is justified when |S| is fixed by design (top-k); for a
+data-dependent |S| (``below:VALUE``) pass a pre-specified ``calibrator=tau``. Failures (requests
+that errored) must not be read as fast responses: give them KPI = +inf and ``failures="worst"``,
+which counts them as mass above every finite x.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .data import map_columns
+from .errors import AssayInputError, describe_rows
+from .parallel import resolve_seed
+from .results import Result
+from .stats import bands as bd
+from .stats import calibrate as cal
+
+__all__ = ["bands", "PsdmeResult", "METHODS", "narrowest_method", "levels"]
+
+METHODS = ("ps-dme", "ss-dme", "bonferroni", "naive", "auto")
+BANDS = ("dkw", "berk-jones")
+DEFAULT_GAMMAS = (0.01, 0.05, 0.1)
+
+
+# --------------------------------------------------------------------------------------------
+# Data and selection
+# --------------------------------------------------------------------------------------------
+
+
+def _arrays(table: pd.DataFrame, columns: Mapping[str, str] | None, failures: str) -> dict[str, np.ndarray]:
+    mapping = {"config": None, "kpi": None}
+    mapping.update(columns or {})
+    df = map_columns(table, mapping, required=("config", "kpi"))
+    if df.empty:
+        raise AssayInputError("the KPI table is empty")
+    if df["config"].isna().any():
+        raise AssayInputError(f"column 'config' is empty at {describe_rows(df.index[df['config'].isna()])}")
+    kpi = pd.to_numeric(df["kpi"], errors="coerce")
+    bad = kpi.isna() & df["kpi"].notna()
+    if bad.any():
+        raise AssayInputError(f"column 'kpi' has non-numeric values at {describe_rows(df.index[bad])}")
+    if kpi.isna().any():
+        raise AssayInputError(
+            f"column 'kpi' is missing at {describe_rows(df.index[kpi.isna()])}; remove those rows, or record a "
+            "failed request as +inf with failures='worst'"
+        )
+    kpi = kpi.astype(float)
+    if np.isneginf(kpi).any():
+        raise AssayInputError(f"column 'kpi' is -inf at {describe_rows(df.index[np.isneginf(kpi)])}")
+    if np.isposinf(kpi).any() and failures != "worst":
+        raise AssayInputError(
+            f"column 'kpi' is +inf at {describe_rows(df.index[np.isposinf(kpi)])}; if these are failures "
+            "(errored requests), pass failures='worst' (CLI --failures worst) to count them as worse than "
+            "every finite value"
+        )
+    out: dict[str, np.ndarray] = {}
+    for cfg, g in kpi.groupby(df["config"].astype(str), sort=False):
+        out[str(cfg)] = np.sort(g.to_numpy())
+    small = [c for c, v in out.items() if len(v) < 2]
+    if small:
+        raise AssayInputError(
+            f"configurations with fewer than 2 observations: {', '.join(small[:5])}; a CDF band needs data"
+        )
+    return out
+
+
+def _select(rule: Any, data: dict[str, np.ndarray]) -> list[str]:
+    names = list(data)
+    means = {c: (float(np.mean(v)) if np.isfinite(v).all() else math.inf) for c, v in data.items()}
+    if callable(rule):
+        chosen = list(rule({c: v.copy() for c, v in data.items()}))
+        unknown = [c for c in chosen if c not in data]
+        if unknown:
+            raise AssayInputError(f"the selection returned unknown configurations: {', '.join(map(str, unknown[:5]))}")
+        return list(dict.fromkeys(str(c) for c in chosen))
+    if rule is None or rule == "all":
+        return names
+    text = str(rule).strip().lower()
+    m = re.fullmatch(r"(?:top[:\-]?|top-k by mean:?)(\d+)", text)
+    if m:
+        k = int(m.group(1))
+        if k < 1:
+            raise AssayInputError("top:k needs k >= 1")
+        order = sorted(names, key=lambda c: (means[c], names.index(c)))
+        return order[: min(k, len(names))]
+    m = re.fullmatch(r"below[:=]?\s*([-+]?\d*\.?\d+(?:[eE][-+]?\d+)?)", text)
+    if m:
+        v = float(m.group(1))
+        return [c for c in names if means[c] < v]
+    raise AssayInputError(
+        f"unknown selection {rule!r}: use 'all', 'top:K' (K smallest means), 'below:VALUE' (mean below VALUE) "
+        "or a callable taking {config: array} and returning configuration names"
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Levels and the method choice
+# --------------------------------------------------------------------------------------------
+
+
+def levels(K: int, selected: int, delta: float, calibrator: Any = "optimal") -> dict[str, float]:
+    """Per-band miscoverage alpha of each method, as a function of the design only."""
+    out = {"naive": delta, "ss-dme": delta, "bonferroni": delta / K}
+    if selected == 0:
+        out["ps-dme"] = float("nan")
+    elif calibrator in (None, "optimal"):
+        out["ps-dme"] = cal.optimal_power_level(K, selected, delta)
+    elif isinstance(calibrator, (int, float)) and not isinstance(calibrator, bool):
+        out["ps-dme"] = cal.power_level(K, selected, delta, float(calibrator))
+    elif callable(calibrator):
+        out["ps-dme"] = float(cal.generalized_inverse(calibrator, K / (delta * selected)))
+    else:
+        raise AssayInputError(f"calibrator must be 'optimal', a tau in (0, 1) or a calibrator function, got {calibrator!r}")
+    return out
+
+
+def narrowest_method(K: int, selected: int, delta: float, n: float, split: float, calibrator: Any = "optimal") -> tuple[str, str]:
+    """The valid method with the narrowest DKW band, from the design alone; and the reason."""
+    if selected == 0:
+        return "ps-dme", "nothing selected"
+    lv = levels(K, selected, delta, calibrator)
+    width = {
+        "ps-dme": math.sqrt(math.log(2 / lv["ps-dme"]) / (2 * n)),
+        "bonferroni": math.sqrt(math.log(2 / lv["bonferroni"]) / (2 * n)),
+        "ss-dme": math.sqrt(math.log(2 / delta) / (2 * max(1.0, (1 - split) * n))),
+    }
+    best = min(width, key=width.get)
+    thr = math.e * math.log(K / delta)
+    reason = (
+        f"DKW half-widths at n = {n:g}: ps-dme {width['ps-dme']:.4f}, bonferroni {width['bonferroni']:.4f}, "
+        f"ss-dme (split {split:g}) {width['ss-dme']:.4f}; Bonferroni beats PS-DME when |S| = {selected} < "
+        f"e ln(K/delta) = {thr:.1f}"
+    )
+    return best, reason
+
+
+def _band(samples: Sequence[np.ndarray], alpha: float, band: str):
+    m = max(len(s) for s in samples)
+    x = np.full((len(samples), m), np.nan)
+    for i, s in enumerate(samples):
+        x[i, : len(s)] = s
+    # +inf failures: the band code sorts NaN last; keep +inf as a real value above every finite x
+    if band == "dkw":
+        return bd.dkw_band(x, alpha)
+    return bd.bj_band(x, alpha)
+
+
+def _guaranteed(band, gammas: np.ndarray) -> np.ndarray:
+    """X*_k(gamma) = inf{x : L_k(x) >= 1 - gamma} (eq. 18) per row and gamma; +inf if never reached."""
+    lower = np.where(np.isnan(band.x), -np.inf, band.lower)
+    x = band.x
+    out = np.full((x.shape[0], len(gammas)), np.inf)
+    for j, g in enumerate(gammas):
+        ok = lower >= (1.0 - g) - 1e-12
+        has = ok.any(axis=1)
+        first = ok.argmax(axis=1)
+        vals = x[np.arange(x.shape[0]), first]
+        out[has, j] = vals[has]
+    return out
+
+
+class PsdmeResult(Result):
+    """Bands and guaranteed KPIs for the selected configurations.
+
+    Tables: ``configs`` (main: one row per configuration, selected or not), ``bands`` (the band at
+    both sides of every data point of every selected configuration), ``tradeoff`` (best guaranteed
+    KPI over the selection as a function of gamma).
+    """
+
+    method = "psdme"
+    main_table = "configs"
+
+    @classmethod
+    def _table_names(cls) -> tuple[str, ...]:
+        return ("configs", "bands", "tradeoff")
+
+    @property
+    def configs(self) -> pd.DataFrame:
+        return self.tables["configs"]
+
+    @property
+    def selected(self) -> list[str]:
+        t = self.configs
+        return [str(c) for c in t.loc[t["selected"].astype(bool), "config"]]
+
+    def summary(self) -> str:
+        p = self.params
+        lines = [
+            f"PS-DME (assay {self.version}): method {self.info.get('method_used')} ({p.get('band')} bands), "
+            f"{len(self.selected)} of {len(self.configs)} configurations selected, delta {self.level.get('delta')}",
+        ]
+        if self.info.get("method_reason"):
+            lines.append(f"why: {self.info['method_reason']}")
+        sel = self.configs[self.configs["selected"].astype(bool)]
+        lines.append(sel.drop(columns=["selected"]).to_string(index=False, float_format=lambda x: f"{x:.4g}"))
+        return "\n".join(lines)
+
+
+def bands(
+    table: pd.DataFrame,
+    *,
+    select: Any = "all",
+    delta: float = 0.1,
+    method: str = "ps-dme",
+    band: str = "dkw",
+    calibrator: Any = "optimal",
+    split: float = 0.5,
+    gammas: Iterable[float] = DEFAULT_GAMMAS,
+    tradeoff_points: int = 99,
+    seed: int | np.random.Generator | None = None,
+    columns: Mapping[str, str] | None = None,
+    failures: str = "error",
+    include_bands: bool = True,
+) -> PsdmeResult:
+    """Post-selection CDF bands and guaranteed KPIs (PS-DME, SS-DME, Bonferroni, naive; eq. 8-18).
+
+    Parameters
+    ----------
+    table : DataFrame
+        Columns ``config, kpi`` (one row per observation; lower is better). Rename with ``columns``.
+    select : "all" | "top:K" | "below:VALUE" | callable
+        The pre-selection rule, applied to the data the method selects on (all of it, or the
+        selection split for SS-DME). A callable receives ``{config: sorted KPI array}`` and returns
+        configuration names.
+    delta : float, default 0.1
+        FCR level (for ``bonferroni`` the family-wise error of all K bands).
+    method : {"ps-dme", "ss-dme", "bonferroni", "naive", "auto"}
+    band : {"dkw", "berk-jones"}
+    calibrator : "optimal" | float | callable
+        PS-DME's p-to-e calibrator: the power family at its optimal tau (eq. 17), at a given tau, or any
+        calibrator function (its generalised inverse is taken numerically).
+    split : float, default 0.5
+        SS-DME's fraction of each configuration's observations used for selection.
+    gammas : iterable of float
+        Failure probabilities gamma at which to report the guaranteed KPI X*(gamma).
+    failures : {"error", "worst"}
+        What +inf KPIs mean: an error (default), or failed requests counted as worse than every value.
+    """
+    if isinstance(delta, bool) or not isinstance(delta, (int, float, np.integer, np.floating)) or not (0 < delta < 1):
+        raise AssayInputError(f"delta must be a number strictly between 0 and 1, got {delta!r}")
+    delta = float(delta)
+    if method not in METHODS:
+        raise AssayInputError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+    band = {"bj": "berk-jones", "berk_jones": "berk-jones"}.get(band, band)
+    if band not in BANDS:
+        raise AssayInputError(f"band must be 'dkw' or 'berk-jones', got {band!r}")
+    if not (0 < float(split) < 1):
+        raise AssayInputError(f"split must be in (0, 1), got {split!r}")
+    if failures not in ("error", "worst"):
+        raise AssayInputError(f"failures must be 'error' or 'worst', got {failures!r}")
+    g = np.asarray(list(gammas), dtype=float)
+    if g.size == 0 or np.any(~np.isfinite(g)) or np.any((g <= 0) | (g >= 1)):
+        raise AssayInputError(f"gammas must be numbers in (0, 1), got {list(gammas)!r}")
+
+    data = _arrays(table, columns, failures)
+    names = list(data)
+    K = len(names)
+    recorded_seed, ss = resolve_seed(seed)
+    rng = np.random.default_rng(ss)
+
+    # SS-DME splits each configuration's observations (a seeded random part for selection).
+    sel_data, eval_data = data, data
+    if method in ("ss-dme", "auto"):
+        split_sel, split_eval = {}, {}
+        for c, v in data.items():
+            perm = rng.permutation(len(v))
+            m = int(round(split * len(v)))
+            m = min(max(m, 1), len(v) - 1)
+            split_sel[c] = np.sort(v[perm[:m]])
+            split_eval[c] = np.sort(v[perm[m:]])
+    chosen_method, reason = method, ""
+    if method == "auto":
+        # |S| from the full-data selection (what PS-DME / Bonferroni would use)
+        S_full = _select(select, data)
+        n_typ = float(np.median([len(data[c]) for c in S_full])) if S_full else float(np.median([len(v) for v in data.values()]))
+        chosen_method, reason = narrowest_method(K, len(S_full), delta, n_typ, split, calibrator)
+    if chosen_method == "ss-dme":
+        sel_data, eval_data = split_sel, split_eval
+    S = _select(select, sel_data)
+    lv = levels(K, len(S), delta, calibrator)
+    alpha = lv[chosen_method]
+
+    rows = []
+    band_rows: list[pd.DataFrame] = []
+    best = np.full(len(g), np.inf)
+    best_cfg: list[Any] = [None] * len(g)
+    grid_g = np.linspace(0.001, 0.5, tradeoff_points) if tradeoff_points else np.array([])
+    allg = np.concatenate([g, grid_g])
+    if S:
+        b = _band([eval_data[c] for c in S], alpha, "dkw" if band == "dkw" else "bj")
+        xs = _guaranteed(b, allg)
+        for i, c in enumerate(S):
+            v = eval_data[c]
+            row = {"config": c, "selected": True, "n": int(len(v)), "n_select": int(len(sel_data[c])),
+                   "mean": float(np.mean(v)) if np.isfinite(v).all() else math.inf,
+                   "failures": int(np.isposinf(v).sum()), "level": alpha,
+                   "width": float(b.width[i])}
+            for j, gam in enumerate(g):
+                row[f"kpi_{1 - gam:g}"] = float(xs[i, j])
+            rows.append(row)
+            if include_bands:
+                n_i = len(v)
+                band_rows.append(pd.DataFrame({
+                    "config": c, "x": b.x[i, :n_i], "ecdf": np.arange(1, n_i + 1) / n_i,
+                    "lower_left": b.lower_left[i, :n_i], "upper_left": b.upper_left[i, :n_i],
+                    "lower": b.lower[i, :n_i], "upper": b.upper[i, :n_i]}))
+        col = xs.min(axis=0)
+        arg = xs.argmin(axis=0)
+        best = col[: len(g)]
+        best_cfg = [S[a] if np.isfinite(col[k]) else None for k, a in enumerate(arg[: len(g)])]
+        trade = pd.DataFrame({"gamma": allg, "reliability": 1 - allg, "best_kpi": col,
+                              "best_config": [S[a] if np.isfinite(col[k]) else None for k, a in enumerate(arg)]})
+        trade = trade.sort_values("gamma").drop_duplicates("gamma").reset_index(drop=True)
+    else:
+        trade = pd.DataFrame({"gamma": [], "reliability": [], "best_kpi": [], "best_config": []})
+    for c in names:
+        if c not in S:
+            v = data[c]
+            rows.append({"config": c, "selected": False, "n": int(len(v)), "n_select": int(len(sel_data[c])),
+                         "mean": float(np.mean(v)) if np.isfinite(v).all() else math.inf,
+                         "failures": int(np.isposinf(v).sum()), "level": float("nan"), "width": float("nan")})
+    configs = pd.DataFrame(rows)
+    notes = []
+    if S:
+        for j, gam in enumerate(g):
+            if not np.isfinite(best[j]):
+                notes.append(f"no selected configuration can guarantee any KPI at reliability {1 - gam:g}: "
+                             "its band never reaches that level (more data or a lower reliability)")
+    else:
+        notes.append("the selection is empty: no bands, and the false coverage proportion is 0 by definition")
+    if chosen_method == "naive":
+        notes.append("naive in-sample bands carry NO guarantee after selection; shown for comparison only")
+    thr = math.e * math.log(K / delta)
+    info = {
+        "method_used": chosen_method,
+        "method_reason": reason,
+        "K": K,
+        "selected_count": len(S),
+        "levels": lv,
+        "tau": (cal.optimal_power_tau(K, len(S), delta) if (S and calibrator in (None, "optimal")) else
+                (float(calibrator) if isinstance(calibrator, (int, float)) else None)),
+        "bonferroni_threshold": thr,
+        "best": [{"gamma": float(gam), "reliability": float(1 - gam), "best_kpi": float(best[j]),
+                  "best_config": best_cfg[j]} for j, gam in enumerate(g)],
+        "notes": notes,
+        "guarantee": (
+            {"ps-dme": f"FCR <= {delta:g} over the selected bands, for any selection rule",
+             "ss-dme": f"FCR <= {delta:g} (selection on a split disjoint from the bands)",
+             "bonferroni": f"all K = {K} bands cover simultaneously with probability >= {1 - delta:g}",
+             "naive": "none after selection"}[chosen_method]
+        ),
+    }
+    tables = {"configs": configs, "tradeoff": trade}
+    if include_bands:
+        tables["bands"] = pd.concat(band_rows, ignore_index=True) if band_rows else pd.DataFrame(
+            {c: [] for c in ("config", "x", "ecdf", "lower_left", "upper_left", "lower", "upper")})
+    params = {"select": select if not callable(select) else getattr(select, "__name__", "callable"),
+              "method": method, "band": band, "calibrator": calibrator if not callable(calibrator) else "callable",
+              "split": float(split), "gammas": g.tolist(), "failures": failures}
+    level = {"delta": delta, "meaning": info["guarantee"],
+             "n_meaning": "observations of the first configuration"}
+    return PsdmeResult(params=params, level=level, n=int(len(data[names[0]])), seed=recorded_seed,
+                       tables=tables, info=info)
