@@ -40,6 +40,7 @@ which counts them as mass above every finite x.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -173,15 +174,19 @@ def narrowest_method(K: int, selected: int, delta: float, n: float, split: float
     return best, reason
 
 
+_FAIL = np.finfo(float).max  # stands in for a failure (+inf): above every finite KPI, still counted in n
+
+
 def _band(samples: Sequence[np.ndarray], alpha: float, band: str):
     m = max(len(s) for s in samples)
     x = np.full((len(samples), m), np.nan)
     for i, s in enumerate(samples):
-        x[i, : len(s)] = s
-    # +inf failures: the band code sorts NaN last; keep +inf as a real value above every finite x
+        x[i, : len(s)] = np.where(np.isposinf(s), _FAIL, s)
     if band == "dkw":
-        return bd.dkw_band(x, alpha)
-    return bd.bj_band(x, alpha)
+        b = bd.dkw_band(x, alpha)
+    else:
+        b = bd.bj_band(x, alpha)
+    return dataclasses.replace(b, x=np.where(b.x == _FAIL, np.inf, b.x))  # failures reported as +inf again
 
 
 def _guaranteed(band, gammas: np.ndarray) -> np.ndarray:
@@ -283,11 +288,14 @@ def bands(
     band = {"bj": "berk-jones", "berk_jones": "berk-jones"}.get(band, band)
     if band not in BANDS:
         raise AssayInputError(f"band must be 'dkw' or 'berk-jones', got {band!r}")
-    if not (0 < float(split) < 1):
-        raise AssayInputError(f"split must be in (0, 1), got {split!r}")
+    if isinstance(split, bool) or not isinstance(split, (int, float, np.integer, np.floating)) or not (0 < float(split) < 1):
+        raise AssayInputError(f"split must be a number in (0, 1), got {split!r}")
     if failures not in ("error", "worst"):
         raise AssayInputError(f"failures must be 'error' or 'worst', got {failures!r}")
-    g = np.asarray(list(gammas), dtype=float)
+    try:
+        g = np.asarray(list(gammas), dtype=float)
+    except (TypeError, ValueError):
+        raise AssayInputError(f"gammas must be numbers in (0, 1), got {gammas!r}") from None
     if g.size == 0 or np.any(~np.isfinite(g)) or np.any((g <= 0) | (g >= 1)):
         raise AssayInputError(f"gammas must be numbers in (0, 1), got {list(gammas)!r}")
 
@@ -340,7 +348,7 @@ def bands(
             if include_bands:
                 n_i = len(v)
                 band_rows.append(pd.DataFrame({
-                    "config": c, "x": b.x[i, :n_i], "ecdf": np.arange(1, n_i + 1) / n_i,
+                    "config": c, "x": b.x[i, :n_i], "ecdf": np.searchsorted(v, v, side="right") / n_i,
                     "lower_left": b.lower_left[i, :n_i], "upper_left": b.upper_left[i, :n_i],
                     "lower": b.lower[i, :n_i], "upper": b.upper[i, :n_i]}))
         col = xs.min(axis=0)

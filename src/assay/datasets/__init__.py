@@ -6,7 +6,7 @@ from importlib import resources
 
 import pandas as pd
 
-__all__ = ["load_siren_law", "SHIPPED", "path"]
+__all__ = ["load_siren_law", "load_llmperf", "synthetic_autoeval", "SHIPPED", "path"]
 
 SHIPPED = {
     "siren-law": (
@@ -63,3 +63,39 @@ def synthetic_autoeval(seed: int = 0, n: int = 400, ratio: int = 5, judge_accura
         frames.append(pd.DataFrame({"candidate": name, "item": ids, "loss_human": human, "loss_judge": judge,
                                     "memory_gb": gb}))
     return pd.concat(frames, ignore_index=True)
+
+
+def load_llmperf() -> pd.DataFrame:
+    """LLMPerf leaderboard per-request latencies: a tidy PS-DME table (2,845 rows, K = 19 configurations).
+
+    Columns ``config, ttft_s, end_to_end_latency_s, error``: one row per request; ``config`` is a
+    (provider, Llama-2 chat model size) API endpoint such as ``anyscale_7b`` or ``groq_70b``; 150
+    requests each (replicate_70b: 145), issued by Anyscale's LLMPerf tool in Dec 2023 / Jan 2024
+    (550 input tokens, 150 output tokens, concurrency 5). KPI: time to first token or end-to-end
+    latency in seconds, lower is better.
+
+    Failure policy: ``error`` is True when the request returned an error code (HTTP 429, -100, -1:
+    539 requests, mostly lepton_* (130 of 150 each), bedrock_13b (97) and bedrock_70b (49)). The
+    source records latency 0 or meaningless values for those requests; they must not be read as
+    fast responses, so both latency columns are set to +inf for them (a failure is worse than any
+    finite latency). Keep them and analyse with ``assay.psdme.bands(..., failures="worst")``.
+
+    Provenance: github.com/ray-project/llmperf-leaderboard at commit
+    27aa9b6a6c4282f6d5599b9199fbb57256a2dcd8, ``raw_data/individual/*.json``; licence Apache-2.0
+    (see LICENSE-APACHE-llmperf and README.md in this folder). No row was dropped; successful
+    requests keep their recorded values unchanged.
+    """
+    with resources.files(__package__).joinpath("llmperf_ttft.parquet").open("rb") as fh:
+        df = pd.read_parquet(fh)
+    df["config"] = df["config"].astype(str)
+    for c in ("ttft_s", "end_to_end_latency_s"):
+        df[c] = df[c].astype(float)
+    df["error"] = df["error"].astype(bool)
+    return df
+
+
+SHIPPED["llmperf"] = (
+    "llmperf_ttft.parquet",
+    "LLMPerf leaderboard, per-request TTFT and end-to-end latency of 19 LLM API endpoints "
+    "(Apache-2.0); errored requests = +inf",
+)
