@@ -128,6 +128,7 @@ def test_demo_writes_results_and_report(tmp_path):
     assert res.exit_code == 0, res.output
     results = json.loads((tmp_path / "d" / "results.json").read_text())
     assert len(results["siren"]["cells"]) == 15 and results["siren"]["contrasts"]
+    assert results["autoeval"]["selection"]["best"] and results["psdme"]["configs"]
     assert "<svg" in (tmp_path / "d" / "report.html").read_text()
 
 
@@ -212,3 +213,37 @@ def test_autoeval_study_json_rows():
     assert {r["method"] for r in sc} == {"r-eval", "r-autoeval", "r-autoeval+"}
     assert {r["betting"] for r in sc} == {"wsr", "up"}
     assert all({"gamma", "delta", "sample_complexity"} <= set(r) for r in sc)
+
+
+def test_psdme_on_shipped_llmperf(tmp_path):
+    from assay.datasets import path
+
+    res = run(["psdme", path("llmperf"), "--kpi-col", "ttft_s", "--select", "top:5", "--failures", "worst",
+               "--band", "berk-jones", "--gamma", "0.1,0.2", "--json", "--seed", "0"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    sel = [c for c in out["configs"] if c["selected"]]
+    assert len(sel) == 5 and not any(c["config"].startswith("lepton") for c in sel)
+    assert out["method_used"] == "ps-dme" and {"configs", "bands", "tradeoff"} <= set(out)
+    # +inf latencies without the failure policy are an input error that says what to do
+    res = run(["psdme", path("llmperf"), "--kpi-col", "ttft_s"])
+    assert res.exit_code == 2 and "failures" in res.stderr
+    res = run(["psdme", path("llmperf"), "--kpi-col", "ttft_s", "--failures", "worst", "--gamma", "1.5"])
+    assert res.exit_code == 2 and "gammas" in res.stderr
+
+
+def test_psdme_auto_explains_its_choice(tmp_path):
+    rng = np.random.default_rng(0)
+    df = pd.concat([pd.DataFrame({"cfg": f"c{k}", "lat": rng.exponential(1 + 0.1 * k, 100)}) for k in range(30)])
+    df.to_csv(tmp_path / "kpi.csv", index=False)
+    res = run(["psdme", str(tmp_path / "kpi.csv"), "--config-col", "cfg", "--kpi-col", "lat", "--select", "top:5",
+               "--method", "auto", "--json", "--seed", "1"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["method_used"] in ("bonferroni", "ss-dme") and "e ln(K/delta)" in out["method_reason"]
+    res = run(["study", "psdme-ridge", "--trials", "3", "--json"])
+    assert res.exit_code == 0, res.output
+    rows = json.loads(res.stdout)["rows"]
+    fcr = [r for r in rows if r["kind"] == "fcr"]
+    assert {r["method"] for r in fcr} == {"ps-dme", "ss-dme", "bonferroni", "naive"}
+    assert all({"n", "fcr", "width"} <= set(r) for r in fcr)

@@ -359,17 +359,19 @@ def demo(
     as_json: bool = typer.Option(False, "--json", help="Print results.json on stdout."),
 ) -> None:
     """Run every method on data shipped inside the package; write DIR/results.json and DIR/report.html."""
-    from . import autoeval as ae, siren as siren_mod
-    from .datasets import load_siren_law, synthetic_autoeval
+    from . import autoeval as ae, psdme as ps, siren as siren_mod
+    from .datasets import load_llmperf, load_siren_law, synthetic_autoeval
     from .report import render_html
 
     out.mkdir(parents=True, exist_ok=True)
     sres = siren_mod.evaluate(load_siren_law(), seed=seed, contrasts=["tuned-vs-default", "pairwise"], temperature=0.1)
     ares = ae.certify(synthetic_autoeval(seed), risk_target=0.1, delta=0.1, select="fst", order_by="memory_gb",
                       cost_col="memory_gb", seed=seed, interval=True)
-    results = {"siren": sres.to_dict(), "autoeval": ares.to_dict()}
+    pres = ps.bands(load_llmperf(), select="top:5", delta=0.1, method="ps-dme", band="berk-jones",
+                    gammas=(0.05, 0.1, 0.2), columns={"kpi": "ttft_s"}, failures="worst", seed=seed)
+    results = {"siren": sres.to_dict(), "autoeval": ares.to_dict(), "psdme": pres.to_dict()}
     (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
-    (out / "report.html").write_text(render_html([sres, ares], title="assay demo"))
+    (out / "report.html").write_text(render_html([sres, ares, pres], title="assay demo"))
     if as_json:
         sys.stdout.write(json.dumps(results, indent=2) + "\n")
         return
@@ -377,6 +379,8 @@ def demo(
     _print_siren(sres)
     _out.print("\n[bold]R-AutoEval+ model selection (synthetic: 5 quantized models, judge 90% accurate)[/]")
     _print_autoeval(ares)
+    _out.print("\n[bold]PS-DME: guaranteed time-to-first-token of the 5 fastest LLM APIs (LLMPerf; shipped data)[/]")
+    _print_psdme(pres)
     _out.print(f"wrote {out / 'results.json'} and {out / 'report.html'}")
 
 
