@@ -503,3 +503,25 @@ def test_llmperf_all_configs_errored_never_best():
     assert np.isinf(c.loc[sorted(errored), ["kpi_0.95", "kpi_0.8", "kpi_0.5"]].to_numpy()).all()
     for b in r.info["best"]:
         assert b["best_config"] not in errored
+
+
+def test_band_on_a_user_grid_matches_the_band_at_the_data():
+    import assay.psdme as ps
+
+    rng = np.random.default_rng(91)
+    df = pd.concat([pd.DataFrame({"config": f"c{k}", "kpi": rng.exponential(1 + 0.2 * k, 60)}) for k in range(8)])
+    res = ps.bands(df, select="top:3", band="berk-jones", grid=[0.5, 1.0, 2.0], seed=0)
+    g = res.tables["grid"]
+    assert len(g) == 9 and set(g["config"]) == set(res.selected)
+    bands = res.tables["bands"]
+    for cfg in res.selected:
+        b = bands[bands["config"] == cfg].sort_values("x")
+        for x in (0.5, 1.0, 2.0):
+            row = g[(g["config"] == cfg) & (g["x"] == x)].iloc[0]
+            below = b[b["x"] <= x]
+            # right-continuous value at x: the band at the last data point <= x (or the value before the first)
+            expect = below.iloc[-1]["lower"] if len(below) else b.iloc[0]["lower_left"]
+            assert row["lower"] == pytest.approx(expect)
+            assert row["lower_left"] <= row["lower"] + 1e-12 and row["upper_left"] <= row["upper"] + 1e-12
+    with pytest.raises(AssayInputError):
+        ps.bands(df, grid=[np.nan])

@@ -216,7 +216,7 @@ class PsdmeResult(Result):
 
     @classmethod
     def _table_names(cls) -> tuple[str, ...]:
-        return ("configs", "bands", "tradeoff")
+        return ("configs", "bands", "tradeoff", "grid")
 
     @property
     def configs(self) -> pd.DataFrame:
@@ -255,6 +255,7 @@ def bands(
     columns: Mapping[str, str] | None = None,
     failures: str = "error",
     include_bands: bool = True,
+    grid: Sequence[float] | None = None,
 ) -> PsdmeResult:
     """Post-selection CDF bands and guaranteed KPIs (PS-DME, SS-DME, Bonferroni, naive; eq. 8-18).
 
@@ -279,6 +280,11 @@ def bands(
         Failure probabilities gamma at which to report the guaranteed KPI X*(gamma).
     failures : {"error", "worst"}
         What +inf KPIs mean: an error (default), or failed requests counted as worse than every value.
+    include_bands : bool, default True
+        Report the band at both sides of every data point (table ``bands``).
+    grid : sequence of float, optional
+        Also report each selected band on these x values (table ``grid``: the right-continuous values
+        L(x), U(x) and the left limits just before x).
     """
     if isinstance(delta, bool) or not isinstance(delta, (int, float, np.integer, np.floating)) or not (0 < delta < 1):
         raise AssayInputError(f"delta must be a number strictly between 0 and 1, got {delta!r}")
@@ -333,9 +339,23 @@ def bands(
     best_cfg: list[Any] = [None] * len(g)
     grid_g = np.linspace(0.001, 0.5, tradeoff_points) if tradeoff_points else np.array([])
     allg = np.concatenate([g, grid_g])
+    grid_table = None
+    if grid is not None:
+        try:
+            grid_x = np.asarray(list(grid), dtype=float)
+        except (TypeError, ValueError):
+            raise AssayInputError("grid must be a sequence of numbers") from None
+        if grid_x.ndim != 1 or grid_x.size == 0 or not np.all(np.isfinite(grid_x)):
+            raise AssayInputError("grid must be a non-empty 1-D sequence of finite numbers")
     if S:
         b = _band([eval_data[c] for c in S], alpha, "dkw" if band == "dkw" else "bj")
         xs = _guaranteed(b, allg)
+        if grid is not None:
+            lo_g, hi_g = b.at(grid_x)
+            lo_l, hi_l = b.at(np.nextafter(grid_x, -np.inf))
+            grid_table = pd.DataFrame({
+                "config": np.repeat(np.array(S, dtype=object), grid_x.size), "x": np.tile(grid_x, len(S)),
+                "lower": lo_g.ravel(), "upper": hi_g.ravel(), "lower_left": lo_l.ravel(), "upper_left": hi_l.ravel()})
         for i, c in enumerate(S):
             v = eval_data[c]
             row = {"config": c, "selected": True, "n": int(len(v)), "n_select": int(len(sel_data[c])),
@@ -398,6 +418,9 @@ def bands(
         ),
     }
     tables = {"configs": configs, "tradeoff": trade}
+    if grid is not None:
+        tables["grid"] = grid_table if grid_table is not None else pd.DataFrame(
+            {c: [] for c in ("config", "x", "lower", "upper", "lower_left", "upper_left")})
     if include_bands:
         tables["bands"] = pd.concat(band_rows, ignore_index=True) if band_rows else pd.DataFrame(
             {c: [] for c in ("config", "x", "ecdf", "lower_left", "upper_left", "lower", "upper")})
