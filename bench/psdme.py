@@ -83,28 +83,8 @@ def clear_caches() -> None:
 
 
 def naive_noe(lower, upper) -> float:
-    """P(lower_i <= U_(i) <= upper_i, i = 1..n): plain Noe recursion, binomial transitions, pure Python."""
-    n = len(lower)
-    ev = sorted([(lower[i], 0, i) for i in range(n)] + [(upper[i], 1, i + 1) for i in range(n)])
-    Q = [1.0] + [0.0] * n
-    prev = 0.0
-    for u, kind, lim in ev:
-        p = (u - prev) / (1.0 - prev) if prev < 1.0 else 0.0
-        new = [0.0] * (n + 1)
-        for j in range(n + 1):
-            if Q[j] == 0.0:
-                continue
-            r = n - j
-            for d in range(r + 1):
-                new[j + d] += Q[j] * math.comb(r, d) * p ** d * (1.0 - p) ** (r - d)
-        if kind == 0:
-            for j in range(lim + 1, n + 1):
-                new[j] = 0.0
-        else:
-            for j in range(lim):
-                new[j] = 0.0
-        Q, prev = new, u
-    return Q[n]
+    """The pure-Python O(n^3) Noe recursion that the library keeps as a reference (the baseline)."""
+    return B.noncrossing_probability_reference(lower, upper)
 
 
 def dkw_loop(x: np.ndarray, alpha: float):

@@ -34,30 +34,7 @@ def steck_probability(lower, upper):
     return math.factorial(n) * np.linalg.det(M)
 
 
-def naive_noe(lower, upper):
-    """The same probability by a plain (non-Poissonised) Noe recursion over the merged breakpoints with
-    binomial transitions, pure Python loops, O(n^3)."""
-    n = len(lower)
-    ev = sorted([(lower[i], 0, i) for i in range(n)] + [(upper[i], 1, i + 1) for i in range(n)])
-    Q = [1.0] + [0.0] * n
-    prev = 0.0
-    for u, kind, lim in ev:
-        p = (u - prev) / (1.0 - prev) if prev < 1.0 else 0.0
-        new = [0.0] * (n + 1)
-        for j in range(n + 1):
-            if Q[j] == 0.0:
-                continue
-            r = n - j
-            for d in range(r + 1):
-                new[j + d] += Q[j] * math.comb(r, d) * p ** d * (1.0 - p) ** (r - d)
-        if kind == 0:  # lower_i: N(u) <= i - 1 (lim = i - 1 with 0-based i)
-            for j in range(lim + 1, n + 1):
-                new[j] = 0.0
-        else:  # upper_{i}: N(u) >= i
-            for j in range(lim):
-                new[j] = 0.0
-        Q, prev = new, u
-    return Q[n]
+naive_noe = B.noncrossing_probability_reference
 
 
 def bj_stat(u):
