@@ -24,20 +24,24 @@ def interactive() -> bool:
 
 
 @contextmanager
-def progress_reporter(label: str, *, enabled: bool = True, every: float = 5.0) -> Iterator[Callable[[int, int], None]]:
-    """Yield a callback ``update(done, total)``; rich bar on a terminal, plain lines otherwise."""
+def progress_reporter(label: str, *, enabled: bool = True, every: float = 5.0) -> Iterator[Callable[..., None]]:
+    """Yield a callback ``update(done, total, info="")``; rich bar on a terminal, plain lines otherwise.
+
+    ``info`` is a short status text shown beside the count (e.g. "3 in flight, 2 retries, 1.2k tokens").
+    """
     if not enabled:
-        yield lambda done, total: None
+        yield lambda done, total, info="": None
         return
     if interactive():
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                      TimeElapsedColumn(), transient=True, console=_stderr_console()) as bar:
-            task = bar.add_task(label, total=None)
+                      TimeElapsedColumn(), TextColumn("{task.fields[info]}"), transient=True,
+                      console=_stderr_console()) as bar:
+            task = bar.add_task(label, total=None, info="")
 
-            def update(done: int, total: int) -> None:
-                bar.update(task, completed=done, total=total)
+            def update(done: int, total: int, info: str = "") -> None:
+                bar.update(task, completed=done, total=total, info=info)
 
             yield update
         return
@@ -45,11 +49,12 @@ def progress_reporter(label: str, *, enabled: bool = True, every: float = 5.0) -
     state = {"last": 0.0}
     start = time.monotonic()
 
-    def update(done: int, total: int) -> None:
+    def update(done: int, total: int, info: str = "") -> None:
         now = time.monotonic()
         if done == total or now - state["last"] >= every:
             state["last"] = now
-            print(f"{label}: {done}/{total} done ({now - start:.1f} s)", file=sys.stderr, flush=True)
+            extra = f", {info}" if info else ""
+            print(f"{label}: {done}/{total} done ({now - start:.1f} s{extra})", file=sys.stderr, flush=True)
 
     yield update
 
