@@ -247,3 +247,31 @@ def test_psdme_auto_explains_its_choice(tmp_path):
     fcr = [r for r in rows if r["kind"] == "fcr"]
     assert {r["method"] for r in fcr} == {"ps-dme", "ss-dme", "bonferroni", "naive"}
     assert all({"n", "fcr", "width"} <= set(r) for r in fcr)
+
+
+def test_query_scores_resumes_and_lists_runs(tmp_path, monkeypatch):
+    from fake_openai_server import FakeOpenAIServer, question
+
+    qs = [question(a, a + 1) for a in range(12)]
+    refs = [str(2 * a + 1) for a in range(12)]
+    pd.DataFrame({"id": [f"q{i}" for i in range(12)], "prompt": qs, "answer": refs}).to_csv(tmp_path / "p.csv", index=False)
+    journal = tmp_path / "j.sqlite"
+    monkeypatch.setenv("ASSAY_TEST_KEY", "sk-test-secret-999")
+    with FakeOpenAIServer() as srv:
+        args = ["query", str(tmp_path / "p.csv"), "--model", "fake", "--endpoint", srv.base_url,
+                "--api-key-env", "ASSAY_TEST_KEY", "--journal", str(journal), "--run-id", "cli1",
+                "--reference-col", "answer", "--scorer", "numeric", "-o", str(tmp_path / "out.parquet"), "--json"]
+        res = run(args)
+        assert res.exit_code == 0, res.output
+        out = json.loads(res.stdout)
+        assert out["run_id"] == "cli1" and out["scoring"]["accuracy"] == 1.0 and out["stats"]["cached"] == 0
+        n_requests = sum(srv.counts.values()) if hasattr(srv, "counts") else None
+        again = json.loads(run(args).stdout)  # the same run again: everything from the journal
+        assert again["stats"]["cached"] == 12
+        if n_requests is not None:
+            assert sum(srv.counts.values()) == n_requests
+    rows = pd.read_parquet(tmp_path / "out.parquet")
+    assert list(rows["id"]) == [f"q{i}" for i in range(12)] and set(rows["status"]) == {"ok"}
+    listing = run(["runs", "list", "--journal", str(journal), "--json"])
+    assert listing.exit_code == 0 and "cli1" in listing.stdout
+    assert b"sk-test-secret-999" not in journal.read_bytes()

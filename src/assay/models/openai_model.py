@@ -1,0 +1,268 @@
+"""An OpenAI-compatible chat-completions endpoint through the official ``openai`` SDK.
+
+Works against OpenAI, vLLM (``http://localhost:8000/v1``), Ollama (``http://localhost:11434/v1``),
+llama.cpp ``llama-server``, a LiteLLM proxy: anything that speaks ``POST /v1/chat/completions``.
+
+The SDK's own retries are switched off (``max_retries=0``): :mod:`assay.models.runner` owns
+retries, backoff and concurrency, so they are counted, journaled and configurable in one place.
+
+The API key is read from an environment variable (``api_key_env``) when the model is built. It
+never appears in ``repr``, in ``params()`` (hence never in a journal key or record), in logs, or in
+error messages (they are scrubbed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import ipaddress
+import math
+import os
+import time
+from typing import Any, Mapping, Sequence
+from urllib.parse import urlsplit
+
+from ..errors import AssayInputError
+from .base import Prompt, Response, RetryableError
+
+__all__ = ["OpenAIChatModel", "parse_retry_after"]
+
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+#: Key sent to local servers (vLLM, Ollama, llama.cpp) that do not check it; the SDK needs one.
+DUMMY_KEY = "EMPTY"
+RETRYABLE_STATUS = frozenset({408, 409, 429})
+
+
+class _Secret:
+    """Holds a secret string; its repr never shows it."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def get(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "'***'"
+
+    __str__ = __repr__
+
+    def __reduce__(self):  # never pickle a secret into a worker or a file
+        raise TypeError("secrets are not picklable; the key is read from the environment in each process")
+
+
+def parse_retry_after(headers: Mapping[str, str] | None, now: float | None = None) -> float | None:
+    """Seconds to wait from ``retry-after-ms``, or ``Retry-After`` as delta-seconds or an HTTP-date."""
+    if not headers:
+        return None
+    try:
+        ms = headers.get("retry-after-ms")
+        if ms is not None:
+            v = float(ms) / 1000.0
+            if math.isfinite(v) and v >= 0:
+                return v
+    except (TypeError, ValueError):
+        pass
+    raw = headers.get("retry-after")
+    if raw is None:
+        return None
+    raw = str(raw).strip()
+    try:
+        v = float(raw)
+        return v if math.isfinite(v) and v >= 0 else None
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(raw)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when is None:
+        return None
+    now = time.time() if now is None else now
+    return max(0.0, when.timestamp() - now)
+
+
+def _is_local(base_url: str) -> bool:
+    host = (urlsplit(base_url).hostname or "").lower()
+    if host in ("localhost", "") or host.endswith(".localhost") or host.endswith(".local"):
+        return True
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return ip.is_loopback or ip.is_private or ip.is_unspecified or ip.is_link_local
+
+
+def _is_openai(base_url: str) -> bool:
+    host = (urlsplit(base_url).hostname or "").lower()
+    return host == "openai.com" or host.endswith(".openai.com")
+
+
+class OpenAIChatModel:
+    """A chat-completions model behind an OpenAI-compatible endpoint.
+
+    Parameters
+    ----------
+    model : model name as the server knows it (e.g. ``"gpt-4o-mini"``, ``"meta-llama/Llama-3.1-8B-Instruct"``).
+    base_url : endpoint root ending in ``/v1``; default ``$OPENAI_BASE_URL`` or ``https://api.openai.com/v1``.
+    api_key_env : name of the environment variable holding the key (default ``OPENAI_API_KEY``).
+        If it is unset, local/private endpoints get a dummy key; ``api.openai.com`` raises
+        :class:`~assay.errors.AssayInputError`. ``None`` means the endpoint needs no key.
+    temperature, max_tokens, seed, stop : sampling parameters sent with every request.
+    extra_body : extra JSON fields merged into the request body (vLLM: ``top_k``, ``min_p``,
+        ``repetition_penalty``, guided decoding...).
+    timeout : per-request timeout in seconds (the SDK's HTTP timeout).
+    system_prompt : prepended as a system message when a prompt is a plain string.
+    """
+
+    def __init__(self, model: str, *, base_url: str | None = None, api_key_env: str | None = "OPENAI_API_KEY",
+                 temperature: float | None = 0.0, max_tokens: int | None = None, seed: int | None = None,
+                 stop: str | Sequence[str] | None = None, extra_body: Mapping[str, Any] | None = None,
+                 timeout: float = 60.0, system_prompt: str | None = None) -> None:
+        if not isinstance(model, str) or not model:
+            raise AssayInputError(f"model must be a non-empty model name, got {model!r}")
+        if timeout is not None and not (isinstance(timeout, (int, float)) and timeout > 0):
+            raise AssayInputError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        if max_tokens is not None and (not isinstance(max_tokens, int) or max_tokens < 1):
+            raise AssayInputError(f"max_tokens must be a positive integer or None, got {max_tokens!r}")
+        self.name = model
+        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL).rstrip("/")
+        if urlsplit(self.base_url).scheme not in ("http", "https"):
+            raise AssayInputError(f"base_url must start with http:// or https://, got {self.base_url!r}")
+        self.api_key_env = api_key_env
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.seed = seed
+        self.stop = [stop] if isinstance(stop, str) else (list(stop) if stop is not None else None)
+        self.extra_body = dict(extra_body) if extra_body else None
+        self.timeout = float(timeout) if timeout is not None else None
+        self.system_prompt = system_prompt
+
+        key = os.environ.get(api_key_env) if api_key_env else None
+        if not key:
+            if _is_openai(self.base_url):
+                raise AssayInputError(
+                    f"no API key for {self.base_url}: set the environment variable {api_key_env or 'OPENAI_API_KEY'}"
+                    " (assay reads the key only from the environment)")
+            key = DUMMY_KEY
+        self._key = _Secret(key)
+        self._clients: dict[int, Any] = {}  # one AsyncOpenAI per event loop (httpx pools are loop-bound)
+
+    # -- the Model interface ------------------------------------------------------------------
+    def params(self) -> dict[str, Any]:
+        """Everything that defines the answer (for the journal key); never the key."""
+        return {"base_url": self.base_url, "temperature": self.temperature, "max_tokens": self.max_tokens,
+                "seed": self.seed, "stop": self.stop, "extra_body": self.extra_body,
+                "system_prompt": self.system_prompt}
+
+    def messages(self, prompt: Prompt) -> list[dict[str, Any]]:
+        if isinstance(prompt, str):
+            msgs = [{"role": "user", "content": prompt}]
+            if self.system_prompt:
+                msgs.insert(0, {"role": "system", "content": self.system_prompt})
+            return msgs
+        if isinstance(prompt, (list, tuple)) and all(isinstance(m, Mapping) and "role" in m for m in prompt):
+            return [dict(m) for m in prompt]
+        raise AssayInputError(
+            f"a prompt must be a string or a list of chat messages {{'role': ..., 'content': ...}}, got {prompt!r:.200}")
+
+    def _client(self):
+        import openai
+
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(id(loop))
+        if client is None:
+            # a loop id can be reused after the old loop is gone; drop clients of dead loops
+            self._clients = {k: c for k, c in self._clients.items() if k == id(loop)}
+            client = openai.AsyncOpenAI(base_url=self.base_url, api_key=self._key.get(), max_retries=0,
+                                        timeout=self.timeout)
+            self._clients[id(loop)] = client
+        return client
+
+    async def aclose(self) -> None:
+        """Close the HTTP client of the running event loop (``run()`` does this for you)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        client = self._clients.pop(id(loop), None)
+        if client is not None:
+            await client.close()
+
+    async def generate(self, prompt: Prompt) -> Response:
+        import openai
+
+        kwargs: dict[str, Any] = {"model": self.name, "messages": self.messages(prompt)}
+        if self.temperature is not None:
+            kwargs["temperature"] = self.temperature
+        if self.max_tokens is not None:
+            kwargs["max_tokens"] = self.max_tokens
+        if self.seed is not None:
+            kwargs["seed"] = self.seed
+        if self.stop is not None:
+            kwargs["stop"] = self.stop
+        if self.extra_body:
+            kwargs["extra_body"] = dict(self.extra_body)
+        client = self._client()
+        t0 = time.perf_counter()
+        try:
+            out = await client.chat.completions.create(**kwargs)
+        except openai.APITimeoutError:
+            raise RetryableError(None, None, f"request timed out after {self.timeout} s", timed_out=True) from None
+        except openai.APIConnectionError as exc:
+            raise RetryableError(None, None, self._scrub(f"connection error: {exc}")) from None
+        except openai.APIStatusError as exc:
+            status = exc.status_code
+            msg = self._scrub(f"HTTP {status}: {exc.message}")
+            if status in RETRYABLE_STATUS or status >= 500:
+                raise RetryableError(status, parse_retry_after(exc.response.headers), msg) from None
+            return Response(text=None, latency_s=time.perf_counter() - t0, error=msg)
+        except (openai.APIResponseValidationError, ValueError) as exc:  # malformed JSON / schema
+            raise RetryableError(None, None, self._scrub(f"malformed response: {type(exc).__name__}: {exc}")[:500]) \
+                from None
+        latency = time.perf_counter() - t0
+        return self._to_response(out, latency)
+
+    # -- helpers --------------------------------------------------------------------------------
+    def _to_response(self, out: Any, latency: float) -> Response:
+        choices = getattr(out, "choices", None)
+        if not choices:
+            raise RetryableError(None, None, f"malformed response: no choices in {str(out)[:200]!r}")
+        choice = choices[0]
+        message = getattr(choice, "message", None)
+        if message is None:
+            raise RetryableError(None, None, "malformed response: choice without a message")
+        text = getattr(message, "content", None)
+        refusal = getattr(message, "refusal", None)
+        usage = getattr(out, "usage", None)
+        return Response(
+            text=text if text is not None else ("" if not refusal else None),
+            latency_s=latency,
+            prompt_tokens=getattr(usage, "prompt_tokens", None) if usage is not None else None,
+            completion_tokens=getattr(usage, "completion_tokens", None) if usage is not None else None,
+            finish_reason=getattr(choice, "finish_reason", None),
+            error=f"refusal: {refusal}" if refusal and text is None else None,
+        )
+
+    def _scrub(self, text: str) -> str:
+        key = self._key.get()
+        if key and key != DUMMY_KEY and len(key) >= 4:
+            text = text.replace(key, "***")
+        return text
+
+    def __repr__(self) -> str:
+        return (f"OpenAIChatModel(model={self.name!r}, base_url={self.base_url!r}, api_key_env={self.api_key_env!r}, "
+                f"temperature={self.temperature!r}, max_tokens={self.max_tokens!r}, seed={self.seed!r})")
+
+    def __getstate__(self):  # pickling drops the key and the clients; re-read from env on unpickle
+        state = self.__dict__.copy()
+        state.pop("_key", None)
+        state["_clients"] = {}
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        key = os.environ.get(self.api_key_env) if self.api_key_env else None
+        self._key = _Secret(key or DUMMY_KEY)

@@ -1,0 +1,406 @@
+"""Run many prompts through a :class:`~assay.models.base.Model`: concurrency, rate limit, retries, journal.
+
+Per prompt:
+
+1. key = ``request_key(model.name, prompt, model.params())``; if the journal already holds that key
+   for this run (or for any run, with ``reuse=True``) the stored answer is returned (``cached``)
+   and nothing is sent.
+2. Otherwise take a slot of the (adaptive) concurrency limiter and a token of the
+   requests-per-minute limiter, call ``model.generate`` (under ``asyncio.wait_for(timeout)`` if a
+   runner timeout is given), and on :class:`RetryableError` / timeout release the slot, sleep
+   ``max(Retry-After, full-jitter exponential backoff)`` and try again, up to ``max_retries`` retries.
+3. A successful answer is written to the journal *before* the prompt counts as done, so a
+   process killed at any moment loses at most the requests that were in flight.
+
+Adaptive concurrency is AIMD: a 429/503 halves the effective cap (at least 1), once per "round"
+of requests (requests already in flight when it was halved do not halve it again); each
+``recover_after`` consecutive successes (default: the current cap) raise it by one, up to
+``concurrency``.
+
+Jitter comes from ``random.Random`` seeded by ``(seed, request key, attempt)``, so it does not
+depend on scheduling order. Results come back in input order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from ..errors import AssayInputError
+from .base import Model, Response, RetryableError
+
+__all__ = ["run_prompts", "run", "RunResult", "AdaptiveLimiter", "RateLimiter"]
+
+log = logging.getLogger("assay.models")
+
+#: Longest wait we accept from a server's Retry-After (seconds); the SDK caps at 60 s, we allow more.
+RETRY_AFTER_CAP = 120.0
+
+
+class AdaptiveLimiter:
+    """A cap on requests in flight that halves on throttling and creeps back up (AIMD)."""
+
+    def __init__(self, cap: int, *, adaptive: bool = True, recover_after: int | None = None) -> None:
+        self.cap = int(cap)
+        self.limit = int(cap)
+        self.min_limit = int(cap)
+        self.adaptive = adaptive
+        self.recover_after = recover_after
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._epoch = 0
+        self._streak = 0
+        self._cond = asyncio.Condition()
+
+    async def acquire(self) -> int:
+        """Wait for a slot; returns the epoch token to hand back to :meth:`release`."""
+        async with self._cond:
+            await self._cond.wait_for(lambda: self.in_flight < self.limit)
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            return self._epoch
+
+    async def release(self, epoch: int, outcome: str) -> None:
+        """``outcome`` is "ok", "throttled" (429/503) or "other" (other failures: no change)."""
+        async with self._cond:
+            self.in_flight -= 1
+            if self.adaptive:
+                if outcome == "throttled":
+                    self._streak = 0
+                    if epoch == self._epoch:  # one decrease per round of concurrent requests
+                        self.limit = max(1, self.limit // 2)
+                        self.min_limit = min(self.min_limit, self.limit)
+                        self._epoch += 1
+                        log.info("throttled by the server: concurrency -> %d", self.limit)
+                elif outcome == "ok":
+                    self._streak += 1
+                    need = self.recover_after or self.limit
+                    if self.limit < self.cap and self._streak >= need:
+                        self.limit += 1
+                        self._streak = 0
+            self._cond.notify_all()
+
+
+class RateLimiter:
+    """Requests-per-minute limit as a GCRA token bucket (``burst`` requests may go at once)."""
+
+    def __init__(self, rpm: float, burst: int = 1) -> None:
+        self.interval = 60.0 / float(rpm)
+        self.burst = max(1, int(burst))
+        self._tat = 0.0  # theoretical arrival time of the next request
+
+    async def acquire(self) -> None:
+        now = time.monotonic()
+        tat = max(self._tat, now)
+        allowed_at = tat - (self.burst - 1) * self.interval
+        self._tat = tat + self.interval  # reserve the slot before sleeping: no await in between
+        wait = allowed_at - now
+        if wait > 0:
+            await asyncio.sleep(wait)
+
+
+@dataclass
+class RunResult:
+    """Answers in input order, the run id (journal key space) and the run's statistics."""
+
+    responses: list[Response]
+    run_id: str | None
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def texts(self) -> list[str | None]:
+        return [r.text for r in self.responses]
+
+    def to_frame(self):
+        import pandas as pd
+
+        return pd.DataFrame([r.to_dict() for r in self.responses])
+
+    def __len__(self) -> int:
+        return len(self.responses)
+
+
+def _check_int(name: str, value, lo: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < lo:
+        raise AssayInputError(f"{name} must be an integer >= {lo}, got {value!r}")
+    return value
+
+
+def _check_pos(name: str, value, allow_none: bool = True):
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise AssayInputError(f"{name} must be a positive number{' or None' if allow_none else ''}, got {value!r}")
+    return float(value)
+
+
+async def run_prompts(
+    model: Model,
+    prompts: Sequence,
+    *,
+    journal=None,
+    run_id: str | None = None,
+    concurrency: int = 8,
+    rpm: float | None = None,
+    max_retries: int = 6,
+    backoff_base: float = 0.5,
+    backoff_max: float = 30.0,
+    timeout: float | None = None,
+    adaptive: bool = True,
+    recover_after: int | None = None,
+    reuse: bool = False,
+    progress: Callable[[dict], None] | None = None,
+    seed: int = 0,
+) -> RunResult:
+    """Send every prompt to ``model`` and return the answers in input order.
+
+    Parameters
+    ----------
+    model : a :class:`~assay.models.base.Model` (``OpenAIChatModel``, ``CallableModel``, ...).
+    prompts : strings or chat-message lists.
+    journal : a ``Journal``, a path to a SQLite file (opened and closed here), or ``None`` (no journal).
+    run_id : journal run to write to / resume; new id if ``None``.
+    concurrency : cap on requests in flight (default 8).
+    rpm : requests per minute, every attempt counts (default: unlimited).
+    max_retries : retries per prompt after the first attempt (default 6); then the prompt gets
+        ``Response(error=...)``, which is not journaled (a resumed run tries it again).
+    backoff_base, backoff_max : full-jitter exponential backoff, ``uniform(0, min(max, base * 2**k))`` seconds.
+    timeout : per-attempt timeout in seconds enforced by the runner (``None``: the model's own).
+    adaptive : halve the cap on 429/503, add one back after ``recover_after`` successes (default:
+        the current cap).
+    reuse : also answer from other runs in the journal with the same request key.
+    progress : called with a copy of the stats dict after every finished prompt.
+    seed : seeds the jitter; answers never depend on it.
+    """
+    from .journal import Journal, request_key
+
+    prompts = list(prompts)
+    _check_int("concurrency", concurrency, 1)
+    _check_int("max_retries", max_retries, 0)
+    rpm = _check_pos("rpm", rpm)
+    timeout = _check_pos("timeout", timeout)
+    backoff_base = float(backoff_base)
+    backoff_max = float(backoff_max)
+    if backoff_base < 0 or backoff_max < 0:
+        raise AssayInputError("backoff_base and backoff_max must be >= 0 seconds")
+    if recover_after is not None:
+        _check_int("recover_after", recover_after, 1)
+    for attr in ("name", "params", "generate"):
+        if not hasattr(model, attr):
+            raise AssayInputError(f"model must implement the Model interface (name, params(), async generate()); "
+                                  f"{type(model).__name__} has no {attr!r}")
+
+    own_journal = False
+    if journal is not None and not hasattr(journal, "put"):
+        journal = Journal(Path(journal))
+        own_journal = True
+
+    params = model.params()
+    try:
+        if journal is not None:
+            run_id = journal.start_run(run_id, meta={"model": model.name, "params": params, "n_prompts": len(prompts)})
+        elif run_id is None:
+            run_id = uuid.uuid4().hex[:12]
+
+        keys = [request_key(model.name, p, params) for p in prompts]
+        stats: dict[str, Any] = {
+            "run_id": run_id, "total": len(prompts), "done": 0, "cached": 0, "requests": 0, "retries": 0,
+            "throttled": 0, "timeouts": 0, "errors": 0, "in_flight": 0, "max_in_flight": 0,
+            "concurrency": concurrency, "min_concurrency": concurrency,
+            "prompt_tokens": 0, "completion_tokens": 0, "elapsed_s": 0.0,
+        }
+        t_start = time.perf_counter()
+        limiter = AdaptiveLimiter(concurrency, adaptive=adaptive, recover_after=recover_after)
+        rate = RateLimiter(rpm) if rpm else None
+        results: list[Response | None] = [None] * len(prompts)
+
+        def report() -> None:
+            stats["in_flight"] = limiter.in_flight
+            stats["max_in_flight"] = limiter.max_in_flight
+            stats["concurrency"] = limiter.limit
+            stats["min_concurrency"] = limiter.min_limit
+            stats["elapsed_s"] = time.perf_counter() - t_start
+            if progress is not None:
+                progress(dict(stats))
+
+        def account(resp: Response, n: int) -> None:
+            stats["done"] += n
+            if resp.cached:
+                stats["cached"] += n
+            if resp.error is not None:
+                stats["errors"] += n
+            elif not resp.cached:
+                stats["prompt_tokens"] += resp.prompt_tokens or 0
+                stats["completion_tokens"] += resp.completion_tokens or 0
+
+        def from_journal(key: str) -> Response | None:
+            if journal is None:
+                return None
+            rec = journal.get(run_id, key)
+            if rec is None and reuse:
+                rec = journal.lookup_any(key)
+            if rec is None:
+                return None
+            resp = Response.from_dict(_response_part(rec))
+            if resp.error is not None:  # only successes are journaled, but be defensive
+                return None
+            resp.cached = True
+            return resp
+
+        # group identical requests: each distinct key is requested once
+        groups: dict[str, list[int]] = {}
+        for i, k in enumerate(keys):
+            groups.setdefault(k, []).append(i)
+
+        todo: list[tuple[str, list[int]]] = []
+        for key, idx in groups.items():
+            hit = from_journal(key)
+            if hit is not None:
+                for i in idx:
+                    results[i] = hit if i == idx[0] else Response.from_dict(hit.to_dict())
+                account(hit, len(idx))
+            else:
+                todo.append((key, idx))
+        if stats["done"]:
+            report()
+
+        async def one(key: str, idx: list[int]) -> None:
+            prompt = prompts[idx[0]]
+            rng = random.Random(f"{seed}:{key}")
+            attempt = 0
+            last_err = ""
+            while True:
+                epoch = await limiter.acquire()
+                outcome = "other"
+                retry_after = None
+                try:
+                    if rate is not None:
+                        await rate.acquire()
+                    stats["requests"] += 1
+                    stats["in_flight"] = limiter.in_flight
+                    stats["max_in_flight"] = limiter.max_in_flight
+                    if timeout is not None:
+                        resp = await asyncio.wait_for(model.generate(prompt), timeout)
+                    else:
+                        resp = await model.generate(prompt)
+                    if not isinstance(resp, Response):
+                        raise AssayInputError(f"{type(model).__name__}.generate must return a Response, "
+                                              f"got {type(resp).__name__}")
+                    outcome = "ok"
+                except RetryableError as exc:
+                    resp = None
+                    last_err = exc.message
+                    retry_after = exc.retry_after
+                    if exc.throttled:
+                        outcome = "throttled"
+                        stats["throttled"] += 1
+                    if exc.timed_out:
+                        stats["timeouts"] += 1
+                except asyncio.TimeoutError:
+                    resp = None
+                    last_err = f"timed out after {timeout} s"
+                    stats["timeouts"] += 1
+                finally:
+                    await limiter.release(epoch, outcome)
+
+                if resp is not None:
+                    resp.attempts = attempt + 1
+                    resp.cached = False
+                    break
+                if attempt >= max_retries:
+                    resp = Response(text=None, latency_s=0.0, error=f"gave up after {attempt + 1} attempts: {last_err}",
+                                    attempts=attempt + 1)
+                    log.warning("prompt %d: %s", idx[0], resp.error)
+                    break
+                delay = rng.uniform(0.0, min(backoff_max, backoff_base * (2.0 ** attempt)))
+                if retry_after is not None:
+                    delay = max(delay, min(retry_after, RETRY_AFTER_CAP))
+                attempt += 1
+                stats["retries"] += 1
+                log.info("prompt %d: %s; retry %d/%d in %.2f s", idx[0], last_err, attempt, max_retries, delay)
+                await asyncio.sleep(delay)
+
+            if journal is not None:
+                # committed before the prompt counts as done; an error is kept for the record only
+                # (the journal does not serve it, so a resumed run asks again)
+                request = {"model": model.name, "prompt": prompt, "params": params}
+                journal.put(run_id, key, request, resp.to_dict())
+            for i in idx:
+                results[i] = resp if i == idx[0] else _dup(resp)
+            account(resp, 1)
+            if len(idx) > 1:
+                account(results[idx[1]], len(idx) - 1)
+            report()
+
+        status = "failed"
+        try:
+            if todo:
+                async with asyncio.TaskGroup() as tg:
+                    for key, idx in todo:
+                        tg.create_task(one(key, idx))
+            status = "done" if stats["errors"] == 0 else "incomplete"
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            status = "interrupted"
+            raise
+        except BaseExceptionGroup as eg:  # surface the first real error (e.g. AssayInputError), not a group
+            first = eg.exceptions[0]
+            while isinstance(first, BaseExceptionGroup):
+                first = first.exceptions[0]
+            raise first from None
+        finally:
+            if journal is not None:
+                journal.finish_run(run_id, status)
+        stats["elapsed_s"] = time.perf_counter() - t_start
+        stats["in_flight"] = limiter.in_flight
+        stats["max_in_flight"] = limiter.max_in_flight
+        stats["concurrency"] = limiter.limit
+        stats["min_concurrency"] = limiter.min_limit
+        return RunResult(responses=list(results), run_id=run_id, stats=stats)
+    finally:
+        if own_journal:
+            journal.close()
+
+
+def _dup(resp: Response) -> Response:
+    """A later duplicate of a prompt in the same batch: same answer, served from the first request."""
+    d = Response.from_dict(resp.to_dict())
+    if d.error is None:
+        d.cached = True
+    return d
+
+
+def _response_part(rec: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The journal may hand back the stored response itself or a record holding it."""
+    if "response" in rec and isinstance(rec["response"], Mapping):
+        return rec["response"]
+    if "response" in rec and isinstance(rec["response"], str):
+        import json
+
+        return json.loads(rec["response"])
+    return rec
+
+
+def run(model: Model, prompts: Sequence, **kwargs) -> RunResult:
+    """Synchronous :func:`run_prompts` (``asyncio.run``); closes the model's HTTP client afterwards."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass
+    else:
+        raise AssayInputError("run() cannot be called from a running event loop; use `await run_prompts(...)`")
+
+    async def main() -> RunResult:
+        try:
+            return await run_prompts(model, prompts, **kwargs)
+        finally:
+            aclose = getattr(model, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+    return asyncio.run(main())

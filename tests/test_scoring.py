@@ -1,0 +1,490 @@
+"""Tests for assay.models.scoring: extraction, normalisation, scorers and the failure policy."""
+
+from __future__ import annotations
+
+import math
+import pickle
+
+import pytest
+
+from assay.errors import AssayInputError
+from assay.models.scoring import (
+    POLICIES,
+    STATUSES,
+    Outcome,
+    Scorer,
+    apply_policy,
+    choice,
+    contains,
+    count_outcomes,
+    exact,
+    extract_answer,
+    extract_auto,
+    extract_boxed,
+    extract_choice,
+    make_scorer,
+    normalize,
+    numeric,
+    parse_number,
+    score_response,
+)
+
+# --- extract_boxed ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        (r"so \boxed{42}", "42"),
+        (r"\boxed{\frac{1}{2}}", r"\frac{1}{2}"),
+        (r"\boxed{\sqrt{\frac{a^{2}}{b}}} done", r"\sqrt{\frac{a^{2}}{b}}"),
+        (r"first \boxed{1} then \boxed{2}", "2"),  # last wins
+        (r"\boxed{1} and \boxed{\frac{3}{4}}.", r"\frac{3}{4}"),
+        (r"\boxed {7}", "7"),
+        (r"\fbox{C}", "C"),
+        (r"\boxed{ 12 }", "12"),
+        (r"\boxed{\{1, 2\}}", r"\{1, 2\}"),  # escaped braces do not count
+        ("\\\\boxed{5}", "5"),  # JSON-escaped backslash
+        ("$\\boxed{x^2}$", "x^2"),
+    ],
+)
+def test_extract_boxed(text, expected):
+    assert extract_boxed(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "no box here",
+        "",
+        None,
+        r"\boxed{\frac{1}{2}",  # unbalanced
+        r"\boxed{1} then truncated \boxed{2",  # last unbalanced: no fallback to an earlier box
+        r"\boxed{}",  # empty
+        r"\boxedx{3}",
+        r"\boxed 3",
+    ],
+)
+def test_extract_boxed_none(text):
+    assert extract_boxed(text) is None
+
+
+def test_extract_boxed_rejects_non_string():
+    with pytest.raises(AssayInputError):
+        extract_boxed(42)
+
+
+# --- extract_answer --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("Answer: 42", "42"),
+        ("answer: 42.", "42"),
+        ("ANSWER:   Paris  ", "Paris"),
+        ("**Answer:** 42", "42"),
+        ("**Answer**: 42", "42"),
+        ("Answer: **42**", "42"),
+        ("*Answer:* yes!", "yes"),
+        ("Final Answer: 3/4", "3/4"),
+        ("Answer: 1\nwait\nAnswer: 2\nthat's it", "2"),  # last wins, up to end of line
+        ("Answer:\n\n  17\n", "17"),  # value on the next line
+        (r"Answer: \boxed{\frac{1}{2}}", r"\frac{1}{2}"),
+        ("Answer: 2.5.", "2.5"),
+        ("Answer：42", "42"),  # full-width colon
+    ],
+)
+def test_extract_answer(text, expected):
+    assert extract_answer(text) == expected
+
+
+@pytest.mark.parametrize("text", ["no marker", "Answers: 3", "Answer:", "Answer: ...", "", None, "Answer 42"])
+def test_extract_answer_none(text):
+    assert extract_answer(text) is None
+
+
+def test_extract_answer_custom_prefix_and_bad_prefix():
+    assert extract_answer("Result: 5\nAnswer: 6", prefix="Result") == "5"
+    assert extract_answer("final answer: x+1", prefix="Final answer") == "x+1"
+    for bad in ("", "  ", None, 3):
+        with pytest.raises(AssayInputError):
+            extract_answer("Answer: 1", prefix=bad)
+
+
+# --- extract_choice --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("Answer: (C)", "C"),
+        ("Answer: c", "C"),
+        ("**Answer:** B.", "B"),
+        ("Answer: C) 42 meters", "C"),
+        ("Answer: (C) because A is wrong", "C"),
+        ("Answer: Option D", "D"),
+        ("I think the answer is C.", "C"),
+        ("The correct answer is (b).", "B"),
+        ("The correct option is: D", "D"),
+        (r"Therefore \boxed{A}", "A"),
+        (r"\boxed{\text{(B)}}", "B"),
+        ("Let me think.\nBlah blah.\n\n(C)", "C"),
+        ("Reasoning...\n**D**", "D"),
+        # the marker stated last wins (self-correction)
+        (r"First I thought the answer is A. Rechecking... \boxed{C}", "C"),
+        ("Answer: B\nHmm, no. Actually the answer is D", "D"),
+        # markers without a valid letter are skipped
+        ("the answer is a bit unclear, Answer: B", "B"),
+        ("Answer: 42\nSo the answer is C", "C"),
+        ("The answer is B. Let me check whether the answer is correct.", "B"),
+    ],
+)
+def test_extract_choice(text, expected):
+    assert extract_choice(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Answer: C or D",
+        "Answer: (B) and (C)",
+        "Answer: C, since (A) is wrong",
+        r"\boxed{A, C}",
+        "The answer is B/C",
+        "The answer is B or C",
+        "Answer: A and B",
+        # ambiguous final position is not rescued by an earlier marker
+        "the answer is A.\nAnswer: B or C",
+    ],
+)
+def test_extract_choice_ambiguous_is_none(text):
+    assert extract_choice(text) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        None,
+        "I have no idea.",
+        "Answer: E",  # not among ABCD
+        "the answer is a tricky one",
+        "Answer: 42",
+        "Some text\nA long line with a capital letter",
+    ],
+)
+def test_extract_choice_none(text):
+    assert extract_choice(text) is None
+
+
+def test_extract_choice_custom_choices():
+    assert extract_choice("Answer: E", choices="ABCDE") == "E"
+    assert extract_choice("Answer: (f)", choices=["A", "B", "C", "D", "E", "F"]) == "F"
+    assert extract_choice("Answer: A", choices="a,b") == "A"
+    for bad in ("", "AAB", ["AB"], [1, 2], "A1", 5, None):
+        with pytest.raises(AssayInputError):
+            extract_choice("Answer: A", choices=bad)
+
+
+# --- normalize / parse_number ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "raw, expected",
+    [
+        ("  Paris ", "paris"),
+        ("$42$", "42"),
+        ("$$ 42 $$", "42"),
+        ("1,000", "1000"),
+        ("1,234,567.50", "1234567.5"),
+        ("2.50", "2.5"),
+        ("3.0", "3"),
+        ("+7", "7"),
+        ("-0.0", "0"),
+        ("007", "7"),
+        (".5", "0.5"),
+        ("100", "100"),
+        ("1/2", "1/2"),
+        ("42.", "42"),
+        ("Yes.", "yes"),
+        (r"\text{Yes}", "yes"),
+        (r"1\,000", "1000"),
+        (r"\dfrac{1}{2}", r"\frac{1}{2}"),
+        ("1,2", "1,2"),  # not a thousands separator: kept
+        (2.50, "2.5"),
+        (1000, "1000"),
+    ],
+)
+def test_normalize(raw, expected):
+    assert normalize(raw) == expected
+
+
+@pytest.mark.parametrize("bad", [None, True, [1], {"a": 1}])
+def test_normalize_rejects(bad):
+    with pytest.raises(AssayInputError):
+        normalize(bad)
+
+
+@pytest.mark.parametrize(
+    "raw, expected",
+    [
+        ("1,000", 1000.0),
+        ("-2.50", -2.5),
+        ("1e-3", 0.001),
+        ("1/2", 0.5),
+        (r"\frac{3}{4}", 0.75),
+        (r"-\frac{1}{2}", -0.5),
+        (r"\dfrac{1}{4}", 0.25),
+        ("50%", 50.0),
+        ("$12.00$", 12.0),
+        ("42 meters", 42.0),
+        ("x = 3, so y = 5", 5.0),
+        ("hello", None),
+        ("1/0", None),
+        (None, None),
+    ],
+)
+def test_parse_number(raw, expected):
+    got = parse_number(raw)
+    if expected is None:
+        assert got is None
+    else:
+        assert got == pytest.approx(expected)
+
+
+# --- scorers ---------------------------------------------------------------------------------
+
+
+def test_exact_scorer():
+    s = exact()
+    assert isinstance(s, Scorer)
+    o = s(r"work... \boxed{1,000}", "1000")
+    assert (o.score, o.status, o.extracted) == (1.0, "ok", "1,000")
+    assert s("Answer: Paris.", "paris").score == 1.0
+    assert s("Answer: London", "Paris").score == 0.0
+    assert s("42", 42).score == 1.0  # one-line response, numeric reference
+    assert s("Answer: 2.50", "2.5").score == 1.0
+    assert s("Answer: b", ["a", "B"]).score == 1.0  # list of acceptable answers
+    o = s("a long\nresponse without any marker", "x")
+    assert (o.score, o.status, o.extracted) == (None, "unparseable", None)
+    assert s("", "x").status == "unparseable"
+    assert s(None, "x").status == "unparseable"
+    assert exact(extract="boxed")("Answer: 3", "3").status == "unparseable"
+    assert exact(extract=None)("  hello world ", "Hello World").score == 1.0
+    assert exact(extract=lambda t: t.split()[-1])("it is 5", "5").score == 1.0
+    with pytest.raises(AssayInputError):
+        s("Answer: 1", None)
+    with pytest.raises(AssayInputError):
+        exact(extract="nope")
+
+
+def test_numeric_scorer_tolerance_and_normalisation():
+    s = numeric()
+    assert s(r"\boxed{0.5}", "1/2").score == 1.0
+    assert s(r"\boxed{\frac{1}{2}}", 0.5).score == 1.0
+    assert s("Answer: 1,000", 1000).score == 1.0
+    assert s("Answer: 1000.0000001", 1000).score == 1.0  # relative for large references
+    assert s("Answer: 1000.01", 1000).score == 0.0
+    assert s("Answer: 0.0000005", 0).score == 1.0  # absolute near 0
+    assert s("Answer: 0.00001", 0).score == 0.0
+    assert s("Answer: 42 apples", "42").score == 1.0
+    assert numeric(tol=0.1)("Answer: 3.05", 3).score == 1.0
+    assert numeric(tol=0)("Answer: 3.0", 3).score == 1.0
+    o = s("Answer: forty-two", 42)
+    assert (o.status, o.extracted, o.score) == ("unparseable", "forty-two", None)
+    assert s("long\nno marker", 1).status == "unparseable"
+    for bad in (-1, float("nan"), float("inf"), "x"):
+        with pytest.raises(AssayInputError):
+            numeric(tol=bad)
+    with pytest.raises(AssayInputError):
+        s("Answer: 1", "not a number")
+
+
+def test_choice_scorer():
+    s = choice()
+    o = s("The answer is (C).", "C")
+    assert (o.score, o.status, o.extracted) == (1.0, "ok", "C")
+    assert s("Answer: B", "c").score == 0.0
+    assert s("Answer: B", "(b)").score == 1.0
+    assert s("Answer: B", ["A", "B"]).score == 1.0
+    o = s("Answer: C or D", "C")
+    assert o.status == "unparseable" and "ambiguous" in o.detail
+    assert s("no idea", "A").status == "unparseable"
+    assert choice("ABCDE")("Answer: E", "E").score == 1.0
+    with pytest.raises(AssayInputError):
+        s("Answer: A", "E")  # reference outside choices
+    with pytest.raises(AssayInputError):
+        s("Answer: A", 0)  # an index is not a letter
+
+
+def test_contains_scorer():
+    s = contains()
+    assert s("The capital is  PARIS, of course.", "paris").score == 1.0
+    assert s("It is 1,000 apples", "1,000").score == 1.0
+    assert s("nothing here", "paris").score == 0.0
+    assert s("   ", "paris").status == "unparseable"
+    assert contains(extract="answer")("Paris? Answer: Rome", "paris").score == 0.0
+
+
+def test_make_scorer():
+    assert repr(make_scorer("exact")).startswith("exact(")
+    assert make_scorer("NUMERIC", tol=0.5)("Answer: 1.4", 1).score == 1.0
+    assert make_scorer("choice", choices="AB")("Answer: B", "B").score == 1.0
+    builtin = contains()
+    assert make_scorer(builtin) is builtin
+
+    def my(text, ref):
+        return None if text == "?" else float(text == ref)
+
+    w = make_scorer(my)
+    assert w("x", "x") == Outcome(1.0, "ok", None, None)
+    assert w("?", "x").status == "unparseable"
+    assert make_scorer(lambda t, r: Outcome(0.5, "ok", t, "partial"))("a", "b").score == 0.5
+    with pytest.raises(AssayInputError):
+        make_scorer(lambda t, r: "yes")("a", "b")
+    with pytest.raises(AssayInputError):
+        make_scorer(lambda t, r: 2.0)("a", "b")  # score outside [0, 1]
+    for bad in ("nope", "", 3, None):
+        with pytest.raises(AssayInputError):
+            make_scorer(bad)
+    with pytest.raises(AssayInputError):
+        make_scorer("exact", tol=1)  # unexpected argument
+    with pytest.raises(AssayInputError):
+        make_scorer(my, tol=1)
+
+
+def test_builtin_scorers_pickle():
+    for s in (exact(), numeric(tol=1e-3), choice("ABC"), contains()):
+        s2 = pickle.loads(pickle.dumps(s))
+        assert repr(s2) == repr(s)
+
+
+def test_extract_auto():
+    assert extract_auto(r"Answer: 3 \boxed{4}") == "4"
+    assert extract_auto("Answer: 3") == "3"
+    assert extract_auto("  17.  ") == "17"
+    assert extract_auto("two\nlines") is None
+    assert extract_auto("") is None
+
+
+# --- Outcome, policy, score_response, counts -------------------------------------------------
+
+
+def test_outcome_validation():
+    assert Outcome(True, "ok", "x", None).score == 1.0
+    for bad in (
+        dict(score=0.5, status="weird"),
+        dict(score=None, status="ok"),
+        dict(score=1.5, status="ok"),
+        dict(score=float("nan"), status="ok"),
+        dict(score=1.0, status="timeout"),
+        dict(score=None, status="error", policy="maybe"),
+    ):
+        with pytest.raises(AssayInputError):
+            Outcome(extracted=None, detail=None, **bad)
+    d = Outcome(1.0, "ok", "4", None).to_dict()
+    assert d == {"score": 1.0, "status": "ok", "extracted": "4", "detail": None,
+                 "policy": None, "final_score": None}
+
+
+EXPECTED = {"missing": None, "wrong": 0.0, "correct": 1.0}
+
+
+@pytest.mark.parametrize("policy", ["missing", "wrong", "correct"])
+@pytest.mark.parametrize("status", ["unparseable", "timeout", "error"])
+def test_apply_policy_non_ok(policy, status):
+    assert apply_policy(Outcome(None, status, None, "why"), policy) == EXPECTED[policy]
+
+
+@pytest.mark.parametrize("policy", ["missing", "wrong", "correct"])
+@pytest.mark.parametrize("score", [0.0, 0.25, 1.0])
+def test_apply_policy_ok_keeps_score(policy, score):
+    assert apply_policy(Outcome(score, "ok", "x", None), policy) == score
+
+
+def test_apply_policy_default_and_bad():
+    assert apply_policy(Outcome(None, "timeout")) is None
+    assert set(POLICIES) == {"missing", "wrong", "correct"}
+    for bad in ("Missing", "drop", "", None, 0):
+        with pytest.raises(AssayInputError):
+            apply_policy(Outcome(None, "timeout"), bad)
+    with pytest.raises(AssayInputError):
+        apply_policy({"status": "ok"}, "missing")
+
+
+# (text, error, expected status) for each way a call can end
+CASES = {
+    "ok": (r"\boxed{4}", None),
+    "unparseable": ("I am not sure\nreally", None),
+    "timeout": (None, "timed out after 30.0 s"),
+    "error": (None, "BadRequestError: context length exceeded"),
+}
+
+
+@pytest.mark.parametrize("policy", ["missing", "wrong", "correct"])
+@pytest.mark.parametrize("status", list(CASES))
+def test_score_response_every_status_every_policy(status, policy):
+    text, error = CASES[status]
+    o = score_response(text, error, "4", "exact", policy=policy)
+    assert o.status == status
+    assert o.policy == policy
+    if status == "ok":
+        assert o.score == o.final_score == 1.0
+    else:
+        assert o.score is None
+        assert o.final_score == EXPECTED[policy]
+    if error:
+        assert o.detail == error
+
+
+def test_score_response_details():
+    # an error wins over text; any case; "timeout" anywhere
+    assert score_response("42", "ReadTimeout: upstream", "42").status == "timeout"
+    assert score_response("42", "TIMEOUT", "42").status == "timeout"
+    assert score_response("42", "HTTP 500", "42").status == "error"
+    # empty error string = no error
+    assert score_response("42", "", "42").status == "ok"
+    # no text and no error: a generation failure
+    o = score_response(None, None, "42")
+    assert (o.status, o.final_score, o.policy) == ("error", None, "missing")
+    # wrong answers stay wrong under every policy
+    for policy in POLICIES:
+        assert score_response("Answer: 5", None, "42", policy=policy).final_score == 0.0
+    # scorer objects and callables
+    assert score_response("Answer: (B)", None, "B", choice()).final_score == 1.0
+    assert score_response("abc", None, "b", lambda t, r: float(r in t)).final_score == 1.0
+    with pytest.raises(AssayInputError):
+        score_response("42", None, "42", policy="drop")
+    with pytest.raises(AssayInputError):
+        score_response("42", None, "42", scorer="fuzzy")
+    with pytest.raises(AssayInputError):
+        score_response("42", RuntimeError("x"), "42")
+    with pytest.raises(AssayInputError):
+        score_response(42, None, "42")
+
+
+def test_count_outcomes():
+    outs = [score_response(t, e, "4", policy="wrong") for t, e in CASES.values()]
+    outs += [score_response(None, "timeout", "4"), score_response("Answer: 5", None, "4")]
+    counts = count_outcomes(outs)
+    assert counts == {"ok": 2, "unparseable": 1, "timeout": 2, "error": 1}
+    assert list(counts) == list(STATUSES)
+    assert count_outcomes([o.to_dict() for o in outs]) == counts
+    assert count_outcomes([]) == {"ok": 0, "unparseable": 0, "timeout": 0, "error": 0}
+    assert count_outcomes(iter(outs[:1])) == {"ok": 1, "unparseable": 0, "timeout": 0, "error": 0}
+    with pytest.raises(AssayInputError):
+        count_outcomes([{"status": "weird"}])
+    with pytest.raises(AssayInputError):
+        count_outcomes([3])
+
+
+def test_rescoring_under_another_policy_needs_no_model():
+    outs = [score_response(t, e, "4") for t, e in CASES.values()]
+    means = {}
+    for policy in POLICIES:
+        vals = [apply_policy(o, policy) for o in outs]
+        kept = [v for v in vals if v is not None]
+        means[policy] = sum(kept) / len(kept)
+    assert means == {"missing": 1.0, "wrong": 0.25, "correct": 1.0}
+    assert not any(math.isnan(v) for v in means.values())
