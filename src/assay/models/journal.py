@@ -37,9 +37,10 @@ import secrets as _secrets
 import sqlite3
 import threading
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
-import pandas as pd
+if TYPE_CHECKING:  # pandas is imported where used: a runner that only gets / puts stays light
+    import pandas as pd
 
 from ..errors import AssayInputError
 
@@ -480,6 +481,8 @@ class Journal:
         ``prompt`` / ``text`` are strings (JSON for chat messages); ``params``, ``request`` and
         ``response`` are the stored JSON, so an export loses nothing.
         """
+        import pandas as pd
+
         self._require_run(run_id)
         rows = self._query(
             "SELECT run_id, key, created, request, response, latency_s, prompt_tokens, completion_tokens, error"
