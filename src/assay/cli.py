@@ -6,7 +6,6 @@ prints the result's ``to_json()`` on stdout and nothing else there; progress goe
 
 from __future__ import annotations
 
-import functools
 import json
 import sys
 from pathlib import Path
@@ -17,7 +16,8 @@ from rich.console import Console
 from rich.table import Table
 
 from . import __version__
-from .errors import AssayError, AssayInputError
+from .errors import AssayInputError
+from .cli_guard import guard as _guard
 
 app = typer.Typer(
     add_completion=False,
@@ -29,19 +29,6 @@ app = typer.Typer(
 _out = Console(soft_wrap=False, width=200)
 
 
-def _guard(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Turn assay's deliberate errors into one message on stderr and the documented exit code."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except AssayError as exc:
-            # plain write: no wrapping, no markup interpretation of the message
-            sys.stderr.write(f"error: {exc}\n")
-            raise typer.Exit(code=exc.exit_code) from None
-
-    return wrapper
 
 
 def _version(value: bool) -> None:

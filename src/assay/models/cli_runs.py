@@ -6,7 +6,6 @@ Errors print one ``error: ...`` line on stderr and exit with the error's code (2
 
 from __future__ import annotations
 
-import functools
 import json
 import sys
 from pathlib import Path
@@ -17,7 +16,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..errors import AssayError, AssayInputError
+from ..errors import AssayInputError
+from ..cli_guard import guard as _guard
 from .journal import Journal, default_path
 
 __all__ = ["runs_app"]
@@ -36,18 +36,6 @@ _FORMATS = ("parquet", "csv", "jsonl")
 _SUFFIX_FORMAT = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
 
 
-def _guard(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Turn assay's deliberate errors into one message on stderr and the documented exit code."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except AssayError as exc:
-            sys.stderr.write(f"error: {exc}\n")
-            raise typer.Exit(code=exc.exit_code) from None
-
-    return wrapper
 
 
 def _open(journal: Optional[Path], must_exist: bool = True) -> Journal | None:
