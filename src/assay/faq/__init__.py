@@ -1,5 +1,16 @@
-"""FAQ: adaptive evaluation of a new model from a few questions (Wu, Nair, Candes 2026)."""
+"""FAQ: Factorized Active Querying (Wu, Nair & Candès 2026).
 
-from .factor import FactorModel
+Estimate a new model's accuracy over a whole benchmark from a few adaptively chosen questions, with a
+confidence interval that is valid whatever the factor model's quality (Proactive Active Inference).
 
-__all__ = ["FactorModel"]
+>>> import assay.faq as faq
+>>> res = faq.evaluate(history, new_answers, budget=0.05, seed=0)   # doctest: +SKIP
+>>> res.estimates[["estimate", "low", "high"]]                      # doctest: +SKIP
+"""
+
+from .api import DEFAULT_GRID, FAQProtocolResult, FAQResult, as_matrix, evaluate, protocol, resolve_budget
+from .core import FAQParams, run_faq
+from .factor import FactorFitWarning, FactorModel, OverfitWarning
+
+__all__ = ["FactorModel", "OverfitWarning", "FactorFitWarning", "FAQParams", "run_faq", "evaluate", "protocol",
+           "FAQResult", "FAQProtocolResult", "as_matrix", "resolve_budget", "DEFAULT_GRID"]
