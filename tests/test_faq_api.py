@@ -191,3 +191,19 @@ def test_protocol_bad_input(small):
         faq.protocol(hist, new, seeds=[], tune=False, factors=fm)
     with pytest.raises(AssayInputError, match="exceeds"):
         faq.protocol(hist, new, budgets=[500], seeds=1, tune=False, factors=fm)
+
+
+def test_report_sections(small):
+    from assay.report import render_html, render_markdown
+
+    hist, new, fm = small
+    r = faq.evaluate(fm, new.iloc[:3], budget=20, seed=0)
+    p = faq.protocol(hist, new.iloc[:20], budgets=[0.1, 0.2], seeds=2, tune=False, factors=fm,
+                     methods=["faq", "uniform", "ht_uniform"])
+    page = render_html([r, p])
+    assert "<section id='faq'>" in page and "<section id='faq-protocol'>" in page
+    import re
+
+    assert page.count("<svg") >= 2
+    assert not re.search(r"(src|href)=[\"']https?://", page) and "<script" not in page  # nothing fetched
+    assert "## faq" in render_markdown([r])
