@@ -26,13 +26,17 @@ __all__ = ["evaluate", "protocol", "FAQResult", "FAQProtocolResult", "as_matrix"
 
 #: sampling hyperparameters searched by the validation tuner (the paper's grid is 4 x 5 x 5 x 4 = 400; this
 #: smaller default covers its selected values: beta0 = 1, rho = gamma = 0, tau in {0.05, 0.25}).
+#: The variance estimator is NOT tuned by default: choosing it by validation coverage among many candidates
+#: picks whichever estimator was lucky on the validation models (on the leaderboard study, tuning over
+#: increments / paper / conservative x normal / t chose increments or eq. 8 and the test coverage fell to
+#: 0.922-0.943), so it is fixed to "conservative" and only the sampling policy is tuned.
 DEFAULT_GRID: dict[str, tuple] = {
     "beta0": (0.5, 1.0),
     "rho": (0.0, 0.1),
     "gamma": (0.0, 0.25),
     "tau": (0.05, 0.25, 0.5),
-    "variance": ("increments", "conservative", "paper"),
-    "quantile": ("normal", "t"),
+    "variance": ("conservative",),
+    "quantile": ("normal",),
 }
 AIPW_GRID = {"policy": ("neyman", "2min"), "tau": (0.05, 0.25, 0.5, 0.75)}
 AI_FACTOR_GRID = {"tau": (0.05, 0.25, 0.5, 0.75)}
@@ -288,7 +292,7 @@ def evaluate(
     seed : int / Generator / None (recorded). alpha : 1 - confidence level of the CI.
     factors : a FactorModel (fitted or to be fitted on ``history``); default: 3-fold CV over k and lambda.
     params / beta0, rho, gamma, tau, variance, quantile : the hybrid policy and interval (see FAQParams);
-        defaults tau = 0.25, beta0 = 1, rho = gamma = 0, variance = "increments".
+        defaults tau = 0.05, beta0 = 1, rho = gamma = 0 (the paper's robust default), variance = "conservative".
     items : item ids for a callable ``new`` (default: the history's items).
     progress : ``progress(done, total)`` after each round.
     """

@@ -10,7 +10,8 @@ Protocol
   history of ``n_history`` models and ``n_new`` new models (default 555 / 200).
 * :func:`assay.faq.protocol` with ``tune=True``: the last 20% of the history are validation models; the factor
   model is fitted by assay on the other 80% (3-fold CV over k in {4, 8, 16, 32} and lambda in {1, 3, 10}, 1-SE
-  rule), FAQ's (beta0, rho, gamma, tau, variance, quantile) and the baselines' (policy, tau) are chosen on the
+  rule), FAQ's sampling policy (rho, gamma, tau; variance fixed to "conservative", see assay.faq.api.DEFAULT_GRID)
+  and the baselines' (policy, tau) are chosen on the
   validation models (max ESS subject to coverage >= 95% - 1 MC s.e.), the factors are refitted on the whole
   history with the chosen (k, lambda), and every method runs on the new models for ``trials`` seeds.
 * Methods: FAQ; uniform sampling without replacement with the sample mean (the honest reference); the paper's
@@ -46,8 +47,8 @@ STUDY_GRID = {
     "rho": (0.0, 0.1),
     "gamma": (0.0, 0.25),
     "tau": (0.05, 0.25, 0.5),
-    "variance": ("increments", "conservative", "paper"),
-    "quantile": ("normal", "t"),
+    "variance": ("conservative",),
+    "quantile": ("normal",),
 }
 
 
