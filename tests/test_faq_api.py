@@ -207,3 +207,16 @@ def test_report_sections(small):
     assert page.count("<svg") >= 2
     assert not re.search(r"(src|href)=[\"']https?://", page) and "<script" not in page  # nothing fetched
     assert "## faq" in render_markdown([r])
+
+
+def test_without_replacement_ablation_asks_distinct_questions(small):
+    from assay.faq.core import run_faq
+
+    hist, new, fm = small
+    Z = new.to_numpy()[:5]
+    r = run_faq(fm.V_, fm.prior_mean_, fm.prior_cov_, Z, 60, rng=np.random.default_rng(0), replacement=False)
+    assert (r.n_distinct == 60).all()
+    r2 = run_faq(fm.V_, fm.prior_mean_, fm.prior_cov_, Z, 60, rng=np.random.default_rng(0))
+    assert (r2.n_distinct < 60).any()  # with replacement some questions repeat
+    with pytest.raises(AssayInputError, match="cannot exceed"):
+        run_faq(fm.V_, fm.prior_mean_, fm.prior_cov_, Z, 200, rng=np.random.default_rng(0), replacement=False)

@@ -180,6 +180,7 @@ def run_faq(
     alpha: float = 0.05,
     b: np.ndarray | None = None,
     naive_al: bool = False,
+    replacement: bool = True,
     on_round: Callable[[int, int], None] | None = None,
 ) -> FAQRun:
     """Run FAQ (Algorithm 1) for a batch of new models; inputs are assumed validated by the caller.
@@ -195,6 +196,9 @@ def run_faq(
     b : optional (N,) item offsets (a factor model fitted with a per-item intercept).
     naive_al : recompute v_j' Sigma v_j from scratch each round (O(N k^2); for the speed benchmark only).
     on_round : called as ``on_round(t, n_b)`` after each round (progress).
+    replacement : False runs the paper's Appendix B ablation: questions already asked get probability 0 for
+        the draw (the rest renormalised) while phi_t and the variance still use q_t(I_t). It is NOT valid (no
+        martingale, biased); it exists to show that it under-covers at larger budgets.
     """
     V = np.asarray(V, dtype=np.float64)
     N, k = V.shape
@@ -223,6 +227,10 @@ def run_faq(
     p_chosen = np.empty((M, n_b))
     sum_p = np.empty((M, n_b))
     var_model = np.empty((M, n_b))
+    if not replacement:
+        if n_b > N:
+            raise AssayInputError(f"without replacement the budget {n_b} cannot exceed the bank size {N}")
+        asked = np.zeros((M, N), dtype=bool)
     for t in range(1, n_b + 1):
         p = clamp_p(expit(u @ V.T + b))
         w = p * (1.0 - p)
@@ -242,7 +250,12 @@ def run_faq(
             h = h**beta_t
             h /= h.sum(axis=1, keepdims=True)
         q = p_.tau / N + (1.0 - p_.tau) * h
-        I = _draw(q, rng.random(M))
+        if replacement:
+            I = _draw(q, rng.random(M))
+        else:
+            qd = np.where(asked, 0.0, q)
+            I = _draw(qd / qd.sum(axis=1, keepdims=True), rng.random(M))
+            asked[rows, I] = True
         if offline:
             z = Z[rows, I].astype(np.float64)
         else:
