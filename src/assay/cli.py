@@ -397,7 +397,7 @@ _QUICK = {"trials": 200, "gt": 300, "n_boot": 200}
 @app.command()
 @_guard
 def study(
-    name: str = typer.Argument(..., help="siren-a, siren-b, siren-c, autoeval-example, autoeval-quant."),
+    name: str = typer.Argument(..., help="siren-a, siren-b, siren-c, autoeval-example, autoeval-quant, psdme-ridge, faq-leaderboard."),
     trials: Optional[int] = typer.Option(None, "--trials", help="Monte Carlo trials per configuration (paper: 2000)."),
     gt: Optional[int] = typer.Option(None, "--gt", help="Replications for the ground-truth target (paper: 3000)."),
     boot: Optional[int] = typer.Option(None, "--boot", help="Bootstrap draws per trial (paper: 500)."),
@@ -426,6 +426,11 @@ def study(
         kwargs.pop("n_boot", None)
         if quick:
             kwargs["trials"] = 20
+    if name.startswith("faq"):
+        kwargs.pop("gt", None)
+        kwargs.pop("n_boot", None)
+        if quick:
+            kwargs.update(trials=2, budgets=(0.05, 0.1), val_seeds=2, cv_ks=(8,), cv_lambdas=(3.0,))
     if name.startswith("autoeval"):
         kwargs.pop("n_boot", None)
         if quick:
@@ -439,6 +444,140 @@ def study(
         _out.print(result.summary(), highlight=False)
 
     _emit(result, as_json, out, None, human)
+
+
+def _read_answers(path: Path, what: str):
+    """A wide (model column or first column = model id, one column per item) or long (model, item, score) table."""
+    from . import data as d
+
+    table = d.read_table(path, text_columns=("model", "item"))
+    if {"model", "item", "score"} <= set(table.columns) and table.shape[1] <= 4:
+        return table
+    if table.shape[1] < 2:
+        raise AssayInputError(f"{what} {path}: expected a model id column and one column per item, or long columns "
+                              "model, item, score")
+    key = "model" if "model" in table.columns else table.columns[0]
+    table = table.set_index(key)
+    table.index = table.index.astype(str)
+    return table
+
+
+def _print_faq(result) -> None:
+    p = result.params
+    level = 1 - result.level["alpha"]
+    t = Table(title=f"FAQ: {p['n_queries']} queries of {p['n_items']} questions ({p['n_queries'] / p['n_items']:.1%}), "
+                    f"{level:.0%} intervals for the accuracy over the whole bank, seed = {result.seed}",
+              title_justify="left")
+    est = result.estimates
+    cols = [c for c in ("model", "estimate", "low", "high", "width", "truth", "n_distinct") if c in est.columns]
+    for c in cols:
+        t.add_column(c, justify="left" if c == "model" else "right")
+    for row in est[cols].itertuples(index=False):
+        t.add_row(*[f"{v:.4f}" if isinstance(v, float) else str(v) for v in row])
+    _out.print(t)
+    f = result.info.get("factors", {})
+    _out.print(f"factors: k = {f.get('k')}, weight_decay = {f.get('weight_decay')}, train log-loss "
+               f"{f.get('train_logloss', float('nan')):.3f}, held-out {f.get('heldout_logloss', float('nan')):.3f}")
+
+
+@app.command()
+@_guard
+def faq(
+    history: Path = typer.Option(..., "--history", help="Historical 0/1 answers: wide (model id column + one column per item; empty = missing) or long (model, item, score)."),
+    new: Optional[Path] = typer.Option(None, "--new", help="Offline: the new model(s)' answers on every item (same formats)."),
+    items: Optional[Path] = typer.Option(None, "--items", help="Live: item bank (CSV/JSONL/...) with id, prompt and reference columns."),
+    budget: float = typer.Option(0.05, "--budget", help="Queries: a fraction of the bank (0 < b < 1) or a number (>= 2)."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Seed of FAQ's draws (recorded; reuse it to resume a live run)."),
+    alpha: float = typer.Option(0.05, "--alpha", help="1 - confidence level."),
+    tau: float = typer.Option(0.05, "--tau", help="Uniform mixing (every question keeps probability >= tau/N)."),
+    beta0: float = typer.Option(1.0, "--beta0", help="Tempering exponent of the oracle scores."),
+    rho: float = typer.Option(0.0, "--rho", help="Active-learning share of the budget (0 = off)."),
+    gamma: float = typer.Option(0.0, "--gamma", help="Tempering warm-up share of the budget."),
+    variance: str = typer.Option("conservative", "--variance", help="conservative, increments or paper (eq. 8)."),
+    quantile: str = typer.Option("normal", "--quantile", help="normal or t."),
+    factors: Optional[Path] = typer.Option(None, "--factors", help="Load fitted factors (.npz from --save-factors): no fitting."),
+    save_factors: Optional[Path] = typer.Option(None, "--save-factors", help="Save the fitted factors to this .npz."),
+    k: Optional[int] = typer.Option(None, "--k", help="Fixed latent dimension (skips cross-validation; needs --weight-decay)."),
+    weight_decay: Optional[float] = typer.Option(None, "--weight-decay", help="Fixed L2 prior precision (with --k)."),
+    endpoint: Optional[str] = typer.Option(None, "--endpoint", help="Live: OpenAI-compatible base URL."),
+    model: Optional[str] = typer.Option(None, "--model", help="Live: model name as the endpoint knows it."),
+    api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env", help="Environment variable holding the API key."),
+    scorer: str = typer.Option("exact", "--scorer", help="Live: exact, numeric, choice or contains."),
+    policy: str = typer.Option("wrong", "--policy", help="Live: unparseable answers count as wrong, or missing (stop)."),
+    journal: Optional[Path] = typer.Option(None, "--journal", help="Live: SQLite journal (default $ASSAY_JOURNAL or ~/.cache/assay/journal.sqlite)."),
+    run_id: Optional[str] = typer.Option(None, "--run-id", help="Live: resume this run (with the same --seed)."),
+    timeout: float = typer.Option(60.0, "--timeout", help="Live: per-request timeout in seconds."),
+    max_retries: int = typer.Option(6, "--max-retries", help="Live: retries per request."),
+    temperature: float = typer.Option(0.0, "--temperature"),
+    max_tokens: Optional[int] = typer.Option(None, "--max-tokens"),
+    system_prompt: Optional[str] = typer.Option(None, "--system", help="Live: system message."),
+    id_col: str = typer.Option("id", "--id-col"),
+    prompt_col: str = typer.Option("prompt", "--prompt-col"),
+    reference_col: str = typer.Option("reference", "--reference-col"),
+    queries_out: Optional[Path] = typer.Option(None, "-o", "--queries", help="Write the asked questions (model, round, item, answer, q, phi)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Also write the JSON result to this file."),
+    report: Optional[Path] = typer.Option(None, "--report", help="Also write a self-contained HTML report."),
+) -> None:
+    """A new model's accuracy on the whole benchmark from a few adaptively chosen questions (FAQ)."""
+    from . import faq as faq_mod
+    from .faq.io import load_factors, save_factors as write_factors
+    from .progress import progress_reporter
+
+    if (new is None) == (items is None):
+        raise AssayInputError("give exactly one of --new (offline: the new model's answers) or --items (live: an item "
+                              "bank queried through --endpoint/--model)")
+    if items is not None and (endpoint is None or model is None):
+        raise AssayInputError("live mode (--items) needs --endpoint and --model")
+    if (k is None) != (weight_decay is None):
+        raise AssayInputError("--k and --weight-decay go together (a fixed factor model); omit both to cross-validate")
+    hist = _read_answers(history, "history")
+    if factors is not None:
+        fm = load_factors(factors)
+    elif k is not None:
+        fm = faq_mod.FactorModel(k=k, weight_decay=weight_decay, seed=0)
+    else:
+        fm = faq_mod.api.default_factor_model(0)
+    if not hasattr(fm, "V_"):
+        sys.stderr.write("fitting the factor model on the history (save it with --save-factors to skip this next time)\n")
+    prm = dict(tau=tau, beta0=beta0, rho=rho, gamma=gamma, variance=variance, quantile=quantile)
+    answerer = None
+    if new is not None:
+        target = _read_answers(new, "new")
+    else:
+        from .faq.live import LiveAnswerer
+        from .models import OpenAIChatModel
+        from .models.journal import DEFAULT_PATH
+
+        llm = OpenAIChatModel(model, base_url=endpoint, api_key_env=api_key_env, temperature=temperature,
+                              max_tokens=max_tokens, timeout=timeout, system_prompt=system_prompt)
+        answerer = LiveAnswerer(llm, items, scorer=scorer, policy=policy, journal=journal or DEFAULT_PATH,
+                                run_id=run_id, timeout=timeout, max_retries=max_retries, id_col=id_col,
+                                prompt_col=prompt_col, reference_col=reference_col)
+        target = answerer
+    with progress_reporter("faq rounds") as update:
+        try:
+            result = faq_mod.evaluate(hist, target, budget=budget, seed=seed, alpha=alpha, factors=fm,
+                                      progress=update, items=answerer.items if answerer else None, **prm)
+        finally:
+            if answerer is not None and answerer.run_id:
+                sys.stderr.write(f"run id: {answerer.run_id} (resume with --run-id {answerer.run_id} --seed "
+                                 f"{seed if seed is not None else '<the recorded seed>'}); {answerer.n_requests} "
+                                 f"requests, {answerer.n_cached} from the journal\n")
+    if answerer is not None:
+        result.info["live"] = {"run_id": answerer.run_id, "requests": answerer.n_requests, "cached": answerer.n_cached,
+                               "endpoint": endpoint, "model": model, "scorer": scorer, "policy": policy}
+    if save_factors is not None:
+        write_factors(fm, save_factors)
+        sys.stderr.write(f"factors saved to {save_factors}\n")
+    if queries_out is not None:
+        queries_out.parent.mkdir(parents=True, exist_ok=True)
+        q = result.tables["queries"]
+        if queries_out.suffix.lower() in (".parquet", ".pq"):
+            q.to_parquet(queries_out, index=False)
+        else:
+            q.to_csv(queries_out, index=False)
+    _emit(result, as_json, out, report, lambda: _print_faq(result))
 
 
 @app.command()

@@ -8,6 +8,7 @@ confidence interval that is valid whatever the factor model's quality (Proactive
 >>> res.estimates[["estimate", "low", "high"]]                      # doctest: +SKIP
 """
 
+from . import api
 from .api import DEFAULT_GRID, FAQProtocolResult, FAQResult, as_matrix, evaluate, protocol, resolve_budget
 from .core import FAQParams, run_faq
 from .factor import FactorFitWarning, FactorModel, OverfitWarning

@@ -1,0 +1,106 @@
+"""Live querying for FAQ: ask a model one question at a time through the crash-safe journal.
+
+:class:`LiveAnswerer` turns a :class:`~assay.models.Model` and an item bank (id, prompt, reference) into the
+callable ``answer(item_id) -> 0/1`` that :func:`assay.faq.evaluate` accepts. Every request goes through
+:func:`assay.models.run` with a journal, so a run interrupted at any point resumes: rerun with the same
+``run_id`` and the same FAQ seed, FAQ draws the same questions (its draws depend only on the seed and the
+answers), the journal answers those already asked, and only the rest are requested.
+
+Failures. A transport failure (timeout, refused connection, 5xx after the retries) raises
+:class:`~assay.errors.AssayBackendError`: the answer is unknown and FAQ cannot use a missing label (the
+answers obtained so far stay in the journal). An answer that arrived but cannot be scored follows
+``policy``: ``"wrong"`` (default: an unparseable answer is a wrong answer, as benchmarks score it) or
+``"missing"`` (stop with an error).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..errors import AssayBackendError, AssayInputError
+
+__all__ = ["LiveAnswerer", "read_bank"]
+
+
+def read_bank(bank: Any, *, id_col: str = "id", prompt_col: str = "prompt", reference_col: str = "reference") -> pd.DataFrame:
+    """The item bank as a DataFrame indexed by item id (str) with ``prompt`` and ``reference`` columns."""
+    if isinstance(bank, (str, Path)):
+        from ..data import read_table
+
+        bank = read_table(bank, text_columns=(id_col,))
+    if not isinstance(bank, pd.DataFrame):
+        raise AssayInputError(f"the item bank must be a table with {id_col}, {prompt_col}, {reference_col} columns")
+    missing = [c for c in (id_col, prompt_col, reference_col) if c not in bank.columns]
+    if missing:
+        raise AssayInputError(f"the item bank has no column(s) {', '.join(map(repr, missing))}; columns: "
+                              f"{', '.join(map(str, bank.columns))} (use --id-col / --prompt-col / --reference-col)")
+    ids = bank[id_col].astype(str)
+    dup = ids[ids.duplicated()]
+    if len(dup):
+        raise AssayInputError(f"the item bank has duplicate ids, e.g. {dup.iloc[0]!r} ({len(dup)} duplicates)")
+    if bank[prompt_col].isna().any():
+        raise AssayInputError(f"the item bank has empty prompts for ids {', '.join(ids[bank[prompt_col].isna()].head(3))}")
+    out = pd.DataFrame({"prompt": bank[prompt_col].astype(str).to_numpy(), "reference": bank[reference_col].to_numpy()},
+                       index=ids.to_numpy())
+    return out
+
+
+class LiveAnswerer:
+    """``answer(item_id) -> 0 or 1`` by querying ``model`` on the bank's prompt and scoring against its reference.
+
+    Attributes: ``run_id`` (journal run; pass it back to resume), ``n_requests`` (answers that needed a request),
+    ``n_cached`` (answers found in the journal), ``outcomes`` (item id -> scoring outcome dict).
+    """
+
+    def __init__(self, model, bank, *, scorer: Any = "exact", policy: str = "wrong", journal=None,
+                 run_id: str | None = None, timeout: float | None = 60.0, max_retries: int = 6,
+                 id_col: str = "id", prompt_col: str = "prompt", reference_col: str = "reference") -> None:
+        from ..models.scoring import make_scorer
+
+        if policy not in ("wrong", "missing"):
+            raise AssayInputError(f"policy must be 'wrong' or 'missing' for FAQ (a label is needed); got {policy!r}")
+        self.model = model
+        self.bank = read_bank(bank, id_col=id_col, prompt_col=prompt_col, reference_col=reference_col)
+        self.scorer = make_scorer(scorer)
+        self.scorer_name = scorer if isinstance(scorer, str) else getattr(scorer, "__name__", "custom")
+        self.policy = policy
+        self.journal = journal
+        self.run_id = run_id
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.n_requests = 0
+        self.n_cached = 0
+        self.outcomes: dict[str, dict] = {}
+
+    @property
+    def items(self) -> list[str]:
+        return list(self.bank.index)
+
+    def __call__(self, item_id: str) -> int:
+        from ..models import run
+        from ..models.scoring import score_response
+
+        item_id = str(item_id)
+        if item_id not in self.bank.index:
+            raise AssayInputError(f"item {item_id!r} is not in the item bank")
+        row = self.bank.loc[item_id]
+        res = run(self.model, [row["prompt"]], journal=self.journal, run_id=self.run_id, timeout=self.timeout,
+                  max_retries=self.max_retries)
+        self.run_id = res.run_id
+        cached = int(res.stats.get("cached", 0))
+        self.n_cached += cached
+        self.n_requests += 1 - cached
+        resp = res.responses[0]
+        if resp.error:
+            raise AssayBackendError(f"item {item_id!r}: the endpoint failed after retries ({resp.error}); answers so far "
+                                    f"are in the journal, resume with run id {self.run_id}")
+        out = score_response(resp.text, None, row["reference"], self.scorer, policy=self.policy)
+        self.outcomes[item_id] = out.to_dict()
+        if out.final_score is None:
+            raise AssayBackendError(f"item {item_id!r}: the answer could not be scored ({out.status}: "
+                                    f"{(resp.text or '')[:80]!r}) and policy is 'missing'; use policy 'wrong' to count "
+                                    "unparseable answers as wrong")
+        return int(round(float(out.final_score)))
