@@ -472,7 +472,7 @@ def _context(fm: FactorModel, H: np.ndarray | None) -> dict:
     return ctx
 
 
-def _evaluate_jobs(ctx, Z, theta, n_b_list, jobs, seeds_ss, alpha, chunk, workers, progress):
+def _evaluate_jobs(ctx, Z, theta, n_b_list, jobs, seeds_ss, alpha, chunk, workers, progress, budget_ids=None):
     """Run jobs for every budget x seed x chunk; return per (budget index, job index, variant) arrays
     cover[S, M] and width[S, M]."""
     M = Z.shape[0]
@@ -486,7 +486,8 @@ def _evaluate_jobs(ctx, Z, theta, n_b_list, jobs, seeds_ss, alpha, chunk, worker
     # one child seed sequence per (seed, budget, chunk), derived from the seed's own sequence so adding
     # budgets or chunks never changes other cells
     out: dict = {}
-    results = _run_with_seeds(tasks, keys, seeds_ss, workers, progress)
+    bid = list(range(len(n_b_list))) if budget_ids is None else list(budget_ids)
+    results = _run_with_seeds(tasks, [(bid[bi], si, ci) for bi, si, ci in keys], seeds_ss, workers, progress)
     for (bi, si, ci), res in zip(keys, results):
         sl = chunks[ci]
         for ji, variants in enumerate(res):
@@ -688,7 +689,7 @@ def protocol(
                 extra = tuple(x for x in VARIANCES if x != v) if variance_rows else ()
                 cfg = {**cfg, "variances": (v, *extra), "quantiles": (q,)}
             jobs.append((m, cfg))
-        res = _evaluate_jobs(ctx, Znew, theta, [n_b], jobs, test_ss, alpha, chunk, workers, progress)
+        res = _evaluate_jobs(ctx, Znew, theta, [n_b], jobs, test_ss, alpha, chunk, workers, progress, budget_ids=[bi])
         stats_m = {}
         row_methods = []
         for ji, (m, cfg) in enumerate(jobs):
