@@ -15,7 +15,9 @@ computes kl in bits against a threshold in nats, which is the same as using the 
 each failing with probability up to delta_i^ln2 rather than delta_i (still a union total below delta for typical pool
 sizes, but not by the stated argument). ``log="bits"`` reproduces it for comparisons.
 
-Solved by vectorised bisection to 1e-12 (not a 1,000-point grid, whose UCB rounds down: anti-conservative).
+Solved by a vectorised Newton iteration started on the far side of the root, which converges monotonically and
+never crosses it (UCB >= the exact root, LCB <= it); the released code's 1,000-point grid rounds the UCB down
+(anti-conservative).
 """
 
 from __future__ import annotations
@@ -40,34 +42,59 @@ def kl_bernoulli(p, q) -> np.ndarray:
     return a + b
 
 
-def _bisect(mean, radius, lo, hi, upper: bool, iters: int = 60):
+def _kl_fast(p, q):
+    """kl(p || q) for p in [0, 1], q strictly inside (0, 1) (no clipping: the callers keep q inside)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a = np.where(p > 0, p * np.log(p / q), 0.0)
+        b = np.where(p < 1, (1 - p) * np.log((1 - p) / (1 - q)), 0.0)
+    return a + b
+
+
+def _newton(mean, radius, upper: bool, iters: int = 60):
+    """Root of kl(mean, q) = radius on the upper (q > mean) or lower (q < mean) side by Newton's method.
+
+    Newton runs in y = -ln(1 - q) (upper side) or y = -ln(q) (lower side), where kl(mean, q(y)) is convex and
+    increasing in y and nearly linear towards q -> 1 (or 0), so a start on the far side of the root (Pinsker:
+    |q - mean| <= sqrt(radius / 2)) converges in a few steps, monotonically, without crossing the root: the UCB
+    returned is >= the exact root and the LCB <= it (conservative at any stopping point).
+    """
+    step0 = np.sqrt(np.minimum(radius, 1e6) / 2) + 1e-12
+    if upper:
+        y = -np.log1p(-np.minimum(mean + step0, 1 - _EPS))
+    else:
+        y = -np.log(np.maximum(mean - step0, _EPS))
+    q = None
     for _ in range(iters):
-        mid = 0.5 * (lo + hi)
-        inside = kl_bernoulli(mean, mid) <= radius
-        if upper:
-            lo = np.where(inside, mid, lo)
-            hi = np.where(inside, hi, mid)
-        else:
-            hi = np.where(inside, mid, hi)
-            lo = np.where(inside, lo, mid)
-    return hi if upper else lo
+        q = -np.expm1(-y) if upper else np.exp(-y)
+        q = np.clip(q, _EPS, 1 - _EPS)
+        f = _kl_fast(mean, q) - radius
+        d = (q - mean) / q if upper else (mean - q) / (1 - q)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            step = np.where((f > 0) & (d > 0), f / d, 0.0)
+        y = y - step
+        if np.all(step <= 1e-10):  # y-units: stopping here leaves q on the conservative side by < 1e-10
+            break
+    q = -np.expm1(-y) if upper else np.exp(-y)
+    return np.clip(q, 0.0, 1.0)
 
 
 def kl_ucb(mean, radius) -> np.ndarray:
     """Largest q in [mean, 1] with kl(mean, q) <= radius (vectorised; returned value >= the exact root)."""
     mean = np.clip(np.asarray(mean, dtype=float), 0.0, 1.0)
     radius = np.broadcast_to(np.asarray(radius, dtype=float), mean.shape)
-    out = _bisect(mean, radius, mean.copy(), np.ones_like(mean), upper=True)
-    # kl(mean, 1) is infinite unless mean = 1; but if even q -> 1 is inside, the bound is 1
-    return np.where(np.isinf(radius) | (kl_bernoulli(mean, 1 - _EPS) <= radius), 1.0, out)
+    finite = np.isfinite(radius)
+    out = _newton(mean, np.where(finite, radius, 0.0), upper=True)
+    # if even q -> 1 is inside (or the radius is infinite), the bound is 1
+    return np.where(~finite | (mean >= 1 - 1e-12) | (_kl_fast(mean, np.full_like(mean, 1 - _EPS)) <= radius), 1.0, out)
 
 
 def kl_lcb(mean, radius) -> np.ndarray:
     """Smallest q in [0, mean] with kl(mean, q) <= radius (vectorised; returned value <= the exact root)."""
     mean = np.clip(np.asarray(mean, dtype=float), 0.0, 1.0)
     radius = np.broadcast_to(np.asarray(radius, dtype=float), mean.shape)
-    out = _bisect(mean, radius, np.zeros_like(mean), mean.copy(), upper=False)
-    return np.where(np.isinf(radius) | (kl_bernoulli(mean, _EPS) <= radius), 0.0, out)
+    finite = np.isfinite(radius)
+    out = _newton(mean, np.where(finite, radius, 0.0), upper=False)
+    return np.where(~finite | (mean <= 1e-12) | (_kl_fast(mean, np.full_like(mean, _EPS)) <= radius), 0.0, out)
 
 
 def coup_radius(m, n, delta: float, log: str = "nats") -> np.ndarray:

@@ -52,6 +52,7 @@ def _load() -> None:
     from . import autoeval_real as _autoeval_real  # noqa: F401
     from . import psdme as _psdme  # noqa: F401
     from . import faq as _faq  # noqa: F401
+    from . import quickscope as _quickscope  # noqa: F401
 
 
 def run_study(name: str, **kwargs: Any) -> StudyResult:

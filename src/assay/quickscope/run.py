@@ -1,0 +1,207 @@
+"""Drive a QuickScope search against a model: generate, query concurrently through the journal, score, tell.
+
+:func:`run` loops ``ask(batch) -> generate one instance per ticket -> query the model for the whole batch
+concurrently (:func:`assay.models.run`, journaled) -> score -> utility -> tell`` until ``budget`` tickets are
+spent, and returns a :class:`ScopeResult` (top configurations with their bounds, the certified set, the
+certification trace, failures).
+
+Resuming. Everything is a deterministic function of ``seed`` and the outcomes: ticket t's instance is drawn
+with ``default_rng([seed, t])`` and the search's own draws come from ``seed``. Rerunning with the same seed,
+journal and ``run_id`` replays the same batches; the journal answers the requests already made and only the
+rest go to the endpoint.
+
+Failures (QuickScope App. B.3): a request that still fails after the runner's retries (timeout, refused
+connection, 5xx), an answer that cannot be parsed, and a generator that raises are RECORDED (counted per kind
+in the result, and each ticket's row says what happened) and get utility ``failure_utility`` (default 0, "treated
+as correct", so the search does not chase infrastructure errors). If every ticket of ``max_failed_batches``
+consecutive batches fails, the run stops with :class:`AssayBackendError` (endpoint down) or
+:class:`AssayInputError` (generator broken) naming the run id to resume, instead of spending the budget on
+failures.
+
+Utilities: ``"error"`` = 1 - correct (correct only at score 1.0); ``"cwe"`` (complexity-weighted error) =
+(1 - correct) / max(1, complexity(config)), the generator's complexity (DyVal: log2(children^depth)); or a
+callable ``(outcome: dict, config: dict) -> float in [0, 1]``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Callable, Mapping
+
+import numpy as np
+import pandas as pd
+
+from ..errors import AssayBackendError, AssayInputError
+from ..results import Result
+from .coup import COUPParams, Search
+
+__all__ = ["ScopeResult", "run", "make_utility", "result_from_search"]
+
+
+class ScopeResult(Result):
+    """A QuickScope search: ``top`` (main; configurations ranked by LCB with bounds and counts), ``certified``
+    (in order of certification), ``trace`` (per batch: tickets, pool, certified, epsilon, tau), ``tickets``
+    (one row per ticket when run against a model: config key, status, correct, utility)."""
+
+    method = "quickscope"
+    main_table = "top"
+
+    @classmethod
+    def _table_names(cls) -> tuple[str, ...]:
+        return ("top", "certified", "trace", "tickets")
+
+    def summary(self) -> str:
+        p, i = self.params, self.info
+        lines = [f"QuickScope (assay {self.version}): {i.get('tickets')} tickets, {i.get('pool')} configurations tried, "
+                 f"{i.get('n_certified')} certified at tau = {i.get('tau')}; bounds hold simultaneously w.p. >= "
+                 f"{1 - p.get('delta', 0.01):.2%}"]
+        fails = i.get("failures") or {}
+        if any(fails.values()):
+            lines.append("failures (utility %s): %s" % (p.get("failure_utility"),
+                                                        ", ".join(f"{k} {v}" for k, v in fails.items() if v)))
+        top = self.tables["top"]
+        if len(top):
+            keep = [c for c in top.columns if c not in ("arm", "key", "certified_at_ticket", "origin")]
+            lines.append(top[keep].head(10).to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+        return "\n".join(lines)
+
+
+def make_utility(utility: Any, generator: Any = None) -> Callable[[Mapping, Mapping], float]:
+    """``"error"``, ``"cwe"`` or a callable ``(outcome, config) -> [0, 1]``."""
+    if callable(utility):
+        return utility
+    if utility == "error":
+        return lambda out, cfg: 1.0 - float(out["correct"])
+    if utility == "cwe":
+        comp = getattr(generator, "complexity", None)
+        if comp is None:
+            raise AssayInputError("the cwe utility needs a generator with complexity(config)")
+        return lambda out, cfg: (1.0 - float(out["correct"])) / max(1.0, float(comp(cfg)))
+    raise AssayInputError(f"utility must be 'error', 'cwe' or a callable; got {utility!r}")
+
+
+def result_from_search(search: Search, *, params: Mapping, tickets: pd.DataFrame | None = None, top: int = 50,
+                       failures: Mapping | None = None, extra: Mapping | None = None) -> ScopeResult:
+    st = search.status()
+    info = {"tickets": st["tickets"], "pool": st["pool"], "n_certified": st["certified"], "tau": search.tau,
+            "epsilon": st["epsilon"], "refits": st["refits"], "exhausted": search.exhausted,
+            "failures": dict(failures or {}), "events": search.events[-500:]}
+    info.update(extra or {})
+    tables = {"top": search.top(top), "certified": search.certified(), "trace": pd.DataFrame(search.trace),
+              "tickets": tickets if tickets is not None else pd.DataFrame()}
+    seed = search.seed if isinstance(search.seed, (int, np.integer)) or search.seed is None else None
+    level = {"delta": search.params.delta,
+             "meaning": "all [LCB, UCB] bounds of all configurations hold at all times, and every certificate "
+                        "(LCB >= tau) is correct, with probability >= 1 - delta"}
+    return ScopeResult(params=dict(params), level=level, n=st["tickets"], seed=seed, tables=tables, info=info)
+
+
+def run(space, generator, model, *, budget: int, batch: int = 20, seed: int | None = 0, utility: Any = "error",
+        journal=None, run_id: str | None = None, concurrency: int = 8, timeout: float | None = 120.0,
+        max_retries: int = 4, failure_utility: float = 0.0, max_failed_batches: int = 3,
+        progress: Callable[[int, int], None] | None = None, search: Search | None = None, **search_params: Any
+        ) -> ScopeResult:
+    """Run QuickScope for ``budget`` model calls in batches of ``batch`` (see the module docstring).
+
+    ``model``: an :class:`~assay.models.Model` (endpoint) or a plain callable ``prompt -> text`` (wrapped).
+    ``search_params``: :class:`~assay.quickscope.COUPParams` fields (``certify``, ``strategy``, ``repulsion``, ...).
+    """
+    from ..models import CallableModel
+    from ..models import run as run_prompts
+
+    if int(budget) != budget or budget < 1:
+        raise AssayInputError(f"budget must be a positive number of model calls; got {budget!r}")
+    if int(batch) != batch or batch < 1:
+        raise AssayInputError(f"batch must be a positive integer; got {batch!r}")
+    if budget < batch:
+        raise AssayInputError(f"budget ({budget}) is smaller than one batch ({batch}): lower --batch or raise --budget")
+    if not 0.0 <= failure_utility <= 1.0:
+        raise AssayInputError(f"failure_utility must be in [0, 1]; got {failure_utility!r}")
+    if seed is None:
+        seed = int(np.random.SeedSequence().entropy % (2**31))
+    if not hasattr(model, "generate"):
+        if not callable(model):
+            raise AssayInputError("model must be an assay Model or a callable prompt -> text")
+        model = CallableModel(model)
+    for attr in ("generate", "score"):
+        if not callable(getattr(generator, attr, None)):
+            raise AssayInputError(f"generator must have generate(config, rng) and score(text, instance); no {attr!r}")
+    ufn = make_utility(utility, generator)
+    if search is None:
+        search = Search(space, seed=seed, **search_params)
+    failures = {"timeout_or_error": 0, "unparseable": 0, "generation": 0, "bad_utility": 0}
+    rows: list[dict] = []
+    failed_streak = 0
+    t0 = time.perf_counter()
+    while search.tickets_told < budget:
+        tickets = search.ask(min(batch, budget - search.tickets_told))
+        insts: list[Any] = []
+        gen_err: dict[int, str] = {}
+        for t in tickets:
+            try:
+                insts.append(generator.generate(t.config, np.random.default_rng([int(seed), t.id])))
+            except Exception as e:  # a generator bug must not stall the search: recorded, counted
+                insts.append(None)
+                gen_err[t.id] = f"{type(e).__name__}: {e}"
+        ok = [k for k, inst in enumerate(insts) if inst is not None]
+        responses: dict[int, Any] = {}
+        if ok:
+            res = run_prompts(model, [insts[k].question for k in ok], journal=journal, run_id=run_id,
+                              concurrency=concurrency, timeout=timeout, max_retries=max_retries)
+            run_id = res.run_id
+            for k, resp in zip(ok, res.responses):
+                responses[k] = resp
+        told, n_fail = [], 0
+        for k, t in enumerate(tickets):
+            row = {"ticket": t.id, "arm": t.arm, "config": search.space.key(t.config), "phase": t.phase}
+            if insts[k] is None:
+                status, correct, u = "generation_failure", None, failure_utility
+                failures["generation"] += 1
+                row["error"] = gen_err[t.id]
+            else:
+                resp = responses[k]
+                if resp.error:
+                    status, correct, u = "timeout_or_error", None, failure_utility
+                    failures["timeout_or_error"] += 1
+                    row["error"] = str(resp.error)[:200]
+                else:
+                    try:
+                        sc = generator.score(resp.text, insts[k])
+                    except Exception as e:
+                        sc = None
+                        row["error"] = f"scorer: {type(e).__name__}: {e}"[:200]
+                    if sc is None:
+                        status, correct, u = "unparseable", None, failure_utility
+                        failures["unparseable"] += 1
+                    else:
+                        correct = 1.0 if float(sc) >= 1.0 else 0.0
+                        status = "ok"
+                        u = ufn({"correct": correct, "score": float(sc), "text": resp.text}, t.config)
+                        if u is None or not (0.0 <= float(u) <= 1.0) or math.isnan(float(u)):
+                            raise AssayInputError(f"utility returned {u!r} for ticket {t.id} (config "
+                                                  f"{t.config}); utilities must be in [0, 1]")
+            if status != "ok":
+                n_fail += 1
+            row.update({"status": status, "correct": correct, "utility": float(u)})
+            rows.append(row)
+            told.append((t.id, float(u)))
+        search.tell(told)
+        failed_streak = failed_streak + 1 if n_fail == len(tickets) else 0
+        if progress is not None:
+            progress(search.tickets_told, budget)
+        if failed_streak >= max_failed_batches:
+            if failures["generation"] >= failures["timeout_or_error"] + failures["unparseable"]:
+                last = next((r["error"] for r in reversed(rows) if r.get("error")), "")
+                raise AssayInputError(f"the generator failed on every ticket of {failed_streak} batches in a row "
+                                      f"(last: {last}); nothing was evaluated")
+            raise AssayBackendError(f"every request of {failed_streak} batches in a row failed "
+                                    f"({failures['timeout_or_error']} errors, {failures['unparseable']} unparseable); "
+                                    f"the endpoint looks down. Answers so far are in the journal: resume with run id "
+                                    f"{run_id} and the same seed")
+    params = {**{k: v for k, v in vars(search.params).items()}, "budget": int(budget), "batch": int(batch),
+              "utility": utility if isinstance(utility, str) else getattr(utility, "__name__", "custom"),
+              "generator": getattr(generator, "name", type(generator).__name__),
+              "model": getattr(model, "name", None), "failure_utility": failure_utility, "seed": seed}
+    return result_from_search(search, params=params, tickets=pd.DataFrame(rows), failures=failures,
+                              extra={"run_id": run_id, "seconds": time.perf_counter() - t0})
