@@ -41,7 +41,7 @@ __all__ = ["ScopeResult", "run", "make_utility", "result_from_search"]
 
 class ScopeResult(Result):
     """A QuickScope search: ``top`` (main; configurations ranked by LCB with bounds and counts), ``certified``
-    (in order of certification), ``trace`` (per batch: tickets, pool, certified, epsilon, tau), ``tickets``
+    (in order of certification), ``trace`` (per batch: tickets, pool, certified, epsilon, tau), ``evaluations``
     (one row per ticket when run against a model: config key, status, correct, utility)."""
 
     method = "quickscope"
@@ -49,7 +49,7 @@ class ScopeResult(Result):
 
     @classmethod
     def _table_names(cls) -> tuple[str, ...]:
-        return ("top", "certified", "trace", "tickets")
+        return ("top", "certified", "trace", "evaluations")
 
     def summary(self) -> str:
         p, i = self.params, self.info
@@ -89,7 +89,7 @@ def result_from_search(search: Search, *, params: Mapping, tickets: pd.DataFrame
             "failures": dict(failures or {}), "events": search.events[-500:]}
     info.update(extra or {})
     tables = {"top": search.top(top), "certified": search.certified(), "trace": pd.DataFrame(search.trace),
-              "tickets": tickets if tickets is not None else pd.DataFrame()}
+              "evaluations": tickets if tickets is not None else pd.DataFrame()}
     seed = search.seed if isinstance(search.seed, (int, np.integer)) or search.seed is None else None
     level = {"delta": search.params.delta,
              "meaning": "all [LCB, UCB] bounds of all configurations hold at all times, and every certificate "
