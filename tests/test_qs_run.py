@@ -158,3 +158,16 @@ def test_cli_simulated_and_errors():
     assert r.exit_code == 2 and "--simulate" in r.output
     r = runner.invoke(app, ["scope", "--simulate", "nowhere", "--budget", "100"])
     assert r.exit_code == 2 and "unknown simulated world" in r.output
+
+
+def test_report_section_renders(tmp_path):
+    from assay.report import render_html, render_markdown
+
+    r = runner.invoke(app, ["scope", "--simulate", "dyval-ceiling", "--budget", "1200", "--certify", "0.9",
+                            "--out", str(tmp_path / "r.json"), "--report", str(tmp_path / "r.html")])
+    assert r.exit_code == 0, r.output
+    page = (tmp_path / "r.html").read_text()
+    assert "<section id='quickscope'>" in page and page.count("<svg") >= 1
+    assert "LCB" in page and "<script src" not in page and "<link" not in page and "src=\"http" not in page
+    res = ScopeResult.from_json((tmp_path / "r.json").read_text())
+    assert "QuickScope" in render_html([res]) and len(render_markdown([res])) > 100
