@@ -1,0 +1,57 @@
+"""reasoning-gym adapter: config mapping, determinism, reasoning-gym's own scorer (correct only at 1.0), Grid Reasoning."""
+
+import numpy as np
+import pytest
+
+pytest.importorskip("reasoning_gym")
+
+from assay.benchmarks import get_generator  # noqa: E402
+from assay.errors import AssayInputError  # noqa: E402
+
+
+def test_grid_generator_space_and_oracle_scores():
+    gen = get_generator("grid")
+    space = gen.space()
+    rng = np.random.default_rng(0)
+    for cfg in space.sample(12, rng):
+        inst = gen.generate(cfg, np.random.default_rng(1))
+        m = inst.metadata["entry"]["metadata"]
+        grid = m["matrix"] if cfg["task"] == "shortest_path" else m["grid"]
+        assert len(grid) == cfg["rows"] and len(grid[0]) == cfg["cols"]
+        assert gen.score(f"so the answer is \\boxed{{{inst.reference}}}", inst) == 1.0
+        assert gen.score("I cannot tell", inst) is None
+        assert gen.score("\\boxed{zzz}", inst) == 0.0
+        assert "\\boxed{}" in inst.question
+        assert 4.6 < gen.complexity(cfg) < 9.3
+
+
+def test_determinism_and_pinned_ranges():
+    gen = get_generator("reasoning_gym:shortest_path")
+    cfg = {"rows": 9, "cols": 11, "p_blocked": 0.2}
+    a = gen.generate(cfg, np.random.default_rng(5))
+    b = gen.generate(cfg, np.random.default_rng(5))
+    c = gen.generate(cfg, np.random.default_rng(6))
+    assert a.question == b.question and a.reference == b.reference and a.question != c.question
+    grid = a.metadata["entry"]["metadata"]["matrix"]
+    assert len(grid) == 9 and len(grid[0]) == 11
+
+
+def test_partial_credit_is_not_correct():
+    gen = get_generator("reasoning_gym:largest_island")
+    inst = gen.generate({"rows": 8, "cols": 8, "num_islands": 3, "island_size": 6}, np.random.default_rng(2))
+    ref = str(inst.reference)
+    assert gen.score(f"\\boxed{{{ref}}}", inst) == 1.0
+    # the generic substring rule would give partial credit to "12 cells"; QuickScope counts only score 1.0
+    assert gen.score(f"\\boxed{{{ref} cells}}", inst) == 0.0
+
+
+def test_bad_task_and_fields():
+    with pytest.raises(AssayInputError, match="no task"):
+        get_generator("reasoning_gym:no_such_task")
+    with pytest.raises(AssayInputError, match="name the reasoning-gym task"):
+        get_generator("reasoning_gym")
+    gen = get_generator("reasoning_gym:shortest_path")
+    with pytest.raises(AssayInputError, match="no config field"):
+        gen.generate({"colour": 3}, np.random.default_rng(0))
+    with pytest.raises(AssayInputError, match="rejected"):
+        gen.generate({"rows": 0, "cols": 5}, np.random.default_rng(0))
