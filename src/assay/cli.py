@@ -397,7 +397,7 @@ _QUICK = {"trials": 200, "gt": 300, "n_boot": 200}
 @app.command()
 @_guard
 def study(
-    name: str = typer.Argument(..., help="siren-a, siren-b, siren-c, autoeval-example, autoeval-quant, psdme-ridge, faq-leaderboard."),
+    name: str = typer.Argument(..., help="siren-a, siren-b, siren-c, autoeval-example, autoeval-quant, psdme-ridge, faq-leaderboard, scope-sim."),
     trials: Optional[int] = typer.Option(None, "--trials", help="Monte Carlo trials per configuration (paper: 2000)."),
     gt: Optional[int] = typer.Option(None, "--gt", help="Replications for the ground-truth target (paper: 3000)."),
     boot: Optional[int] = typer.Option(None, "--boot", help="Bootstrap draws per trial (paper: 500)."),
@@ -431,6 +431,11 @@ def study(
         kwargs.pop("n_boot", None)
         if quick:
             kwargs.update(trials=2, budgets=(0.05, 0.1), val_seeds=2, cv_ks=(8,), cv_lambdas=(3.0,))
+    if name.startswith("scope"):
+        kwargs.pop("gt", None)
+        kwargs.pop("n_boot", None)
+        if quick:
+            kwargs.update(trials=2, cert_trials=20, budgets=(2000,), cert_budget=2000, region_budget=2000)
     if name.startswith("autoeval"):
         kwargs.pop("n_boot", None)
         if quick:

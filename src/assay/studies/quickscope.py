@@ -42,6 +42,8 @@ def _topk_task(task: dict, ss: np.random.SeedSequence) -> dict:
 
     world = get_world(task["world"])
     space = world.space()
+    # common random numbers: every method at the same trial index and budget shares its seeds (paired comparison)
+    ss = np.random.SeedSequence([task["root"], task["seed_index"], task["budget"]])
     s_search, s_sim, s_re = ss.spawn(3)
     rng_re = np.random.default_rng(s_re)
     budget = task["budget"]
@@ -128,7 +130,7 @@ def paper_regions(path=None) -> dict:
 def _dispatch(task: dict, ss: np.random.SeedSequence) -> dict:
     fn = {"topk": _topk_task, "certify": _certify_task, "repulsion": _region_task, "adaptive": _region_task}[task["part"]]
     out = fn(task, ss)
-    return {**{k: v for k, v in task.items() if k != "seed_index"}, **out}
+    return {**{k: v for k, v in task.items() if k not in ("seed_index", "root")}, **out}
 
 
 @register("scope-sim")
@@ -156,7 +158,7 @@ def study_scope_sim(
             for method, cert in (("coup", None), ("coup_cert0.9", 0.9), ("uniform", None)):
                 for s in range(trials):
                     tasks.append({"part": "topk", "world": "dyval", "method": method, "budget": int(b), "certify": cert,
-                                  "seed_index": s})
+                                  "seed_index": s, "root": int(recorded)})
     if "certify" in parts:
         for world, budget, sur in (("plateau", cert_budget, None), ("dyval-ceiling", cert_budget, "rf")):
             for bound in ("anytime", "pointwise"):
