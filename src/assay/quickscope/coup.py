@@ -22,7 +22,8 @@ One batch (:meth:`Search.ask`, App. A "Frozen-LCB simulation", strategy ``"remov
    it gets floor(B/2) tickets;
 2. the other ceil(B/2) tickets are chosen one at a time: before each slot the expansion rule adds a new
    configuration iff eps'^2 < c * gamma and every active arm has a (real or simulated) sample, where
-   eps' = max UCB over active *randomly drawn* arms - max LCB over active arms and
+   eps' = max UCB over active *randomly drawn* arms - max LCB over active arms, the UCBs taken in the
+   expected-outcome world (each simulated pull returns the arm's mean: App. A's activation schedule), and
    gamma = ln(pi^2 N^2 / (3 delta)) / N with N the number of randomly drawn arms (COUP's top-gamma quantile
    guarantee is about random draws; the released code assumes exactly half of the additions are random);
    then the challenger is the active non-incumbent arm with the highest simulated UCB (+ bonus), ties to the
@@ -453,6 +454,7 @@ class Search:
         sim_m = m.copy()
         sim_mean = mean.copy()
         sim_ucb = self._ucb[:n].copy()
+        exp_ucb = sim_ucb.copy()
         nb = self._nb[:n].copy()
         active = ~self._cert[:n] if not adaptive else np.ones(n, bool)
         bonus = self._bonus()
@@ -463,24 +465,28 @@ class Search:
             topk[order[:k_cert]] = True
 
         def extend(arrs_len: int):
-            nonlocal m, mean, lcb0, sim_m, sim_mean, sim_ucb, nb, active, bonus, topk
+            nonlocal m, mean, lcb0, sim_m, sim_mean, sim_ucb, exp_ucb, nb, active, bonus, topk
             extra = arrs_len - len(m)
             if extra <= 0:
                 return
             z = np.zeros(extra)
             m = np.concatenate([m, z]); mean = np.concatenate([mean, z]); lcb0 = np.concatenate([lcb0, z])
             sim_m = np.concatenate([sim_m, z]); sim_mean = np.concatenate([sim_mean, z])
-            sim_ucb = np.concatenate([sim_ucb, np.ones(extra)]); nb = np.concatenate([nb, np.full(extra, self.n)])
+            sim_ucb = np.concatenate([sim_ucb, np.ones(extra)]); exp_ucb = np.concatenate([exp_ucb, np.ones(extra)]); nb = np.concatenate([nb, np.full(extra, self.n)])
             active = np.concatenate([active, np.ones(extra, bool)]); topk = np.concatenate([topk, np.zeros(extra, bool)])
             more = self._bonus() if p.repulsion > 0 else np.zeros(self.n)
             bonus = more if len(more) == self.n else np.concatenate([bonus, z])
 
         def pull(i: int, k: int = 1) -> None:
-            # frozen-LCB simulated outcome: k samples at the arm's pre-batch LCB
+            # frozen-LCB simulated outcome: k samples at the arm's pre-batch LCB (selection, Theorem 3.1) ...
             tot = sim_m[i] * sim_mean[i] + k * lcb0[i]
             sim_m[i] += k
             sim_mean[i] = tot / sim_m[i]
-            sim_ucb[i] = _ucb_scalar(sim_mean[i], self._radius(sim_m[i], max(nb[i], 1)))
+            r = self._radius(sim_m[i], max(nb[i], 1))
+            sim_ucb[i] = _ucb_scalar(sim_mean[i], r)
+            # ... and the expected-outcome world (outcome = the arm's mean; LCB for an unsampled arm), which App. A
+            # uses for the activation schedule of new configurations
+            exp_ucb[i] = _ucb_scalar(mean[i] if m[i] > 0 else lcb0[i], r)
 
         tickets: list[Ticket] = []
 
@@ -510,7 +516,7 @@ class Search:
         gamma_used = eps_used = None
         for _ in range(B - len(tickets)):
             if not self.exhausted and p.n0 <= self.n and not (active & (sim_m == 0)).any():
-                eps = self._eps_prime(sim_ucb, lcb0, active, topk, adaptive, k_cert)
+                eps = self._eps_prime(exp_ucb, lcb0, active, topk, adaptive, k_cert)
                 gamma = self._gamma()
                 eps_used, gamma_used = eps, gamma
                 if eps * eps < p.exploration * gamma:
