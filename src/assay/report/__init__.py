@@ -15,7 +15,7 @@ import pandas as pd
 
 from ..results import Result
 
-__all__ = ["render_html", "render_markdown", "siren_figure", "faq_figure", "faq_protocol_figure", "quickscope_figure"]
+__all__ = ["render_html", "render_markdown", "load_results", "siren_figure", "faq_figure", "faq_protocol_figure", "quickscope_figure"]
 
 
 def _svg(fig) -> str:
@@ -438,6 +438,28 @@ def render_html(results: Iterable[Result], title: str = "assay report") -> str:
         f"<h1>{html.escape(title)}</h1><p class='meta'>assay {__version__}</p>"
         + "\n".join(body) + "</body></html>"
     )
+
+
+def load_results(obj) -> list[Result]:
+    """Results from parsed JSON: one result (a dict with ``method``), a list of them, or a mapping name -> result
+    (``assay demo``'s results.json). Importing the method modules registers their result classes."""
+    from .. import autoeval, psdme, siren  # noqa: F401
+    from .. import faq, quickscope, studies  # noqa: F401
+    from ..errors import AssayInputError
+
+    if isinstance(obj, dict) and "method" in obj:
+        items = [obj]
+    elif isinstance(obj, dict):
+        items = list(obj.values())
+    elif isinstance(obj, list):
+        items = obj
+    else:
+        items = []
+    bad = [i for i in items if not isinstance(i, dict) or "method" not in i]
+    if not items or bad:
+        raise AssayInputError("not an assay result: expected the JSON written by --json / --out (an object with a "
+                              "'method' key), a list of them, or assay demo's results.json")
+    return [Result.from_dict(i) for i in items]
 
 
 def render_markdown(results: Iterable[Result]) -> str:
