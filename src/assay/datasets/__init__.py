@@ -6,7 +6,7 @@ from importlib import resources
 
 import pandas as pd
 
-__all__ = ["load_siren_law", "load_llmperf", "synthetic_autoeval", "SHIPPED", "path"]
+__all__ = ["load_siren_law", "load_llmperf", "synthetic_autoeval", "simulated_faq", "load_faq_factors", "SHIPPED", "path"]
 
 SHIPPED = {
     "siren-law": (
@@ -98,4 +98,47 @@ SHIPPED["llmperf"] = (
     "llmperf_ttft.parquet",
     "LLMPerf leaderboard, per-request TTFT and end-to-end latency of 19 LLM API endpoints "
     "(Apache-2.0); errored requests = +inf",
+)
+
+
+def load_faq_factors() -> dict:
+    """The FAQ paper's fitted MMLU-Pro factors for the 1,351 math questions (``V``, ``doc_id``) and 600 historical
+    models (``U``); Apache-2.0 (see README.md). P(correct) = sigmoid(U[i] . V[j])."""
+    import numpy as np
+
+    with resources.files(__package__).joinpath("faq_mmlu_pro_math_factors.npz").open("rb") as fh:
+        z = np.load(fh)
+        return {k: z[k] for k in z.files}
+
+
+def simulated_faq(seed: int = 0, n_history: int = 500, n_new: int = 5):
+    """A simulated FAQ setting from the paper's real fitted factors: 0/1 answers drawn from sigmoid(U V^T).
+
+    Returns ``(history, new, truth)``: wide DataFrames (rows models, columns question ids = MMLU-Pro doc ids)
+    for ``n_history`` historical and ``n_new`` new models (disjoint rows of U), and each new model's true
+    accuracy over the bank (the mean of its simulated answers, which is what FAQ estimates).
+    """
+    import numpy as np
+
+    from ..errors import AssayInputError
+
+    f = load_faq_factors()
+    U, V = f["U"].astype(float), f["V"].astype(float)
+    if n_history + n_new > len(U):
+        raise AssayInputError(f"n_history + n_new must be <= {len(U)} (the shipped model factors)")
+    rng = np.random.default_rng(seed)
+    rows = rng.permutation(len(U))[: n_history + n_new]
+    p = 1.0 / (1.0 + np.exp(-(U[rows] @ V.T)))
+    Z = (rng.random(p.shape) < p).astype(float)
+    items = [str(d) for d in f["doc_id"]]
+    names = [f"hist{i:03d}" for i in range(n_history)] + [f"new{i}" for i in range(n_new)]
+    df = pd.DataFrame(Z, columns=items, index=pd.Index(names, name="model"))
+    new = df.iloc[n_history:]
+    return df.iloc[:n_history], new, new.mean(axis=1).rename("truth")
+
+
+SHIPPED["faq-factors"] = (
+    "faq_mmlu_pro_math_factors.npz",
+    "FAQ paper's fitted MMLU-Pro math factors (1,351 questions x K=64, 600 models; Apache-2.0); "
+    "assay.datasets.simulated_faq draws answers from them",
 )
