@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 
-.PHONY: demo test bench studies clean
+.PHONY: demo test bench studies clean chromium
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -15,8 +15,15 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(VENV)/bin/assay demo --out demo-out
 
-test: $(STAMP)
+test: $(STAMP) chromium
 	$(PY) -m pytest -q -n 2 tests
+
+# Headless Chromium for the report test (Debian's package); nothing to do when it is installed.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	  { SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	    $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; } || \
+	  echo "could not install chromium: the browser test will fail under CI"
 
 bench: $(STAMP)
 	$(PY) bench/siren.py

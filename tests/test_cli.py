@@ -123,35 +123,6 @@ def test_study_json_rows():
     assert {"H_A", "H_B", "M", "bias_same_data_pp", "bias_siren_pp", "fwr_same_data"} <= set(out["rows"][0])
 
 
-def test_demo_writes_results_and_report(tmp_path):
-    res = run(["demo", "--out", str(tmp_path / "d")])
-    assert res.exit_code == 0, res.output
-    results = json.loads((tmp_path / "d" / "results.json").read_text())
-    assert len(results["siren"]["cells"]) == 15 and results["siren"]["contrasts"]
-    assert results["autoeval"]["selection"]["best"] and results["psdme"]["configs"]
-    page = (tmp_path / "d" / "report.html").read_text()
-    assert "<svg" in page
-    for section in ("siren", "autoeval", "psdme", "faq", "quickscope"):
-        assert f"<section id='{section}'>" in page
-    # FAQ: simulated new models with known truth; QuickScope: simulated model, no false certificate
-    est = results["faq"]["estimates"]
-    assert len(est) == 5 and all(e["low"] <= e["estimate"] <= e["high"] for e in est)
-    assert sum(e["low"] <= e["truth"] <= e["high"] for e in est) >= 3
-    assert "simulation" in results["faq"]["data"] and "simulation" in results["quickscope"]["data"]
-    top = results["quickscope"]["top"]
-    assert all(r["truth"] >= 0.9 for r in top if r["certified"])
-    # the saved results render again with `assay report`, to HTML and Markdown
-    again = run(["report", str(tmp_path / "d" / "results.json"), "-o", str(tmp_path / "again.html")])
-    assert again.exit_code == 0, again.output
-    assert "<section id='quickscope'>" in (tmp_path / "again.html").read_text()
-    md = run(["report", str(tmp_path / "d" / "results.json"), "-o", str(tmp_path / "again.md")])
-    assert md.exit_code == 0 and "## faq" in (tmp_path / "again.md").read_text()
-    bad = tmp_path / "bad.json"
-    bad.write_text('{"x": 1}')
-    res = run(["report", str(bad)])
-    assert res.exit_code == 2 and "not an assay result" in res.output
-
-
 def test_errors_have_no_traceback_in_a_real_process(tmp_path):
     """The installed entry point: exit code 2 and a single line on stderr, in a non-terminal (CI) run."""
     bad = tmp_path / "bad.csv"
