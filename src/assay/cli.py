@@ -396,6 +396,57 @@ _QUICK = {"trials": 200, "gt": 300, "n_boot": 200}
 
 @app.command()
 @_guard
+def ingest(
+    src: Path = typer.Argument(..., help="lm-eval --log_samples folder or samples_*.jsonl, inspect .eval/.json log(s), HELM run folder or per_instance_stats.json, or a CSV/Parquet/JSONL table."),
+    fmt: str = typer.Option("auto", "--format", help="auto, lmeval, inspect, helm or table."),
+    metric: Optional[str] = typer.Option(None, "--metric", help="lm-eval / HELM metric (default: the first scalar one / exact_match)."),
+    filt: Optional[str] = typer.Option(None, "--filter", help="lm-eval filter (default: the first one per task)."),
+    scorer: Optional[str] = typer.Option(None, "--scorer", help="inspect scorer (default: every scorer, one row each)."),
+    split: Optional[str] = typer.Option(None, "--split", help="HELM split."),
+    perturbation: Optional[str] = typer.Option(None, "--perturbation", help="HELM perturbation name (default: unperturbed)."),
+    model: Optional[str] = typer.Option(None, "--model", help="Override the model name."),
+    variant: Optional[str] = typer.Option(None, "--variant", help="Label of this prompt variant (default: task and few-shot)."),
+    out: Optional[Path] = typer.Option(None, "-o", "--out", help="Write the tidy table: .parquet, .csv or .jsonl."),
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
+) -> None:
+    """Read evaluation logs you already have into assay's tidy table (model, task, variant, item, repeat, metric, score)."""
+    from .ingest import read_any
+
+    kw = {"metric": metric, "filter": filt, "scorer": scorer, "split": split, "perturbation": perturbation,
+          "model": model, "variant": variant}
+    table = read_any(src, format=fmt, **kw)
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        suf = out.suffix.lower()
+        if suf in (".parquet", ".pq"):
+            table.to_parquet(out, index=False)
+        elif suf == ".csv":
+            table.to_csv(out, index=False)
+        elif suf == ".jsonl":
+            table.to_json(out, orient="records", lines=True)
+        else:
+            raise AssayInputError(f"{out}: write .parquet, .csv or .jsonl")
+    summary = {"rows": int(len(table)), "columns": list(map(str, table.columns))}
+    for c in ("model", "task", "variant", "metric", "filter", "source"):
+        if c in table.columns:
+            summary[c] = sorted(map(str, table[c].dropna().unique()))[:50]
+    if "score" in table.columns:
+        summary["missing_scores"] = int(table["score"].isna().sum())
+    if "score_human" in table.columns:
+        summary["human_edits"] = int(table["score_human"].notna().sum())
+    if as_json:
+        sys.stdout.write(json.dumps(summary, indent=2) + "\n")
+        return
+    _out.print(f"{summary['rows']} rows; " + "; ".join(f"{k}: {', '.join(v[:6])}{' ...' if len(v) > 6 else ''}"
+                                                    for k, v in summary.items() if isinstance(v, list) and k != "columns"))
+    if "human_edits" in summary:
+        _out.print(f"human score edits kept apart from the original values: {summary['human_edits']}")
+    if out is not None:
+        _out.print(f"table written to {out}")
+
+
+@app.command()
+@_guard
 def report(
     results: list[Path] = typer.Argument(..., help="Result JSON files (--out of any command, or assay demo's results.json)."),
     out: Path = typer.Option(Path("report.html"), "-o", "--out", help="Output: .html (self-contained) or .md (Markdown for PRs)."),
@@ -486,6 +537,13 @@ def _read_answers(path: Path, what: str):
     from . import data as d
 
     table = d.read_table(path, text_columns=("model", "item"))
+    if "source" in table.columns and {"model", "item", "score", "task"} <= set(table.columns):
+        # an lm-eval / inspect / HELM log read by assay.ingest: first repeat, items keyed by task when several
+        t = table[table["repeat"] == table["repeat"].min()] if "repeat" in table.columns else table
+        if "metric" in t.columns and t["metric"].nunique() > 1:
+            t = t[t["metric"] == t["metric"].iloc[0]]
+        item = t["item"] if t["task"].nunique() == 1 else t["task"] + "/" + t["item"]
+        return pd.DataFrame({"model": t["model"].to_numpy(), "item": item.to_numpy(), "score": t["score"].to_numpy()})
     if {"model", "item", "score"} <= set(table.columns) and table.shape[1] <= 4:
         return table
     if table.shape[1] < 2:

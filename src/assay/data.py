@@ -78,8 +78,10 @@ def read_table(
     ----------
     path : str or Path
         The file (or, for ``format="siren-release"``, the folder).
-    format : {"csv", "tsv", "parquet", "jsonl", "json", "siren-release"}, optional
-        Overrides detection from the file name.
+    format : {"csv", "tsv", "parquet", "jsonl", "json", "siren-release", "lmeval", "inspect", "helm"}, optional
+        Overrides detection from the file name. lm-eval ``--log_samples`` folders / ``samples_*.jsonl``, inspect
+        ``.eval`` / ``.json`` logs and HELM ``per_instance_stats.json`` are detected and read by
+        :mod:`assay.ingest` (default metric, filter and scorer; use ``assay ingest`` to choose them).
     text_columns : sequence of str
         Columns to read as text from CSV / TSV / JSON, so that ids such as "007" are not turned
         into the number 7 (and collide with an id "7").
@@ -87,6 +89,19 @@ def read_table(
     p = Path(path)
     if not p.exists():
         raise AssayInputError(f"no such file or folder: {p}")
+    kind = format if format in ("lmeval", "inspect", "helm") else "table"
+    if format is None and (p.is_dir() or p.suffix in (".eval", ".json") or p.name.startswith("samples_")
+                           or p.name == "per_instance_stats.json"):
+        from .ingest import detect_format
+
+        try:
+            kind = detect_format(p)
+        except AssayInputError:  # e.g. a SIREN release folder: handled below
+            kind = "table"
+    if kind != "table":
+        from .ingest import read_any
+
+        return read_any(p, format=kind)
     fmt = (format or _detect_format(p)).lower()
     dtype = {c: str for c in text_columns} or None
     try:
