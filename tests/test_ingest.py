@@ -110,3 +110,11 @@ def test_cli_ingest(tmp_path):
     assert r.exit_code == 0 and "human score edits" in r.output
     r = CliRunner().invoke(app, ["ingest", str(LM), "--metric", "bleu"])
     assert r.exit_code == 2 and "no metric" in r.output
+
+
+def test_faq_reads_lmeval_logs_directly():
+    """`assay faq` takes an lm-eval folder as history / new answers (here too small to fit: a clear error)."""
+    runs = sorted(p for p in LM.iterdir() if p.is_dir())
+    r = CliRunner().invoke(app, ["faq", "--history", str(runs[0]), "--new", str(runs[1]), "--budget", "4", "--k", "1",
+                                 "--weight-decay", "1"])
+    assert r.exit_code == 2 and "1 models, 8 items" in r.output and "more historical models" in r.output

@@ -533,7 +533,10 @@ def study(
 
 
 def _read_answers(path: Path, what: str):
-    """A wide (model column or first column = model id, one column per item) or long (model, item, score) table."""
+    """A wide (model column or first column = model id, one column per item) or long (model, item, score) table,
+    or an lm-eval / inspect / HELM log (read by assay.ingest)."""
+    import pandas as pd
+
     from . import data as d
 
     table = d.read_table(path, text_columns=("model", "item"))

@@ -201,9 +201,11 @@ def check_k(fm: FactorModel, H: np.ndarray) -> None:
     nobs = int((~np.isnan(H)).sum())
     too_big = [int(k) for k in ks if int(k) > min(m, n) or (m + n) * int(k) > nobs]
     if too_big:
-        limit = max(1, min(min(m, n), nobs // max(m + n, 1)))
+        limit = min(min(m, n), nobs // max(m + n, 1))
+        fix = (f"use k <= {limit}" if limit >= 1 else
+               "it cannot fit any factor model: give the answers of more historical models")
         raise AssayInputError(f"latent dimension k = {', '.join(map(str, too_big))} is more than this history supports "
-                              f"({m} models, {n} items, {nobs} observed entries: k <= {limit}); use a smaller k")
+                              f"({m} models, {n} items, {nobs} observed entries); {fix}")
 
 
 def _item_means(H: np.ndarray | None, N: int) -> np.ndarray:
