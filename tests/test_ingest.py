@@ -93,12 +93,20 @@ def test_detection_read_table_and_errors(tmp_path):
         read_helm(tmp_path / "empty")
 
 
-@pytest.mark.skipif(not any(FIX.glob("helm/**/per_instance_stats.json")), reason="no HELM fixture")
 def test_helm_per_instance_stats():
-    run = next(FIX.glob("helm/**/per_instance_stats.json")).parent
-    df = read_helm(run)
-    assert len(df) > 0 and df["item"].map(type).eq(str).all()
-    assert df["score"].between(0, 1).all() and "latency_s" in df
+    mcqa = FIX / "helm" / "simple_mcqa:model=simple_model1"
+    df = read_helm(mcqa)
+    assert len(df) > 0 and df["item"].map(type).eq(str).all() and set(df["metric"]) == {"exact_match"}
+    assert df["score"].between(0, 1).all() and (df["latency_s"] >= 0).all()  # inference_runtime: a PS-DME KPI
+    assert df["model"].iloc[0].startswith("simple/") and df["repeat"].min() == 1
+    assert not df.duplicated(["item", "repeat"]).any()
+    # a suite folder: runs that do not compute the metric (the language-modelling run) are skipped ...
+    both = read_helm(FIX / "helm")
+    assert len(both) == len(df)
+    # ... and a run alone without it is a clear error naming what it has
+    with pytest.raises(AssayInputError, match="no per-instance metric 'exact_match'"):
+        read_helm(FIX / "helm" / "simple1:model=simple_model1")
+    assert detect_format(FIX / "helm") == "helm"
 
 
 def test_cli_ingest(tmp_path):
@@ -118,3 +126,16 @@ def test_faq_reads_lmeval_logs_directly():
     r = CliRunner().invoke(app, ["faq", "--history", str(runs[0]), "--new", str(runs[1]), "--budget", "4", "--k", "1",
                                  "--weight-decay", "1"])
     assert r.exit_code == 2 and "1 models, 8 items" in r.output and "more historical models" in r.output
+
+
+def test_autoeval_takes_an_inspect_log_with_human_edits(tmp_path):
+    """The scorer's original values become judge labels and the human edits human labels (R-AutoEval+)."""
+    log = next(INS.glob("*human-edit*.eval"))
+    r = CliRunner().invoke(app, ["autoeval", str(log), "--risk-target", "0.5"])
+    assert r.exit_code == 2 and "several scorers" in r.output
+    r = CliRunner().invoke(app, ["ingest", str(log), "--scorer", "match", "-o", str(tmp_path / "m.parquet")])
+    assert r.exit_code == 0
+    r = CliRunner().invoke(app, ["autoeval", str(tmp_path / "m.parquet"), "--risk-target", "0.5", "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert out["method"] == "autoeval"

@@ -213,6 +213,15 @@ def autoeval(
 
     text = (candidate_col, item_col)
     table = d.read_table(data, text_columns=text)
+    if {"score_original", "score_human", "source"} <= set(table.columns) and human_col not in table.columns:
+        # an inspect log: the scorer's original values are the judge labels, human score edits the human labels
+        from .ingest import to_autoeval
+
+        if table["metric"].nunique() > 1:
+            raise AssayInputError(f"{data}: the log has several scorers ({', '.join(sorted(table['metric'].unique()))}); "
+                                  "pick the judge's with: assay ingest LOG --scorer NAME -o table.parquet")
+        table = to_autoeval(table).rename(columns={"candidate": candidate_col, "item": item_col,
+                                                   "loss_human": human_col, "loss_judge": judge_col})
     if judge is not None:
         table = d.merge_judge(table, d.read_table(judge, text_columns=text), candidate=candidate_col, item=item_col,
                               human_col=human_col, judge_col=judge_col)

@@ -243,6 +243,7 @@ def read_helm(path, *, metric: str = "exact_match", split: str | None = None, pe
     if not files:
         raise AssayInputError(f"{path}: no HELM per_instance_stats.json")
     rows: list[dict] = []
+    missing: list = []
     for f in files:
         run = f.parent
         spec = {}
@@ -272,9 +273,13 @@ def read_helm(path, *, metric: str = "exact_match", split: str | None = None, pe
             rows.append({"model": str(mname), "task": str(task), "variant": str(task), "item": str(inst.get("instance_id")),
                          "repeat": int(inst.get("train_trial_index", 0)) + 1, "metric": metric, "score": val,
                          "latency_s": lat, "source": "helm"})
-        if metric not in seen_metrics:
-            raise AssayInputError(f"{f}: no per-instance metric {metric!r}; available: "
-                                  f"{', '.join(sorted(m for m in seen_metrics if m))}")
+        if metric not in seen_metrics:  # this run does not compute the metric: skipped (an error if none does)
+            rows = [r for r in rows if not (r["task"] == str(task) and r["model"] == str(mname))]
+            missing.append((f, seen_metrics))
+    if not rows:
+        f, seen = missing[0]
+        raise AssayInputError(f"{f}: no per-instance metric {metric!r}; available: "
+                              f"{', '.join(sorted(m for m in seen if m))}")
     return pd.DataFrame(rows)
 
 
