@@ -38,7 +38,10 @@ def test_ask_tell_contract_and_errors():
     # simulated sample the expansion rule may add configurations (eps' ~ 1 < c * gamma with 10 random arms)
     assert set(range(10)) <= {t.arm for t in t1[:10]} | set(range(10)) and {t.arm for t in t1[:10]} == set(range(10))
     with pytest.raises(AssayInputError, match="outside"):
-        s.tell([(t1[0].id, 1.5)])
+        s.tell([(t1[0].id, 1.0), (t1[1].id, 1.5)])
+    assert s.tickets_told == 0 and s._m[: s.n].sum() == 0  # a bad entry leaves the search untouched
+    with pytest.raises(AssayInputError, match="already told"):
+        s.tell([(t1[0].id, 1.0), (t1[0].id, 1.0)])
     with pytest.raises(AssayInputError, match="unknown"):
         s.tell([(10_000, 0.5)])
     s.tell([(t.id, None if k == 0 else float(k % 2)) for k, t in enumerate(t1)])

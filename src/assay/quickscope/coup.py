@@ -571,7 +571,8 @@ class Search:
         ``utility`` must be in [0, 1]; ``None`` / NaN records a failed evaluation (the ticket is closed, counted
         in ``failures``, and the arm gets no observation).
         """
-        touched = []
+        checked: list[tuple[int, float | None]] = []
+        seen: set = set()
         for r in results:
             if isinstance(r, Mapping):
                 tid, u = r.get("ticket"), r.get("utility")
@@ -581,8 +582,9 @@ class Search:
                 except (TypeError, ValueError):
                     raise AssayInputError(f"tell() takes (ticket_id, utility) pairs or dicts; got {r!r}") from None
             tid = getattr(tid, "id", tid)
-            if tid not in self._pending:
+            if tid not in self._pending or tid in seen:
                 raise AssayInputError(f"ticket {tid!r} is unknown or was already told")
+            seen.add(tid)
             if u is not None:
                 try:
                     u = float(u)
@@ -592,6 +594,10 @@ class Search:
                     u = None
                 elif not 0.0 <= u <= 1.0:
                     raise AssayInputError(f"ticket {tid}: utility {u!r} is outside [0, 1] (the bounds need [0, 1] utilities)")
+            checked.append((tid, u))
+        # everything validated: only now change the state (a bad entry leaves the search untouched)
+        touched = []
+        for tid, u in checked:
             t = self._pending.pop(tid)
             self.tickets_told += 1
             if u is None:
