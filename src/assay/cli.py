@@ -492,7 +492,9 @@ def study(
     gt: Optional[int] = typer.Option(None, "--gt", help="Replications for the ground-truth target (paper: 3000)."),
     boot: Optional[int] = typer.Option(None, "--boot", help="Bootstrap draws per trial (paper: 500)."),
     seed: int = typer.Option(0, "--seed", help="Root seed; child seeds are spawned per configuration."),
-    workers: int = typer.Option(1, "--workers", help="Worker processes (results do not depend on it)."),
+    workers: int = typer.Option(1, "--workers", help="Worker processes / Ray CPUs (results do not depend on it)."),
+    executor: Optional[str] = typer.Option(None, "--executor", help="serial, processes or ray (default: processes when --workers > 1)."),
+    address: Optional[str] = typer.Option(None, "--address", help="Ray cluster: 'auto' (the cluster this machine is in) or ray://host:10001 (default: a local Ray)."),
     quick: bool = typer.Option(False, "--quick", help="A small version for a smoke test (200 trials)."),
     as_json: bool = typer.Option(False, "--json", help="Print {\"rows\": [...], ...} as JSON on stdout."),
     out: Optional[Path] = typer.Option(None, "--out", help="Also write the JSON result to this file."),
@@ -532,8 +534,14 @@ def study(
             kwargs.update(trials=10, grid=1000)
             if name == "autoeval-example":
                 kwargs.update(n_max=20_000)
-    with progress_reporter(f"study {name}") as update:
+    from .parallel import use_executor
+
+    if address is not None and executor not in (None, "ray"):
+        raise AssayInputError("--address is for --executor ray")
+    with use_executor(executor or ("ray" if address else None), address), progress_reporter(f"study {name}") as update:
         result = run_study(name, seed=seed, workers=workers, progress=update, **kwargs)
+    result.info["executor"] = {"kind": executor or ("ray" if address else ("processes" if workers > 1 else "serial")),
+                               "workers": workers, "address": address}
 
     def human() -> None:
         _out.print(result.summary(), highlight=False)

@@ -19,7 +19,8 @@ import numpy as np
 
 from .errors import AssayInputError
 
-__all__ = ["resolve_seed", "spawn", "SerialExecutor", "ProcessExecutor", "get_executor", "run_tasks"]
+__all__ = ["resolve_seed", "spawn", "SerialExecutor", "ProcessExecutor", "RayExecutor", "get_executor", "run_tasks",
+           "use_executor"]
 
 
 def resolve_seed(seed: int | np.random.SeedSequence | np.random.Generator | None):
@@ -79,9 +80,10 @@ class ProcessExecutor:
 
     def map(self, fn, tasks, seeds, progress=None) -> list[Any]:
         results: list[Any] = [None] * len(tasks)
-        # Each worker process limits its BLAS threads so that W workers use W cores.
-        with ProcessPoolExecutor(max_workers=self.workers, initializer=_single_thread_blas) as pool:
-            futures = {pool.submit(fn, t, s): k for k, (t, s) in enumerate(zip(tasks, seeds))}
+        # Each worker process limits its BLAS threads so that W workers use W cores, and receives the task
+        # function (with the large inputs it closes over) once, at start-up, instead of with every task.
+        with ProcessPoolExecutor(max_workers=self.workers, initializer=_worker_init, initargs=(fn,)) as pool:
+            futures = {pool.submit(_call_worker_fn, t, s): k for k, (t, s) in enumerate(zip(tasks, seeds))}
             done = 0
             for fut in as_completed(futures):
                 results[futures[fut]] = fut.result()
@@ -89,6 +91,18 @@ class ProcessExecutor:
                 if progress:
                     progress(done, len(tasks))
         return results
+
+
+_WORKER_FN: list = []
+
+
+def _worker_init(fn) -> None:
+    _single_thread_blas()
+    _WORKER_FN[:] = [fn]
+
+
+def _call_worker_fn(task, ss):
+    return _WORKER_FN[0](task, ss)
 
 
 def _single_thread_blas() -> None:
@@ -102,10 +116,105 @@ def _single_thread_blas() -> None:
         pass
 
 
-def get_executor(workers: int | None = 1, kind: str | None = None):
-    """``workers`` <= 1 (or kind "serial") -> serial; otherwise a process pool."""
-    if kind not in (None, "serial", "processes"):
-        raise AssayInputError(f"executor must be 'serial' or 'processes', got {kind!r}")
+class RayExecutor:
+    """Runs tasks on a Ray cluster (``pip install 'assay[ray]'``): a local one with ``workers`` CPUs, or the
+    cluster at ``address`` (``"auto"``: the one this machine belongs to; ``"ray://host:10001"``: a remote head).
+
+    * The task function (with the large inputs it closes over: a FAQ history and factors, a score tensor) is put
+      in the object store ONCE (``ray.put``) and shared by every task, not pickled per task.
+    * Tasks are sent in chunks (about 4 per worker, or ``chunk`` tasks each) so that the per-call overhead of Ray
+      stays small against the work, with at most ``workers`` chunks running at once; results come back in task
+      order.
+    * A task whose worker dies is retried by Ray (``max_retries``); tasks are pure functions of (task, child seed),
+      so a retry returns exactly the same result.
+    """
+
+    def __init__(self, workers: int | None = None, address: str | None = None, *, max_retries: int = 3,
+                 chunk: int | None = None) -> None:
+        try:
+            import ray  # noqa: F401
+        except ImportError:
+            raise AssayInputError("the Ray executor needs the optional extra: pip install 'assay[ray]'") from None
+        self.workers = int(workers or os.cpu_count() or 1)
+        self.address = address
+        self.max_retries = int(max_retries)
+        self.chunk = chunk
+
+    def _init(self):
+        import ray
+
+        if not ray.is_initialized():
+            kw = dict(include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
+            if self.address:
+                ray.init(address=self.address, **kw)
+            else:
+                ray.init(num_cpus=self.workers, **kw)
+        return ray
+
+    def map(self, fn, tasks, seeds, progress=None) -> list[Any]:
+        ray = self._init()
+        n = len(tasks)
+        if n == 0:
+            return []
+        size = self.chunk or max(1, -(-n // (4 * self.workers)))
+        fn_ref = ray.put(fn)
+        remote = ray.remote(num_cpus=1, max_retries=self.max_retries)(_run_chunk)
+        spans = [(lo, min(n, lo + size)) for lo in range(0, n, size)]
+        results: list[Any] = [None] * n
+        where: dict = {}
+        pending: list = []
+        nxt, done = 0, 0
+        while nxt < len(spans) or pending:
+            # at most `workers` chunks in flight: `workers` means the same on a laptop and on a cluster
+            while nxt < len(spans) and len(pending) < self.workers:
+                lo, hi = spans[nxt]
+                ref = remote.remote(fn_ref, list(tasks[lo:hi]), list(seeds[lo:hi]))
+                where[ref] = spans[nxt]
+                pending.append(ref)
+                nxt += 1
+            ready, pending = ray.wait(pending, num_returns=1)
+            for r in ready:
+                lo, hi = where.pop(r)
+                results[lo:hi] = ray.get(r)
+                done += hi - lo
+                if progress:
+                    progress(done, n)
+        return results
+
+
+def _run_chunk(fn, tasks, seeds):
+    return [fn(t, s) for t, s in zip(tasks, seeds)]
+
+
+_DEFAULT: dict[str, Any] = {"kind": None, "address": None}
+
+
+class use_executor:
+    """Make ``kind`` ("serial", "processes", "ray") the executor of every study / FAQ protocol run in this block
+    (or, called without ``with``, from now on): ``with use_executor("ray", address="auto"): run_study(...)``."""
+
+    def __init__(self, kind: str | None, address: str | None = None) -> None:
+        if kind not in (None, "serial", "processes", "ray"):
+            raise AssayInputError(f"executor must be serial, processes or ray; got {kind!r}")
+        self._old = dict(_DEFAULT)
+        _DEFAULT.update(kind=kind, address=address)
+
+    def __enter__(self) -> "use_executor":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _DEFAULT.update(self._old)
+
+
+def get_executor(workers: int | None = 1, kind: str | None = None, address: str | None = None):
+    """``workers`` <= 1 (or kind "serial") -> serial; "ray" -> :class:`RayExecutor`; otherwise a process pool.
+    Without ``kind``, the executor chosen with :class:`use_executor` (default: by ``workers``)."""
+    kind = kind or _DEFAULT["kind"]
+    address = address or _DEFAULT["address"]
+    if kind not in (None, "serial", "processes", "ray"):
+        raise AssayInputError(f"executor must be 'serial', 'processes' or 'ray', got {kind!r}")
+    if kind == "ray":
+        return RayExecutor(workers if workers and workers > 0 else None, address)
     if kind == "serial" or workers is None or workers <= 1:
         return SerialExecutor()
     return ProcessExecutor(workers)

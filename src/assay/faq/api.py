@@ -446,9 +446,15 @@ def _run_method(name: str, cfg: dict, Z: np.ndarray, n_b: int, rng: np.random.Ge
     return {"": (e.estimate, e.lo, e.hi)}
 
 
-def _chunk_task(task, ss):
-    """Worker: every (method, candidate) on one chunk of models for one (budget, seed)."""
-    ctx, Z, n_b, jobs, alpha = task
+def _chunk_task(task, ss, ctx=None, Z_all=None):
+    """Worker: every (method, candidate) on one chunk of models for one (budget, seed). ``ctx`` (factors, prior,
+    item means: the large shared input) is bound once with functools.partial, so executors that share the
+    function (Ray's object store) ship it once rather than with every task."""
+    if ctx is None:
+        ctx, Z, n_b, jobs, alpha = task
+    else:
+        lo, hi, n_b, jobs, alpha = task
+        Z = Z_all[lo:hi]
     children = ss.spawn(len(jobs))
     out = []
     for (name, cfg), child in zip(jobs, children):
@@ -483,13 +489,13 @@ def _evaluate_jobs(ctx, Z, theta, n_b_list, jobs, seeds_ss, alpha, chunk, worker
     for bi, n_b in enumerate(n_b_list):
         for si in range(len(seeds_ss)):
             for ci, sl in enumerate(chunks):
-                tasks.append((ctx, Z[sl], n_b, jobs, alpha))
+                tasks.append((sl.start, sl.stop, n_b, jobs, alpha))
                 keys.append((bi, si, ci))
     # one child seed sequence per (seed, budget, chunk), derived from the seed's own sequence so adding
     # budgets or chunks never changes other cells
     out: dict = {}
     bid = list(range(len(n_b_list))) if budget_ids is None else list(budget_ids)
-    results = _run_with_seeds(tasks, [(bid[bi], si, ci) for bi, si, ci in keys], seeds_ss, workers, progress)
+    results = _run_with_seeds(tasks, [(bid[bi], si, ci) for bi, si, ci in keys], seeds_ss, workers, progress, ctx, Z)
     for (bi, si, ci), res in zip(keys, results):
         sl = chunks[ci]
         for ji, variants in enumerate(res):
@@ -503,13 +509,16 @@ def _evaluate_jobs(ctx, Z, theta, n_b_list, jobs, seeds_ss, alpha, chunk, worker
     return out
 
 
-def _run_with_seeds(tasks, keys, seeds_ss, workers, progress):
+def _run_with_seeds(tasks, keys, seeds_ss, workers, progress, ctx=None, Z=None):
+    import functools
+
     from ..parallel import get_executor
 
     seed_for = []
     for bi, si, ci in keys:
         seed_for.append(np.random.SeedSequence(seeds_ss[si].entropy, spawn_key=seeds_ss[si].spawn_key + (bi, ci)))
-    return get_executor(workers).map(_chunk_task, tasks, seed_for, progress)
+    fn = _chunk_task if ctx is None else functools.partial(_chunk_task, ctx=ctx, Z_all=Z)
+    return get_executor(workers).map(fn, tasks, seed_for, progress)
 
 
 def _jobs_for(method: str, grid: Mapping | None) -> list[tuple[str, dict]]:
