@@ -91,7 +91,10 @@ def test_fit_from_history_with_missing_entries():
 
 @pytest.mark.parametrize("bad, msg", [
     (dict(budget=1), "at least 2"),
-    (dict(budget=10_000), "exceeds the bank"),
+    (dict(budget=-3), "budget"),
+    (dict(budget=10, until_width=1.5), "until_width"),
+    (dict(budget=10, design="sometimes"), "design"),
+    (dict(budget=10, min_queries=1), "min_queries"),
     (dict(budget=0.001), "at least 2"),
     (dict(budget=1.5), "neither"),
     (dict(budget=float("nan")), "budget"),
@@ -137,11 +140,12 @@ def test_bad_data(small):
 def test_protocol_table_and_determinism(small):
     hist, new, fm = small
     kw = dict(budgets=[0.1, 0.2], seeds=3, seed=11, tune=False, factors=fm, chunk=16,
-              methods=["faq", "uniform", "ht_uniform", "aipw", "ai_factor"])
+              methods=["faq", "faq_paper", "uniform", "ht_uniform", "aipw", "ai_factor"])
     r1 = faq.protocol(hist, new, workers=1, **kw)
     r2 = faq.protocol(hist, new, workers=2, **kw)
     t = r1.table
-    assert set(t["method"]) == {"faq", "uniform", "ht_uniform", "aipw", "ai_factor"}
+    assert set(t["method"]) == {"faq", "faq:cs", "faq:increments|t", "faq:conservative|normal", "faq_paper",
+                                "uniform", "ht_uniform", "aipw", "ai_factor"}
     for c in ("budget", "method", "coverage", "mean_width", "ess_vs_uniform_mean", "ess_vs_ht_uniform"):
         assert c in t.columns
     pd.testing.assert_frame_equal(t, r2.table)
@@ -158,7 +162,7 @@ def test_protocol_coverage_and_gain_on_a_factor_world():
     fm = FactorModel(k=3, weight_decay=1.0, seed=0).fit(hist)
     r = faq.protocol(hist, new, budgets=[0.2], seeds=4, seed=1, tune=False, factors=fm,
                      methods=["faq", "uniform", "ht_uniform"],
-                     params={"faq": FAQParams(tau=0.25, variance="increments")})
+                     params={"faq": FAQParams(tau=0.25, variance="increments", quantile="normal")})
     t = r.table.set_index("method")
     n_int = 300 * 4
     tol = 4 * np.sqrt(0.95 * 0.05 / n_int) + 0.01  # + a little for the CLT at n_b = 60
@@ -169,13 +173,14 @@ def test_protocol_coverage_and_gain_on_a_factor_world():
 
 def test_protocol_tuning_picks_a_covering_candidate():
     hist, new = world(n_hist=200, n_new=40, N=120, k=2, seed=7)
-    grid = {"tau": (0.05, 0.5), "variance": ("increments", "conservative"), "quantile": ("normal",)}
-    r = faq.protocol(hist, new, budgets=[0.2], seeds=2, seed=0, methods=["faq", "aipw"],
+    grid = {"tau": (0.05, 0.5)}
+    r = faq.protocol(hist, new, budgets=[0.2], seeds=2, seed=0, methods=["faq", "aipw"], tune=True,
                      factors=FactorModel(k=2, weight_decay=1.0, seed=0), grids={"faq": grid}, val_seeds=3)
     tun = r.tables["tuning"]
     f = tun[tun["method"] == "faq"]
-    assert len(f) == 4 and f["selected"].sum() == 1
-    thr = 0.95 - np.sqrt(0.05 * 0.95 / (40 * 3))
+    assert len(f) == 2 and f["selected"].sum() == 1
+    n_val = 50  # one of 4 model-level folds of the 200 history models
+    thr = 0.95 - np.sqrt(0.05 * 0.95 / (n_val * 3))
     sel = f[f["selected"]].iloc[0]
     ok = f[f["val_coverage"] >= thr]
     if len(ok):
@@ -189,8 +194,12 @@ def test_protocol_bad_input(small):
         faq.protocol(hist, new, methods=["faq", "magic"], tune=False, factors=fm)
     with pytest.raises(AssayInputError, match="seeds"):
         faq.protocol(hist, new, seeds=[], tune=False, factors=fm)
-    with pytest.raises(AssayInputError, match="exceeds"):
-        faq.protocol(hist, new, budgets=[500], seeds=1, tune=False, factors=fm)
+    with pytest.raises(AssayInputError, match="at least 2"):
+        faq.protocol(hist, new, budgets=[1], seeds=1, tune=False, factors=fm)
+    with pytest.raises(AssayInputError, match="unfitted"):
+        faq.protocol(hist, budgets=[0.1], seeds=1, factors=fm)  # fitted on models the splits would call new
+    with pytest.raises(AssayInputError, match="splits"):
+        faq.protocol(hist, budgets=[0.1], seeds=1, splits=1, factors=FactorModel(k=2, seed=0))
 
 
 def test_report_sections(small):
@@ -214,9 +223,13 @@ def test_without_replacement_ablation_asks_distinct_questions(small):
 
     hist, new, fm = small
     Z = new.to_numpy()[:5]
-    r = run_faq(fm.V_, fm.prior_mean_, fm.prior_cov_, Z, 60, rng=np.random.default_rng(0), replacement=False)
-    assert (r.n_distinct == 60).all()
-    r2 = run_faq(fm.V_, fm.prior_mean_, fm.prior_cov_, Z, 60, rng=np.random.default_rng(0))
+    for design in ("naive-wor", "wor"):
+        r = run_faq(fm.V_, fm.prior_mean_, fm.prior_cov_, Z, 60, rng=np.random.default_rng(0),
+                    params=FAQParams(design=design))
+        assert (r.n_distinct == 60).all()
+        with pytest.raises(AssayInputError, match="cannot exceed"):
+            run_faq(fm.V_, fm.prior_mean_, fm.prior_cov_, Z, 200, rng=np.random.default_rng(0),
+                    params=FAQParams(design=design))
+    r2 = run_faq(fm.V_, fm.prior_mean_, fm.prior_cov_, Z, 60, rng=np.random.default_rng(0),
+                 params=FAQParams(design="wr"))
     assert (r2.n_distinct < 60).any()  # with replacement some questions repeat
-    with pytest.raises(AssayInputError, match="cannot exceed"):
-        run_faq(fm.V_, fm.prior_mean_, fm.prior_cov_, Z, 200, rng=np.random.default_rng(0), replacement=False)

@@ -77,7 +77,9 @@ def test_save_and_load_factors_give_the_same_answer(files, tmp_path):
     (["--budget", "0.2"], "exactly one of --new"),
     (["--new", "NEW", "--items", "BANK", "--budget", "0.2"], "exactly one of --new"),
     (["--items", "BANK", "--budget", "0.2"], "needs --endpoint"),
-    (["--new", "NEW", "--budget", "500"], "exceeds the bank"),
+    (["--new", "NEW", "--budget", "1.5"], "neither a fraction"),
+    (["--new", "NEW", "--budget", "lots"], "neither a fraction"),
+    (["--new", "NEW", "--until-width", "2"], "until_width"),
     (["--new", "NEW", "--budget", "1"], "at least 2"),
     (["--new", "NEW", "--k", "2"], "go together"),
     (["--new", "nope.csv"], "no such file"),
@@ -88,6 +90,39 @@ def test_errors_exit_2(files, args, msg):
     r = runner.invoke(app, ["faq", "--history", str(d / "hist.csv"), *args, *([] if "--k" in args else FIXED)])
     assert r.exit_code == 2, r.output
     assert msg in r.output
+
+
+@pytest.mark.parametrize("budget", ["500", "60", "1.0"])
+def test_budget_of_the_whole_bank_is_exact(files, budget):
+    d, _ = files
+    r = invoke("--history", d / "hist.csv", "--new", d / "new.csv", "--budget", budget, "--seed", 0, "--json", *FIXED)
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    truth = pd.read_csv(d / "new.csv").set_index("model").mean(axis=1)
+    for e in out["estimates"]:
+        assert e["estimate"] == e["low"] == e["high"] == pytest.approx(truth[e["model"]], abs=1e-12)
+        assert e["n_queries"] == N and e["interval"] == "exact"
+    assert out["params"]["n_queries"] == N
+    assert any("exact" in w for w in out["warnings"])
+
+
+def test_budget_count_versus_fraction(files):
+    d, _ = files
+    a = json.loads(invoke("--history", d / "hist.csv", "--new", d / "new.csv", "--budget", "6", "--seed", 0, "--json",
+                          *FIXED).stdout)
+    b = json.loads(invoke("--history", d / "hist.csv", "--new", d / "new.csv", "--budget", "0.1", "--seed", 0, "--json",
+                          *FIXED).stdout)
+    assert a["params"]["n_queries"] == b["params"]["n_queries"] == 6  # 6 queries, and 10% of 60
+
+
+def test_until_width(files):
+    d, _ = files
+    r = invoke("--history", d / "hist.csv", "--new", d / "new.csv", "--budget", "1.0", "--until-width", "0.3",
+               "--min-queries", 5, "--seed", 0, "--json", *FIXED)
+    assert r.exit_code == 0, r.output
+    for e in json.loads(r.stdout)["estimates"]:
+        assert e["interval"] == "anytime-valid"
+        assert e["n_queries"] >= 5 and (e["width"] <= 0.3 or e["n_queries"] == N)
 
 
 def test_mismatched_items_exit_2(files, tmp_path):
@@ -117,6 +152,27 @@ def test_live_against_fake_server_and_resume(files, tmp_path):
         o2 = json.loads(r2.stdout)
         assert srv.total == first  # everything came from the journal
         assert o2["live"]["requests"] == 0 and o2["estimates"][0]["estimate"] == e["estimate"]
+        # without --seed the run's own seed is reused: the same questions, nothing paid
+        no_seed = [a for a in common if a not in ("--seed", 7)]
+        r3 = invoke(*no_seed, "--run-id", o1["live"]["run_id"])
+        assert r3.exit_code == 0, r3.output
+        o3 = json.loads(r3.stdout)
+        assert o3["seed"] == 7 and srv.total == first and o3["estimates"][0]["estimate"] == e["estimate"]
+        # another seed, budget or factors would draw other questions: refused before any request
+        for change, what in ((["--seed", "8"], "seed"), (["--budget", "21"], "n_queries"),
+                             (["--tau", "0.3"], "params")):
+            args = list(common)
+            if change[0] in args:
+                args[args.index(change[0]) + 1] = change[1]
+            else:
+                args += change
+            r4 = invoke(*args, "--run-id", o1["live"]["run_id"])
+            assert r4.exit_code == 2, r4.output
+            assert "started with other FAQ settings" in r4.output and what in r4.output
+            assert srv.total == first
+        other_factors = [a if a != "2" else "1" for a in common]  # --k 1
+        r5 = invoke(*other_factors, "--run-id", o1["live"]["run_id"])
+        assert r5.exit_code == 2 and "factors" in r5.output and srv.total == first
 
 
 def test_live_endpoint_failure_exit_3(files, tmp_path):

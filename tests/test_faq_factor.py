@@ -75,18 +75,84 @@ def test_cv_picks_small_k(plant):
 
 @pytest.mark.parametrize("bias", [False, True])
 def test_gradient_matches_finite_differences(bias):
+    """The fast objective (float32 elementwise work, float64 sums, Y only through matrix products) equals a plain
+    float64 reference, whose gradient is checked by central differences."""
+
+    def reference(theta, Y, M, k, wd, bias):
+        m, n = Y.shape
+        U = theta[: m * k].reshape(m, k)
+        V = theta[m * k: m * k + n * k].reshape(n, k)
+        X = U @ V.T + (theta[m * k + n * k:][None, :] if bias else 0.0)
+        nobs = M.sum()
+        f = np.sum(M * (np.logaddexp(0.0, X) - Y * X)) / nobs + 0.5 * wd / nobs * theta @ theta
+        G = M * (1 / (1 + np.exp(-X)) - Y) / nobs
+        parts = [G @ V + wd / nobs * U, G.T @ U + wd / nobs * V]
+        g = np.concatenate([p.ravel() for p in parts] + ([G.sum(0) + wd / nobs * theta[m * k + n * k:]] if bias else []))
+        return f, g
+
     rng = np.random.default_rng(3)
     m, n, k = 7, 9, 3
     H = rng.integers(0, 2, (m, n)).astype(float)
     M = (rng.random((m, n)) < 0.7).astype(float)
     Y = np.where(M > 0, H, 0.0)
     theta = rng.standard_normal((m + n) * k + (n if bias else 0))
-    f, g = _objective(theta, Y, M, k, 0.3, bias)
+    f0, g0 = reference(theta, Y, M, k, 0.3, bias)
     eps = 1e-6
     E = np.eye(theta.size)
-    num = np.array([(_objective(theta + eps * e, Y, M, k, 0.3, bias)[0]
-                     - _objective(theta - eps * e, Y, M, k, 0.3, bias)[0]) / (2 * eps) for e in E])
-    np.testing.assert_allclose(g, num, rtol=1e-5, atol=1e-8)
+    num = np.array([(reference(theta + eps * e, Y, M, k, 0.3, bias)[0]
+                     - reference(theta - eps * e, Y, M, k, 0.3, bias)[0]) / (2 * eps) for e in E])
+    np.testing.assert_allclose(g0, num, rtol=1e-5, atol=1e-8)
+    for mask in (M.astype(np.float32), None):
+        Yx = Y if mask is not None else H
+        f, g = _objective(theta, Yx, mask, k, 0.3, bias)
+        fr, gr = reference(theta, Yx, np.ones_like(H) if mask is None else M, k, 0.3, bias)
+        assert f == pytest.approx(fr, rel=1e-7)
+        np.testing.assert_allclose(g, gr, rtol=1e-5, atol=1e-7 * np.abs(gr).max())
+
+
+def test_model_level_cv_and_progress():
+    """cv_by='models' holds out whole groups, scores the new-model criterion, reports every fold x candidate."""
+    U, V, Y, obs, H = planted(m=120, n=150, k=2, p_obs=1.0, seed=5)
+    groups = np.repeat(np.arange(30), 4)
+    seen = []
+    fm = FactorModel(cv=3, cv_by="models", ks=(1, 2, 4), lambdas=(1.0, 10.0), bias=True, seed=0).fit(
+        H, groups=groups, progress=lambda d, t, info: seen.append((d, t, info)))
+    assert [d for d, _, _ in seen] == list(range(1, 3 * 3 * 2 + 2)) and seen[-1][0] == seen[-1][1] == 19
+    assert "fold 1/3" in seen[0][2] and "final fit" in seen[-1][2]
+    cvr = fm.cv_results_
+    assert len(cvr) == 6 and cvr["selected"].sum() == 1
+    # the planted rank is 2: rank 1 predicts held-out models clearly worse than rank 2
+    l1 = cvr[(cvr.k == 1)]["heldout_logloss"].min()
+    l2 = cvr[(cvr.k == 2)]["heldout_logloss"].min()
+    assert l2 < l1 - 0.01
+    assert fm.heldout_logloss_ < fm.baseline_logloss_
+    with pytest.raises(AssayInputError, match="one label per history row"):
+        FactorModel(cv=3, cv_by="models", ks=(1,), lambdas=(1.0,)).fit(H, groups=groups[:-1])
+    with pytest.raises(AssayInputError, match="cv_by"):
+        FactorModel(cv=3, cv_by="rows").fit(H)
+
+
+def test_row_folds_keep_groups_together():
+    from assay.faq.factor import _row_folds
+
+    g = np.array(["a"] * 10 + ["b"] * 3 + ["c"] * 3 + ["d"] * 4 + ["e"] * 1)
+    fold = _row_folds(len(g), 2, g, np.random.default_rng(0))
+    for lab in np.unique(g):
+        assert len(set(fold[g == lab])) == 1
+    assert abs((fold == 0).sum() - (fold == 1).sum()) <= 3
+    with pytest.raises(AssayInputError, match="groups"):
+        _row_folds(len(g), 6, g, np.random.default_rng(0))
+
+
+def test_fingerprint_tracks_what_faq_uses(plant):
+    *_, H = plant
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        f1 = FactorModel(k=2, seed=0, holdout=0).fit(H[:100, :80])
+        f2 = FactorModel(k=2, seed=0, holdout=0).fit(H[:100, :80])
+        f3 = FactorModel(k=2, seed=1, holdout=0).fit(H[:100, :80])
+    assert f1.fingerprint() == f2.fingerprint() != f3.fingerprint()
+    assert len(f1.fingerprint()) == 16
 
 
 def test_overfit_guard_fires_on_underregularised_fit():

@@ -1,24 +1,59 @@
-"""The faq-leaderboard study on real Open LLM Leaderboard answers (small version; the full one is in the README)."""
+"""FAQ on real Open LLM Leaderboard answers, evaluated on model families absent from the history (small versions of
+the faq-leaderboard and faq-stopping studies; the full ones are in the README)."""
 
 import numpy as np
 import pytest
 
 from assay.studies import run_study
-from assay.studies.faq import shared_data_dir, DATA
+from assay.studies.faq import DATA, shared_data_dir
 
 pytestmark = pytest.mark.skipif(not (shared_data_dir() / DATA).exists(), reason="shared data not present")
 
 
-def test_faq_leaderboard_small():
-    grid = {"beta0": (1.0,), "rho": (0.0,), "gamma": (0.0,), "tau": (0.25,),
-            "variance": ("increments", "conservative"), "quantile": ("normal",)}
-    r = run_study("faq-leaderboard", trials=2, budgets=(0.05,), n_history=300, n_new=100, val_seeds=2,
-                  cv_ks=(4,), cv_lambdas=(3.0,), grid=grid, methods=("faq", "uniform", "ht_uniform"), seed=0)
-    t = r.rows.set_index("method")
-    assert {"faq", "uniform", "ht_uniform", "faq:paper"} <= set(t.index)
-    # factors fitted by assay on 300 other models make FAQ clearly narrower than uniform sampling
-    assert t.loc["faq", "ess_vs_uniform_mean"] > 1.5
-    assert t.loc["faq", "ess_vs_ht_uniform"] > t.loc["faq", "ess_vs_uniform_mean"]
-    # 200 intervals: coverage well away from failure (MC s.e. ~0.015)
-    assert t.loc["faq", "coverage"] > 0.95 - 4 * np.sqrt(0.05 * 0.95 / 200)
-    assert t.loc["faq", "paper_ess"] == 4.27 and t.loc["faq", "ref_released_ess_vs_ht"] == 1.96
+def binom_se(p, n):
+    return float(np.sqrt(p * (1 - p) / n))
+
+
+@pytest.fixture(scope="module")
+def leaderboard():
+    return run_study("faq-leaderboard", trials=6, budgets=(0.025, 0.1), n_models=300, splits=2,
+                     methods=("faq", "faq_paper", "uniform", "ht_uniform"), seed=1)
+
+
+def test_covers_at_the_smallest_budget_on_unseen_families(leaderboard):
+    """2.5% of the bank (33 queries), 300 models in 2 family-level splits x 6 seeds = 1,800 intervals.
+
+    The default covers within 3 binomial standard errors of 95% (it measured 0.97-0.98); the paper's released
+    configuration (with replacement, tau = 0.05, eq. 8, normal quantile) does not: it measured 0.90 at 2.5% on
+    the full study, the under-coverage the paper reports at small budgets, made worse here by unseen families."""
+    t = leaderboard.rows.set_index(["budget", "method"])
+    n = 300 * 6
+    faq = t.loc[(0.025, "faq")]
+    assert faq["coverage"] >= 0.95 - 3 * binom_se(0.95, n)
+    assert t.loc[(0.025, "faq_paper"), "coverage"] < faq["coverage"] - 0.03
+    assert t.loc[(0.025, "faq_paper"), "coverage"] < 0.95 - 2 * binom_se(0.95, n)
+    assert t.loc[(0.1, "faq"), "coverage"] >= 0.95 - 3 * binom_se(0.95, n)
+    # the uniform reference (Wilson interval) covers too, so ESS against it is a fair comparison
+    assert t.loc[(0.025, "uniform"), "coverage"] >= 0.95 - 3 * binom_se(0.95, n)
+
+
+def test_saves_queries_on_unseen_families(leaderboard):
+    t = leaderboard.rows.set_index(["budget", "method"])
+    # measured 2.1x at 10% on the full study; the issue's bar is 1.3x over the honest uniform sample mean
+    assert t.loc[(0.1, "faq"), "ess_vs_uniform_mean"] >= 1.3
+    assert t.loc[(0.1, "faq"), "ess_vs_ht_uniform"] > t.loc[(0.1, "faq"), "ess_vs_uniform_mean"]
+    assert t.loc[(0.1, "faq"), "paper_ess"] == 4.89 and t.loc[(0.1, "faq"), "ref_released_ess_vs_ht"] == 2.13
+    notes = " ".join(leaderboard.info["notes"])
+    assert "whole model families held out" in notes
+
+
+def test_stopping_rule_covers_at_the_stopping_time():
+    r = run_study("faq-stopping", trials=2, widths=(0.15,), n_models=300, splits=2, fixed_budgets=(0.025, 0.05, 0.1),
+                  seed=2)
+    row = r.rows.iloc[0]
+    n = 300 * 2
+    assert row["coverage_at_stop"] >= 0.95 - 3 * binom_se(0.95, n)  # measured 0.99 on the full study
+    assert row["share_reached"] > 0.95 and row["mean_final_width"] <= 0.15
+    assert 20 <= row["mean_queries"] < 0.5 * 1351
+    # anytime validity has a price: more queries than a budget guessed right in advance (1.7x measured)
+    assert row["queries_vs_fixed"] > 1.0

@@ -487,7 +487,7 @@ def report(
 @app.command()
 @_guard
 def study(
-    name: str = typer.Argument(..., help="siren-a, siren-b, siren-c, autoeval-example, autoeval-quant, psdme-ridge, faq-leaderboard, scope-sim."),
+    name: str = typer.Argument(..., help="siren-a, siren-b, siren-c, autoeval-example, autoeval-quant, psdme-ridge, faq-leaderboard, faq-stopping, scope-sim."),
     trials: Optional[int] = typer.Option(None, "--trials", help="Monte Carlo trials per configuration (paper: 2000)."),
     gt: Optional[int] = typer.Option(None, "--gt", help="Replications for the ground-truth target (paper: 3000)."),
     boot: Optional[int] = typer.Option(None, "--boot", help="Bootstrap draws per trial (paper: 500)."),
@@ -521,8 +521,11 @@ def study(
     if name.startswith("faq"):
         kwargs.pop("gt", None)
         kwargs.pop("n_boot", None)
-        if quick:
-            kwargs.update(trials=2, budgets=(0.05, 0.1), val_seeds=2, cv_ks=(8,), cv_lambdas=(3.0,))
+        if quick and name == "faq-leaderboard":
+            kwargs.update(trials=2, budgets=(0.025, 0.1), n_models=300, splits=2,
+                          methods=("faq", "faq_paper", "uniform", "ht_uniform"))
+        elif quick:
+            kwargs.update(trials=1, widths=(0.15,), n_models=300, splits=2, fixed_budgets=(0.025, 0.05, 0.1))
     if name.startswith("scope"):
         kwargs.pop("gt", None)
         kwargs.pop("n_boot", None)
@@ -538,7 +541,10 @@ def study(
 
     if address is not None and executor not in (None, "ray"):
         raise AssayInputError("--address is for --executor ray")
-    with use_executor(executor or ("ray" if address else None), address), progress_reporter(f"study {name}") as update:
+    with use_executor(executor or ("ray" if address else None), address), progress_reporter(f"study {name}") as update, \
+            progress_reporter("factor fit (per fold and candidate)") as fit_update:
+        if name.startswith("faq"):
+            kwargs["fit_progress"] = fit_update
         result = run_study(name, seed=seed, workers=workers, progress=update, **kwargs)
     result.info["executor"] = {"kind": executor or ("ray" if address else ("processes" if workers > 1 else "serial")),
                                "workers": workers, "address": address}
@@ -593,32 +599,50 @@ def _print_faq(result) -> None:
                f"{f.get('train_logloss', float('nan')):.3f}, held-out {f.get('heldout_logloss', float('nan')):.3f}")
 
 
+def _parse_budget(text: str):
+    """--budget: '0.05' or '1.0' is a fraction of the bank, '67' a number of queries."""
+    import re
+
+    t = text.strip()
+    if re.fullmatch(r"[0-9]+", t):
+        return int(t)
+    try:
+        return float(t)
+    except ValueError:
+        raise AssayInputError(f"--budget {text!r} is neither a fraction of the bank (0.05, 1.0) nor a number of "
+                              "queries (67)") from None
+
+
 @app.command()
 @_guard
 def faq(
     history: Path = typer.Option(..., "--history", help="Historical 0/1 answers: wide (model id column + one column per item; empty = missing) or long (model, item, score)."),
     new: Optional[Path] = typer.Option(None, "--new", help="Offline: the new model(s)' answers on every item (same formats)."),
     items: Optional[Path] = typer.Option(None, "--items", help="Live: item bank (CSV/JSONL/...) with id, prompt and reference columns."),
-    budget: float = typer.Option(0.05, "--budget", help="Queries: a fraction of the bank (0 < b < 1) or a number (>= 2)."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="Seed of FAQ's draws (recorded; reuse it to resume a live run)."),
+    budget: str = typer.Option("0.05", "--budget", help="A fraction of the bank (0.05; 1.0 = every question) or a number of queries (67). N or more = every question once, exact."),
+    until_width: Optional[float] = typer.Option(None, "--until-width", help="Stop as soon as the (anytime-valid) interval is at most this wide; --budget is then the most to spend."),
+    min_queries: int = typer.Option(20, "--min-queries", help="With --until-width: never stop before this many queries."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Seed of FAQ's draws (recorded; a resumed live run reuses its own)."),
     alpha: float = typer.Option(0.05, "--alpha", help="1 - confidence level."),
-    tau: float = typer.Option(0.05, "--tau", help="Uniform mixing (every question keeps probability >= tau/N)."),
-    beta0: float = typer.Option(1.0, "--beta0", help="Tempering exponent of the oracle scores."),
-    rho: float = typer.Option(0.0, "--rho", help="Active-learning share of the budget (0 = off)."),
-    gamma: float = typer.Option(0.0, "--gamma", help="Tempering warm-up share of the budget."),
-    variance: str = typer.Option("conservative", "--variance", help="conservative, increments or paper (eq. 8)."),
-    quantile: str = typer.Option("normal", "--quantile", help="normal or t."),
+    tau: Optional[float] = typer.Option(None, "--tau", help="Uniform mixing (every question keeps probability >= tau/N; default 0.5)."),
+    beta0: Optional[float] = typer.Option(None, "--beta0", help="Tempering exponent of the oracle scores (default 1)."),
+    rho: Optional[float] = typer.Option(None, "--rho", help="Active-learning share of the budget (default 0 = off)."),
+    gamma: Optional[float] = typer.Option(None, "--gamma", help="Tempering warm-up share of the budget (default 0)."),
+    design: Optional[str] = typer.Option(None, "--design", help="wor (default: without replacement), wr (the paper's Algorithm 1) or naive-wor (the paper's invalid ablation)."),
+    variance: Optional[str] = typer.Option(None, "--variance", help="conservative (default), increments, model or paper (eq. 8, --design wr)."),
+    quantile: Optional[str] = typer.Option(None, "--quantile", help="t (default) or normal."),
     factors: Optional[Path] = typer.Option(None, "--factors", help="Load fitted factors (.npz from --save-factors): no fitting."),
     save_factors: Optional[Path] = typer.Option(None, "--save-factors", help="Save the fitted factors to this .npz."),
     k: Optional[int] = typer.Option(None, "--k", help="Fixed latent dimension (skips cross-validation; needs --weight-decay)."),
     weight_decay: Optional[float] = typer.Option(None, "--weight-decay", help="Fixed L2 prior precision (with --k)."),
+    cache: bool = typer.Option(True, "--cache/--no-cache", help="Reuse the default factor fit cached under a hash of the history ($ASSAY_CACHE_DIR or ~/.cache/assay)."),
     endpoint: Optional[str] = typer.Option(None, "--endpoint", help="Live: OpenAI-compatible base URL."),
     model: Optional[str] = typer.Option(None, "--model", help="Live: model name as the endpoint knows it."),
     api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env", help="Environment variable holding the API key."),
     scorer: str = typer.Option("exact", "--scorer", help="Live: exact, numeric, choice or contains."),
     policy: str = typer.Option("wrong", "--policy", help="Live: unparseable answers count as wrong, or missing (stop)."),
     journal: Optional[Path] = typer.Option(None, "--journal", help="Live: SQLite journal (default $ASSAY_JOURNAL or ~/.cache/assay/journal.sqlite)."),
-    run_id: Optional[str] = typer.Option(None, "--run-id", help="Live: resume this run (with the same --seed)."),
+    run_id: Optional[str] = typer.Option(None, "--run-id", help="Live: resume this run (its seed, budget and factors must match; the seed is reused when omitted)."),
     timeout: float = typer.Option(60.0, "--timeout", help="Live: per-request timeout in seconds."),
     max_retries: int = typer.Option(6, "--max-retries", help="Live: retries per request."),
     temperature: float = typer.Option(0.0, "--temperature"),
@@ -627,9 +651,9 @@ def faq(
     id_col: str = typer.Option("id", "--id-col"),
     prompt_col: str = typer.Option("prompt", "--prompt-col"),
     reference_col: str = typer.Option("reference", "--reference-col"),
-    queries_out: Optional[Path] = typer.Option(None, "-o", "--queries", help="Write the asked questions (model, round, item, answer, q, phi)."),
+    queries_out: Optional[Path] = typer.Option(None, "--queries", help="Write the asked questions (model, round, item, answer, q, phi)."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Also write the JSON result to this file."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Also write the JSON result to this file."),
     report: Optional[Path] = typer.Option(None, "--report", help="Also write a self-contained HTML report."),
 ) -> None:
     """A new model's accuracy on the whole benchmark from a few adaptively chosen questions (FAQ)."""
@@ -644,16 +668,14 @@ def faq(
         raise AssayInputError("live mode (--items) needs --endpoint and --model")
     if (k is None) != (weight_decay is None):
         raise AssayInputError("--k and --weight-decay go together (a fixed factor model); omit both to cross-validate")
+    bud = _parse_budget(budget)
     hist = _read_answers(history, "history")
+    fm = None
     if factors is not None:
         fm = load_factors(factors)
     elif k is not None:
         fm = faq_mod.FactorModel(k=k, weight_decay=weight_decay, seed=0)
-    else:
-        fm = faq_mod.api.default_factor_model(0)
-    if not hasattr(fm, "V_"):
-        sys.stderr.write("fitting the factor model on the history (save it with --save-factors to skip this next time)\n")
-    prm = dict(tau=tau, beta0=beta0, rho=rho, gamma=gamma, variance=variance, quantile=quantile)
+    prm = dict(tau=tau, beta0=beta0, rho=rho, gamma=gamma, variance=variance, quantile=quantile, design=design)
     answerer = None
     if new is not None:
         target = _read_answers(new, "new")
@@ -668,20 +690,20 @@ def faq(
                                 run_id=run_id, timeout=timeout, max_retries=max_retries, id_col=id_col,
                                 prompt_col=prompt_col, reference_col=reference_col)
         target = answerer
-    with progress_reporter("faq rounds") as update:
+    with progress_reporter("factor fit (per fold and candidate)") as fit_update, progress_reporter("faq rounds") as update:
         try:
-            result = faq_mod.evaluate(hist, target, budget=budget, seed=seed, alpha=alpha, factors=fm,
-                                      progress=update, items=answerer.items if answerer else None, **prm)
+            result = faq_mod.evaluate(hist, target, budget=bud, seed=seed, alpha=alpha, factors=fm, cache=cache,
+                                      until_width=until_width, min_queries=min_queries, progress=update,
+                                      fit_progress=fit_update, items=answerer.items if answerer else None, **prm)
         finally:
             if answerer is not None and answerer.run_id:
-                sys.stderr.write(f"run id: {answerer.run_id} (resume with --run-id {answerer.run_id} --seed "
-                                 f"{seed if seed is not None else '<the recorded seed>'}); {answerer.n_requests} "
-                                 f"requests, {answerer.n_cached} from the journal\n")
+                sys.stderr.write(f"run id: {answerer.run_id} (resume with --run-id {answerer.run_id}); "
+                                 f"{answerer.n_requests} requests, {answerer.n_cached} from the journal\n")
     if answerer is not None:
         result.info["live"] = {"run_id": answerer.run_id, "requests": answerer.n_requests, "cached": answerer.n_cached,
                                "endpoint": endpoint, "model": model, "scorer": scorer, "policy": policy}
     if save_factors is not None:
-        write_factors(fm, save_factors)
+        write_factors(result.factors_, save_factors)
         sys.stderr.write(f"factors saved to {save_factors}\n")
     if queries_out is not None:
         queries_out.parent.mkdir(parents=True, exist_ok=True)

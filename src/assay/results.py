@@ -167,6 +167,11 @@ class Result:
     def table(self) -> pd.DataFrame:
         return self.tables[self.main_table]
 
+    @property
+    def warnings(self) -> list[str]:
+        """Plain sentences the reader must see beside the numbers (stored in ``info["warnings"]``)."""
+        return list(self.info.get("warnings", []))
+
     def to_frame(self) -> pd.DataFrame:
         """The main tidy table (a copy)."""
         return self.table.copy()

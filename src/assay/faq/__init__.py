@@ -9,9 +9,11 @@ confidence interval that is valid whatever the factor model's quality (Proactive
 """
 
 from . import api
-from .api import DEFAULT_GRID, FAQProtocolResult, FAQResult, as_matrix, evaluate, protocol, resolve_budget
+from .api import (DEFAULT_GRID, MIN_VALIDATED_QUERIES, FAQProtocolResult, FAQResult, as_matrix, default_factor_model,
+                  evaluate, fit_factors, model_splits, protocol, resolve_budget)
 from .core import FAQParams, run_faq
 from .factor import FactorFitWarning, FactorModel, OverfitWarning
 
 __all__ = ["FactorModel", "OverfitWarning", "FactorFitWarning", "FAQParams", "run_faq", "evaluate", "protocol",
-           "FAQResult", "FAQProtocolResult", "as_matrix", "resolve_budget", "DEFAULT_GRID"]
+           "FAQResult", "FAQProtocolResult", "as_matrix", "resolve_budget", "DEFAULT_GRID", "default_factor_model",
+           "fit_factors", "model_splits", "MIN_VALIDATED_QUERIES"]

@@ -8,7 +8,9 @@ a point estimate, its standard error and a Wald CI ``estimate +- z_{1-alpha/2} s
 Designs
 -------
 * :func:`uniform_mean` -- simple random sample WITHOUT replacement of exactly ``n_b`` distinct questions,
-  plain sample mean, variance ``(1 - n_b/N) s^2 / n_b`` (finite-population correction, ``s^2`` with ddof=1).
+  plain sample mean, variance ``(1 - n_b/N) s^2 / n_b`` (finite-population correction, ``s^2`` with ddof=1),
+  Wilson score interval with the same correction (:func:`wilson_fpc`; a Wald interval collapses to zero
+  width on near-constant models).
   This is the honest "uniform sampling" reference: it is what a practitioner would do with ``n_b`` labels.
 * :func:`ht_uniform` -- the paper's "uniform" reference: one Bernoulli(``pi = n_b/N``) label decision per
   question, Horvitz-Thompson estimator with zero predictor. Its variance ``(1-pi) theta / n_b`` is larger
@@ -58,7 +60,7 @@ from scipy.stats import norm
 
 from ..errors import AssayInputError
 
-__all__ = ["Estimates", "uniform_mean", "ht_uniform", "aipw", "ai_factor", "POLICIES"]
+__all__ = ["Estimates", "wilson_fpc", "uniform_mean", "ht_uniform", "aipw", "ai_factor", "POLICIES"]
 
 #: labelling policies accepted by :func:`aipw`
 POLICIES = ("bernoulli", "neyman", "2min")
@@ -217,14 +219,38 @@ def _clamp_p(P: np.ndarray) -> np.ndarray:
 # public estimators
 
 
+def wilson_fpc(k, n, N, alpha=0.05) -> tuple[np.ndarray, np.ndarray]:
+    """Wilson score interval for a proportion from ``k`` successes in a simple random sample of ``n`` of ``N``.
+
+    Inverts |p_hat - m| <= z sqrt((1 - n/N) m (1 - m) / n): the Wilson interval with the effective sample size
+    n / (1 - n/N), i.e. the finite-population correction applied under the null value m. Unlike the Wald
+    interval it never collapses to zero width when every sampled answer agrees (a Wald interval then covers
+    the truth only by luck), and it equals the exact answer when n = N.
+    """
+    k = np.asarray(k, dtype=float)
+    n = np.asarray(n, dtype=float)
+    z = float(norm.ppf(1 - alpha / 2))
+    f = np.clip(n / N, 0.0, 1.0)
+    p = k / n
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ne = np.where(f < 1, n / np.maximum(1.0 - f, 1e-300), np.inf)
+        z2n = np.where(np.isfinite(ne), z * z / ne, 0.0)
+        centre = (p + z2n / 2) / (1 + z2n)
+        half = z / (1 + z2n) * np.sqrt(np.maximum(p * (1 - p) / np.where(np.isfinite(ne), ne, 1.0) * (f < 1)
+                                                  + z2n / (4 * np.where(np.isfinite(ne), ne, 1.0)), 0.0))
+    return np.clip(centre - half, 0.0, 1.0), np.clip(centre + half, 0.0, 1.0)
+
+
 def uniform_mean(Z, n_b, *, rng, alpha=0.05) -> Estimates:
-    """Simple random sample without replacement of ``n_b`` distinct questions per row; sample mean.
+    """Simple random sample without replacement of ``n_b`` distinct questions per row; sample mean, Wilson interval.
 
     For each row, ``n_b`` distinct questions are drawn uniformly (the ``n_b`` smallest of ``N`` iid uniform
-    keys, i.e. ``argpartition`` of ``rng.random((M, N))``). Estimate = mean of the sampled answers; its
-    variance is estimated by ``(1 - n_b/N) s^2 / n_b`` with ``s^2`` the sample variance (ddof=1). Under
-    simple random sampling both are exactly unbiased (for ``theta`` and for the design variance
-    ``(1 - n_b/N) S^2 / n_b``, ``S^2`` the bank variance with ddof=1). With ``n_b == N`` the se is 0.
+    keys, i.e. ``argpartition`` of ``rng.random((M, N))``). Estimate = mean of the sampled answers (exactly
+    unbiased); ``se`` = sqrt((1 - n_b/N) s^2 / n_b) with ``s^2`` the sample variance (ddof=1), unbiased for the
+    design variance. The interval ``[lo, hi]`` is :func:`wilson_fpc`, not estimate +- z se: the Wald interval
+    collapses to a point when every sampled answer agrees (near-constant models, small budgets), and an
+    effective-sample-size ratio against a reference that does not cover would flatter any method. With
+    ``n_b == N`` the answer is exact (se 0, lo = hi = estimate).
 
     This is the honest fixed-budget uniform reference; :func:`ht_uniform` is the paper's (noisier) one.
     """
@@ -244,7 +270,9 @@ def uniform_mean(Z, n_b, *, rng, alpha=0.05) -> Estimates:
     s2 = S.var(axis=1, ddof=1)
     se = np.sqrt((1.0 - n_b / N) * s2 / n_b)
     full = np.full(M, n_b, dtype=np.int64)
-    return _finish(est, se, alpha, full, full)
+    out = _finish(est, se, alpha, full, full)
+    out.lo, out.hi = wilson_fpc(S.sum(axis=1), n_b, N, alpha)
+    return out
 
 
 def ht_uniform(Z, n_b, *, rng, alpha=0.05) -> Estimates:

@@ -75,25 +75,48 @@ def _unpack(theta: np.ndarray, m: int, n: int, k: int, bias: bool):
 def _objective(theta, Y, M, k, weight_decay, bias):
     """Mean BCE over observed entries + weight_decay/(2 n) * squared norms (eq. 13 + L2 prior) and its gradient.
 
-    ``Y``: models x items float array with 0 at missing cells; ``M``: float mask (1 = observed).
-    Returns (f, grad) with grad flattened like ``theta``.
+    ``Y``: models x items float64 array with 0 at missing cells; ``M``: float32 mask (1 = observed), or
+    ``None`` when every entry is observed (the fast path: no mask products). The logits, the softplus and
+    the sigmoid are computed in float32 (the memory-bound part; each value is rounded to ~1e-7 relative)
+    and every sum is accumulated in float64 row by row, so the objective keeps about 1e-9 relative
+    precision, far below the L-BFGS stopping tolerance. The data term's linear part sum(Y * X) is formed
+    as sum_i u_i . (Y V)_i and the gradient's Y part as Y V and Y' U (float64 matrix products), so Y is
+    never multiplied entrywise. Returns (f, grad) with grad flattened like ``theta`` (float64).
     """
     m, n = Y.shape
-    U, V, b = _unpack(theta, m, n, k, bias)
-    nobs = M.sum()
+    mk, nk = m * k, n * k
+    U64 = theta[:mk].reshape(m, k)
+    V64 = theta[mk:mk + nk].reshape(n, k)
+    b64 = theta[mk + nk:] if bias else None
+    U = U64.astype(np.float32)
+    V = V64.astype(np.float32)
     X = U @ V.T
     if bias:
-        X = X + b[None, :]
-    # softplus(x) - y x is the BCE on the logit scale, stable for any x
-    f_data = float(np.sum(M * (np.logaddexp(0.0, X) - Y * X))) / nobs
+        X += b64.astype(np.float32)[None, :]
+    nobs = float(m * n) if M is None else float(M.sum())
+    # softplus(x) = max(x, 0) + log1p(exp(-|x|)) is stable for any x
+    sp = np.abs(X)
+    np.negative(sp, out=sp)
+    np.exp(sp, out=sp)
+    np.log1p(sp, out=sp)
+    sp += np.maximum(X, 0.0)
+    s = expit(X)
+    if M is not None:
+        sp *= M
+        s *= M
+    YV = Y @ V64
+    lin = float(np.einsum("ik,ik->", U64, YV))
+    ysum = Y.sum(axis=0) if bias else None
+    if bias:
+        lin += float(ysum @ b64)
+    f_data = (float(sp.sum(axis=1, dtype=np.float64).sum()) - lin) / nobs
     c = weight_decay / nobs
     f_pen = 0.5 * c * float(theta @ theta)
-    G = M * (expit(X) - Y) / nobs
-    gU = G @ V + c * U
-    gV = G.T @ U + c * V
+    gU = ((s @ V).astype(np.float64) - YV) / nobs + c * U64
+    gV = ((s.T @ U).astype(np.float64) - Y.T @ U64) / nobs + c * V64
     parts = [gU.ravel(), gV.ravel()]
     if bias:
-        parts.append(G.sum(axis=0) + c * b)
+        parts.append((s.sum(axis=0, dtype=np.float64) - ysum) / nobs + c * b64)
     return f_data + f_pen, np.concatenate(parts)
 
 
@@ -112,7 +135,11 @@ def _fit_core(Y, M, k, weight_decay, bias, max_iter, tol, rng, init=None):
     m, n = Y.shape
     row_ok = M.any(axis=1)
     col_ok = M.any(axis=0)
-    Ys, Ms = Y[np.ix_(row_ok, col_ok)], M[np.ix_(row_ok, col_ok)].astype(float)
+    Mb = M[np.ix_(row_ok, col_ok)]
+    # the objective reads Y through matrix products, so an entry outside the mask must be 0 (held-out entries
+    # keep their value in Y)
+    Ys = np.where(Mb, Y[np.ix_(row_ok, col_ok)], 0.0)
+    Ms = None if Mb.all() else Mb.astype(np.float32)
     ms, ns = Ys.shape
     size = (ms + ns) * k + (ns if bias else 0)
     if init is not None:
@@ -125,7 +152,7 @@ def _fit_core(Y, M, k, weight_decay, bias, max_iter, tol, rng, init=None):
         # small random init: breaks the U <-> V symmetry of the saddle at 0 without starting overconfident
         theta0 = 0.1 * rng.standard_normal(size)
         if bias:
-            p = (Ys * Ms).sum(0) / Ms.sum(0)
+            p = Ys.sum(0) / (ms if Ms is None else Ms.sum(0))
             p = np.clip(p, 0.02, 0.98)
             theta0[(ms + ns) * k :] = np.log(p / (1 - p))
     res = minimize(
@@ -146,6 +173,79 @@ def _fit_core(Y, M, k, weight_decay, bias, max_iter, tol, rng, init=None):
         b[col_ok] = bs
     info = {"nit": int(res.nit), "converged": bool(res.success), "message": str(res.message)}
     return U, V, b, info
+
+
+def new_model_loss(U_fit, V, b, Y, M, reveal, rng):
+    """How well the factors predict models they were not fitted on: the criterion of model-level CV.
+
+    For each held-out model (a row of ``Y`` / mask ``M``), a random ``reveal`` share of its observed answers is
+    shown one at a time to the online Laplace update (FAQ eqs. 3-5) from the prior N(mean, cov) of the fitted
+    model factors ``U_fit`` (exactly what FAQ does for a new model), then the model's other observed answers are
+    predicted. Returns (mean log-loss, mean squared error) over those predicted entries, pooled over rows.
+    Vectorised over rows; a row with fewer observed answers simply stops updating earlier.
+    """
+    m, n = Y.shape
+    k = V.shape[1]
+    mu = U_fit.mean(axis=0)
+    S0 = np.atleast_2d(np.cov(U_fit, rowvar=False, ddof=1)) if U_fit.shape[0] > 1 else np.eye(k)
+    nobs = M.sum(axis=1)
+    r = np.where(nobs > 1, np.maximum(1, np.round(reveal * nobs)).astype(int), 0)
+    # a random order of each row's observed entries: observed first (shuffled), then unobserved
+    key = rng.random((m, n)) + (~M) * 2.0
+    order = np.argsort(key, axis=1)
+    u = np.tile(mu, (m, 1))
+    S = np.tile(S0, (m, 1, 1))
+    rows = np.arange(m)
+    for t in range(int(r.max(initial=0))):
+        act = t < r
+        I = order[:, t]
+        vI = V[I]
+        pI = expit(np.einsum("mk,mk->m", u, vI) + b[I])
+        z = Y[rows, I]
+        s = np.einsum("mkl,ml->mk", S, vI)
+        w = pI * (1.0 - pI) * act
+        den = 1.0 + w * np.einsum("mk,mk->m", vI, s)
+        S -= (w / den)[:, None, None] * (s[:, :, None] * s[:, None, :])
+        u += (act * (z - pI) / den)[:, None] * s
+    revealed = np.zeros((m, n), dtype=bool)
+    for t in range(int(r.max(initial=0))):
+        revealed[rows[t < r], order[t < r, t]] = True
+    ev = M & ~revealed
+    x = u @ V.T + b[None, :]
+    ll = (np.logaddexp(0.0, x) - Y * x)[ev]
+    se = ((Y - expit(x)) ** 2)[ev]
+    if ll.size == 0:
+        return float("nan"), float("nan")
+    return float(ll.mean()), float(se.mean())
+
+
+def _row_folds(n_rows: int, cv: int, groups, rng) -> np.ndarray:
+    """Fold of every row for model-level CV: whole groups go to one fold (greedy balance, random order)."""
+    if groups is None:
+        fold = np.empty(n_rows, dtype=int)
+        fold[rng.permutation(n_rows)] = np.arange(n_rows) % cv
+        return fold
+    g = np.asarray([str(x) for x in groups])
+    labels, inv, counts = np.unique(g, return_inverse=True, return_counts=True)
+    if len(labels) < cv:
+        raise AssayInputError(f"model-level CV with {cv} folds needs at least {cv} groups of models; got {len(labels)}")
+    load = np.zeros(cv)
+    gfold = np.empty(len(labels), dtype=int)
+    perm = rng.permutation(len(labels))
+    for gi in perm[np.argsort(-counts[perm], kind="stable")]:  # largest groups first, ties in random order
+        f = int(np.argmin(load))
+        gfold[gi] = f
+        load[f] += counts[gi]
+    return gfold[inv]
+
+
+def default_groups(labels) -> np.ndarray | None:
+    """Model families for model-level splits: the owner part of ``owner/name`` ids (a Hugging Face
+    organisation), when most ids have one; otherwise None (every model its own group)."""
+    labs = [str(x) for x in labels]
+    if sum("/" in x for x in labs) < 0.5 * len(labs):
+        return None
+    return np.asarray([x.split("/", 1)[0] if "/" in x else x for x in labs])
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -245,9 +345,23 @@ class FactorModel:
     seed : int | numpy.random.Generator | None
         Seeds the initialisation, the CV folds and the holdout split.
     cv : int | None, default None
-        Number of CV folds over observed entries (each fold holds out 1/cv of them). None = no CV.
+        Number of CV folds. None = no CV.
+    cv_by : "entries" or "models", default "entries"
+        ``"entries"`` (the paper's): each fold holds out 1/cv of the observed entries and the criterion is their
+        log-loss. ``"models"``: each fold holds out whole models (rows; whole ``groups`` when given to
+        :meth:`fit`), the factors are fitted on the other rows, and the criterion is :func:`new_model_loss`:
+        the log-loss on a held-out model's answers after FAQ's online update has seen ``reveal`` of them.
+        That is the question FAQ asks of the factors (predict a model they were not fitted on), and it is what
+        :func:`assay.faq.api.default_factor_model` uses.
+    reveal : float, default 0.1
+        With ``cv_by="models"``: share of a held-out model's answers shown to the online update.
     ks, lambdas : sequences
-        The (k, weight_decay) grid searched when ``cv`` is set.
+        The (k, weight_decay) grid searched when ``cv`` is set. For each k the lambdas are fitted from the largest
+        to the smallest, each warm-started from the previous solution (the regularisation path), which makes the
+        grid cost a few full fits rather than one per candidate.
+    cv_tol : float, default 1e-5
+        L-BFGS-B ``ftol`` of the CV fits (early stopping: the criterion needs a good fit, not the last digit);
+        the final fit uses ``tol``.
     one_se : bool, default True
         Pick the simplest setting (smallest k, then largest lambda) whose mean held-out log-loss is within
         one standard error (of the best setting's fold losses, ddof=1) of the best; False = plain argmin.
@@ -281,6 +395,9 @@ class FactorModel:
         one_se: bool = True,
         holdout: float = 0.1,
         overfit_ratio: float = 0.5,
+        cv_by: str = "entries",
+        reveal: float = 0.1,
+        cv_tol: float = 1e-5,
     ):
         self.k = k
         self.weight_decay = weight_decay
@@ -294,13 +411,27 @@ class FactorModel:
         self.one_se = one_se
         self.holdout = holdout
         self.overfit_ratio = overfit_ratio
+        self.cv_by = cv_by
+        self.reveal = reveal
+        self.cv_tol = cv_tol
 
     # -- fitting -------------------------------------------------------------------------------------
 
-    def fit(self, history) -> "FactorModel":
-        """Fit on the observed entries of ``history`` (models x items; 0/1, NaN = missing). Returns self."""
+    def fit(self, history, *, groups=None, progress=None) -> "FactorModel":
+        """Fit on the observed entries of ``history`` (models x items; 0/1, NaN = missing). Returns self.
+
+        groups : with ``cv_by="models"``, one label per row (a model family); whole families go to one fold, so
+            the criterion measures prediction for a family the fit has not seen. ``"auto"``: the ``owner`` part
+            of ``owner/name`` row labels (see :func:`default_groups`). None: every model its own group.
+        progress : ``progress(done, total, info)`` after each CV fit (``info`` names fold and candidate) and
+            after the final fit.
+        """
         _check_params(self.k, self.weight_decay, self.cv, self.ks, self.lambdas, self.holdout,
                       self.overfit_ratio, self.max_iter)
+        if self.cv_by not in ("entries", "models"):
+            raise AssayInputError(f"cv_by must be 'entries' or 'models'; got {self.cv_by!r}")
+        if not (isinstance(self.reveal, (int, float, np.floating)) and 0 < self.reveal < 1):
+            raise AssayInputError(f"reveal must be in (0, 1); got {self.reveal!r}")
         H, self.row_labels_, self.col_labels_ = _as_history(history)
         rng = self.seed if isinstance(self.seed, np.random.Generator) else np.random.default_rng(self.seed)
         M = ~np.isnan(H)
@@ -322,29 +453,7 @@ class FactorModel:
 
         self.cv_results_ = None
         if self.cv is not None:
-            if nobs < 2 * self.cv:
-                raise AssayInputError(f"too few observed entries ({nobs}) for cv={self.cv} folds")
-            fold = np.empty(nobs, dtype=int)
-            fold[rng.permutation(nobs)] = np.arange(nobs) % self.cv
-            records = []
-            for kk in self.ks:
-                for lam in self.lambdas:
-                    losses, not_conv = [], 0
-                    for f in range(self.cv):
-                        te = fold == f
-                        Mtr = M.copy()
-                        Mtr[obs_r[te], obs_c[te]] = False
-                        U, V, b, info = _fit_core(Y, Mtr, int(kk), float(lam), self.bias, self.max_iter, self.tol, rng)
-                        not_conv += not info["converged"]
-                        losses.append(_logloss_at(U, V, b if self.bias else None, obs_r[te], obs_c[te], Y[obs_r[te], obs_c[te]]))
-                    losses = np.asarray(losses)
-                    records.append({
-                        "k": int(kk), "lambda": float(lam),
-                        "heldout_logloss": float(losses.mean()),
-                        "se": float(losses.std(ddof=1) / np.sqrt(self.cv)),
-                        "n_not_converged": int(not_conv),
-                    })
-            cvr = pd.DataFrame.from_records(records)
+            cvr, self.baseline_logloss_ = self._cross_validate(Y, M, obs_r, obs_c, groups, rng, progress)
             best = int(cvr["heldout_logloss"].idxmin())
             if self.one_se:
                 cut = cvr.loc[best, "heldout_logloss"] + cvr.loc[best, "se"]
@@ -366,12 +475,6 @@ class FactorModel:
                     FactorFitWarning,
                     stacklevel=2,
                 )
-            # baseline on the same folds: per-item training mean (clipped)
-            base = []
-            for f in range(self.cv):
-                te = fold == f
-                base.append(self._item_mean_logloss(Y, M, obs_r, obs_c, te))
-            self.baseline_logloss_ = float(np.mean(base))
             init = None
         else:
             self.k_ = int(self.k)
@@ -390,6 +493,9 @@ class FactorModel:
                 self.baseline_logloss_ = float("nan")
 
         U, V, b, info = _fit_core(Y, M, self.k_, self.weight_decay_, self.bias, self.max_iter, self.tol, rng, init=init)
+        if progress is not None:
+            total = self.cv * len(self.ks) * len(self.lambdas) + 1 if self.cv is not None else 1
+            progress(total, total, f"final fit k={self.k_}, lambda={self.weight_decay_:g}")
         self.U_, self.V_, self.b_ = U, V, b
         self.n_iter_ = info["nit"]
         self.converged_ = info["converged"]
@@ -408,6 +514,69 @@ class FactorModel:
         self.prior_mean_ = Uu.mean(axis=0)
         self.prior_cov_ = np.atleast_2d(np.cov(Uu, rowvar=False, ddof=1))
         return self
+
+    def _cross_validate(self, Y, M, obs_r, obs_c, groups, rng, progress):
+        """Every (k, lambda) on every fold -> (cv_results DataFrame, per-item-mean baseline log-loss)."""
+        cv, nobs = int(self.cv), obs_r.size
+        ks = [int(k) for k in self.ks]
+        lams = sorted((float(x) for x in self.lambdas), reverse=True)  # regularisation path: warm starts
+        total = cv * len(ks) * len(lams) + 1
+        done = 0
+        if self.cv_by == "entries":
+            if nobs < 2 * cv:
+                raise AssayInputError(f"too few observed entries ({nobs}) for cv={cv} folds")
+            fold = np.empty(nobs, dtype=int)
+            fold[rng.permutation(nobs)] = np.arange(nobs) % cv
+        else:
+            g = default_groups(self.row_labels_) if isinstance(groups, str) and groups == "auto" else groups
+            if g is not None:
+                g = np.asarray(g)
+                if g.shape != (Y.shape[0],):
+                    raise AssayInputError(f"groups must give one label per history row ({Y.shape[0]}); got shape {g.shape}")
+            has = M.any(axis=1)
+            if int(has.sum()) < 2 * cv:
+                raise AssayInputError(f"model-level CV with {cv} folds needs at least {2 * cv} models with answers; "
+                                      f"the history has {int(has.sum())}")
+            fold_r = _row_folds(Y.shape[0], cv, g, rng)
+        losses: dict[tuple[int, float], list[float]] = {(k, lam): [] for k in ks for lam in lams}
+        not_conv: dict[tuple[int, float], int] = {(k, lam): 0 for k in ks for lam in lams}
+        base = []
+        for f in range(cv):
+            if self.cv_by == "entries":
+                te = fold == f
+                Ytr, Mtr = Y, M.copy()
+                Mtr[obs_r[te], obs_c[te]] = False
+                base.append(self._item_mean_logloss(Y, M, obs_r, obs_c, te))
+            else:
+                tr_rows, te_rows = fold_r != f, fold_r == f
+                Ytr, Mtr = Y[tr_rows], M[tr_rows]
+                cnt = Mtr.sum(axis=0)
+                pj = np.where(cnt > 0, Ytr.sum(axis=0) / np.maximum(cnt, 1), Ytr.sum() / max(Mtr.sum(), 1))
+                pj = np.clip((pj * cnt + 0.5) / (cnt + 1.0), 1e-6, 1 - 1e-6)
+                yt, mt = Y[te_rows], M[te_rows]
+                base.append(float(np.mean(-(yt * np.log(pj) + (1 - yt) * np.log1p(-pj))[mt])))
+            for k in ks:
+                init = None
+                for lam in lams:
+                    U, V, b, info = _fit_core(Ytr, Mtr, k, lam, self.bias, self.max_iter, self.cv_tol, rng, init=init)
+                    init = (U, V, b)
+                    not_conv[(k, lam)] += not info["converged"]
+                    if self.cv_by == "entries":
+                        loss = _logloss_at(U, V, b if self.bias else None, obs_r[te], obs_c[te], Y[obs_r[te], obs_c[te]])
+                    else:
+                        used = Mtr.any(axis=1)
+                        loss, _ = new_model_loss(U[used], V, b, Y[te_rows], M[te_rows], self.reveal, rng)
+                    losses[(k, lam)].append(loss)
+                    done += 1
+                    if progress is not None:
+                        progress(done, total, f"fold {f + 1}/{cv}, k={k}, lambda={lam:g}")
+        records = []
+        for k in ks:
+            for lam in sorted(lams):
+                ls = np.asarray(losses[(k, lam)])
+                records.append({"k": k, "lambda": lam, "heldout_logloss": float(ls.mean()),
+                                "se": float(ls.std(ddof=1) / np.sqrt(cv)), "n_not_converged": int(not_conv[(k, lam)])})
+        return pd.DataFrame.from_records(records), float(np.mean(base))
 
     @staticmethod
     def _item_mean_logloss(Y, M, obs_r, obs_c, te) -> float:
@@ -462,6 +631,18 @@ class FactorModel:
         """(mean, covariance) of the fitted model factors u_i: the FAQ Gaussian prior for a new model (Sec. 3)."""
         self._check_fitted()
         return self.prior_mean_, self.prior_cov_
+
+    def fingerprint(self) -> str:
+        """A short hash of what FAQ uses from the fit (question factors, offsets, prior, item ids): two fits with
+        the same fingerprint drive FAQ identically. Recorded in live runs, so a resume with other factors is refused."""
+        import hashlib
+
+        self._check_fitted()
+        h = hashlib.sha256()
+        for a in (self.V_, self.b_, self.prior_mean_, self.prior_cov_):
+            h.update(np.ascontiguousarray(a, dtype=np.float64).tobytes())
+        h.update("\x1f".join(str(c) for c in self.col_labels_).encode())
+        return h.hexdigest()[:16]
 
     def summary(self) -> dict:
         """The fit's choices and losses as a plain dict."""

@@ -79,6 +79,57 @@ class LiveAnswerer:
     def items(self) -> list[str]:
         return list(self.bank.index)
 
+    def _journal(self):
+        from ..models.journal import Journal
+
+        if self.journal is None:
+            return None, False
+        if hasattr(self.journal, "put"):
+            return self.journal, False
+        return Journal(Path(self.journal)), True
+
+    def recorded_meta(self) -> dict | None:
+        """The FAQ settings recorded when this run was started (None for a new run or no journal)."""
+        if self.run_id is None:
+            return None
+        j, own = self._journal()
+        if j is None:
+            return None
+        try:
+            if not j.has_run(self.run_id):
+                return None
+            return j.run(self.run_id)["meta"].get("faq")
+        finally:
+            if own:
+                j.close()
+
+    def bind(self, meta: dict) -> None:
+        """Record FAQ's settings (seed, budget, factors fingerprint, policy, items) in the run, or check them on resume.
+
+        A run is resumed only with exactly the settings it was started with: any other seed, budget, factors or
+        policy draws other questions, so the journal's answers would silently mix two runs. Mismatch ->
+        :class:`~assay.errors.AssayInputError` naming what differs.
+        """
+        j, own = self._journal()
+        if j is None:
+            return
+        try:
+            if self.run_id is not None and j.has_run(self.run_id):
+                stored = j.run(self.run_id)["meta"].get("faq")
+                if stored is not None:
+                    diff = [k for k in sorted(set(stored) | set(meta)) if stored.get(k) != meta.get(k)]
+                    if diff:
+                        parts = "; ".join(f"{k}: started with {stored.get(k)!r}, now {meta.get(k)!r}" for k in diff)
+                        raise AssayInputError(
+                            f"run {self.run_id} was started with other FAQ settings ({parts}). Resuming it would mix "
+                            "the answers of two different runs: repeat the original settings (the seed is reused "
+                            "when none is given), or start a new run without --run-id")
+                    return
+            self.run_id = j.start_run(self.run_id, meta={"faq": meta})
+        finally:
+            if own:
+                j.close()
+
     def __call__(self, item_id: str) -> int:
         from ..models import run
         from ..models.scoring import score_response

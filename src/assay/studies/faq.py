@@ -1,23 +1,25 @@
-"""FAQ on real Open LLM Leaderboard answers (paper Sec. 4-5, Fig. 2; study ``faq-leaderboard``).
+"""FAQ on real Open LLM Leaderboard answers: ``faq-leaderboard`` (coverage, width, ESS on models never used to fit
+or tune anything) and ``faq-stopping`` (query until the interval is narrow enough).
 
 Data: ``shared/data/openllm_v2_items/mmlu_pro_math_8b_models.csv``: 755 real models x 1,351 MMLU-Pro math
 questions (doc_id 7504-8854), read at run time (no redistribution licence: nothing is copied into the
 package). The paper used 2.2K historical and 2.2K new models on all 12,032 MMLU-Pro questions.
 
-Protocol
---------
-* Models are split at random (seeded; the file has no release dates, the paper split by date) into a
-  history of ``n_history`` models and ``n_new`` new models (default 555 / 200).
-* :func:`assay.faq.protocol` with ``tune=True``: the last 20% of the history are validation models; the factor
-  model is fitted by assay on the other 80% (3-fold CV over k in {4, 8, 16, 32} and lambda in {1, 3, 10}, 1-SE
-  rule), FAQ's sampling policy (rho, gamma, tau; variance fixed to "conservative", see assay.faq.api.DEFAULT_GRID)
-  and the baselines' (policy, tau) are chosen on the
-  validation models (max ESS subject to coverage >= 95% - 1 MC s.e.), the factors are refitted on the whole
-  history with the chosen (k, lambda), and every method runs on the new models for ``trials`` seeds.
-* Methods: FAQ; uniform sampling without replacement with the sample mean (the honest reference); the paper's
-  Horvitz-Thompson "uniform" (Bernoulli sampling in nature's order, zero predictor); AIPW active inference with
-  the historical per-question mean (Zrnic & Candès, Neyman / 2min policy); and the same with the online factor
-  model (the paper's ablation). ``faq:<variance>`` rows show FAQ's other variance estimators on the same draws.
+Protocol (:func:`assay.faq.protocol`)
+-------------------------------------
+* The 755 models are cut into ``splits`` (default 3) model-level folds, whole model families together (the
+  Hugging Face owner of each id: 194 owners, e.g. 101 DreadPoor merges in one fold). Each fold in turn is the
+  set of new models; the factors are fitted (assay's default: model-level cross-validation, cached) on the other
+  two folds only, and no hyperparameter is tuned on anything: FAQ runs with its defaults. Every new model is
+  evaluated ``trials`` times per budget; its true accuracy is the mean of its full row.
+* Methods: FAQ (defaults: without replacement, tau = 0.5, conservative variance, Student t) and its other
+  intervals on the same draws (``faq:cs`` = the anytime-valid one, ``faq:increments|t`` without the model-variance
+  floor, ``faq:conservative|normal`` with the normal quantile); ``faq_paper`` = the paper's Algorithm 1 as its
+  released logs selected it (with replacement, tau = 0.05, eq. 8, normal quantile); uniform sampling without
+  replacement with the sample mean and a Wilson interval (the honest reference); the paper's Horvitz-Thompson
+  "uniform"; AIPW active inference with the historical per-question mean and with the online factor model.
+* ``new_path``: evaluate on the models of another file instead (e.g. the 7B-model matrix of the same
+  leaderboard, a size class absent from the history), with the whole 8B file as the history.
 
 Reference numbers in the rows (``ref_*``): the released code, run on 100 of these models with the paper's own
 factors (research notes faq.md Sec. 10 A), at 5 / 10 / 25%: ESS against its HT uniform 1.96 / 2.13 / 2.43,
@@ -42,15 +44,6 @@ DATA = "openllm_v2_items/mmlu_pro_math_8b_models.csv"
 REF_RELEASED = {0.05: (1.96, 0.915), 0.10: (2.13, 0.925), 0.25: (2.43, 0.940)}
 PAPER_MMLU = {0.025: (3.57, 0.941), 0.05: (4.27, 0.940), 0.10: (4.89, 0.945), 0.15: (5.06, 0.947), 0.25: (4.91, 0.948)}
 
-STUDY_GRID = {
-    "beta0": (1.0,),
-    "rho": (0.0, 0.1),
-    "gamma": (0.0, 0.25),
-    "tau": (0.05, 0.25, 0.5),
-    "variance": ("conservative",),
-    "quantile": ("normal",),
-}
-
 
 def shared_data_dir() -> Path:
     """``../shared/data`` next to the repository (or $ASSAY_SHARED_DATA)."""
@@ -68,7 +61,8 @@ def shared_data_dir() -> Path:
 
 
 def load_leaderboard(path: str | Path | None = None) -> pd.DataFrame:
-    """The 755 x 1,351 MMLU-Pro math matrix as a wide DataFrame (index = model, columns = doc ids as str)."""
+    """A models x questions 0/1 matrix as a wide DataFrame (index = model, columns = doc ids as str); default the
+    755 x 1,351 MMLU-Pro math matrix. Rows with a missing answer are dropped (the truth needs a full row)."""
     p = Path(path) if path is not None else shared_data_dir() / DATA
     if not p.exists():
         raise AssayInputError(f"{p} not found: this study reads shared/data/{DATA} (see its README); set "
@@ -76,69 +70,194 @@ def load_leaderboard(path: str | Path | None = None) -> pd.DataFrame:
     df = pd.read_csv(p, index_col=0)
     df.columns = [str(c) for c in df.columns]
     df.index = df.index.astype(str)
-    return df
+    return df.dropna()
 
 
 @register("faq-leaderboard")
 def study_leaderboard(
     *,
-    trials: int = 20,
+    trials: int = 10,
     budgets: Sequence[float] = (0.025, 0.05, 0.075, 0.1, 0.15, 0.25),
-    n_history: int = 555,
-    n_new: int = 200,
-    val_seeds: int = 10,
-    grid: dict | None = None,
-    cv_ks: Sequence[int] = (4, 8, 16, 32),
-    cv_lambdas: Sequence[float] = (1.0, 3.0, 10.0),
-    methods: Sequence[str] = ("faq", "uniform", "ht_uniform", "aipw", "ai_factor"),
+    splits: int = 3,
+    split_by: str = "auto",
+    methods: Sequence[str] = ("faq", "faq_paper", "uniform", "ht_uniform", "aipw", "ai_factor"),
     path: str | Path | None = None,
+    new_path: str | Path | None = None,
+    n_models: int | None = None,
     seed: int | None = 0,
     workers: int = 1,
     progress: Callable[[int, int], None] | None = None,
+    fit_progress: Callable | None = None,
 ) -> StudyResult:
-    """FAQ vs uniform sampling and active-inference baselines on real leaderboard answers (coverage, width, ESS)."""
-    from ..faq import FactorModel, protocol
+    """FAQ vs uniform sampling and active-inference baselines on leaderboard models absent from the history."""
+    from ..faq import protocol
     from ..parallel import resolve_seed
 
     df = load_leaderboard(path)
-    if n_history + n_new > len(df):
-        raise AssayInputError(f"n_history + n_new = {n_history + n_new} exceeds the {len(df)} models in the data")
     recorded, ss = resolve_seed(seed)
-    split_ss, run_ss = ss.spawn(2)
-    perm = np.random.default_rng(split_ss).permutation(len(df))
-    hist = df.iloc[perm[:n_history]]
-    new = df.iloc[perm[n_history:n_history + n_new]]
-    fm = FactorModel(cv=3, ks=tuple(cv_ks), lambdas=tuple(cv_lambdas), seed=int(run_ss.generate_state(1)[0]),
-                     max_iter=400)
-    res = protocol(hist, new, budgets=budgets, seeds=trials, seed=int(run_ss.generate_state(2)[1]), methods=methods,
-                   factors=fm, tune=True, grids={"faq": grid or STUDY_GRID}, val_seeds=val_seeds,
-                   variance_rows=True, workers=workers, progress=progress)
+    sub_ss, run_ss = ss.spawn(2)
+    new = None
+    if new_path is not None:
+        new = load_leaderboard(new_path)
+        if list(new.columns) != list(df.columns):
+            raise AssayInputError(f"{new_path}: its questions differ from the history's")
+    if n_models is not None:  # a smaller study (CI): a random subset of whole families keeps the split honest
+        pick = np.random.default_rng(sub_ss).permutation(len(df))[:n_models]
+        df = df.iloc[np.sort(pick)]
+    res = protocol(df, new, budgets=budgets, seeds=trials, seed=run_ss, methods=methods, splits=splits,
+                   split_by=split_by, workers=workers, progress=progress, fit_progress=fit_progress)
     rows = res.table.copy()
     rows.insert(0, "study", "faq-leaderboard")
-    rows["ref_released_ess_vs_ht"] = [REF_RELEASED.get(round(b, 4), (np.nan, np.nan))[0] if m == "faq" else np.nan
-                                      for b, m in zip(rows["budget"], rows["method"])]
-    rows["ref_released_coverage"] = [REF_RELEASED.get(round(b, 4), (np.nan, np.nan))[1] if m == "faq" else np.nan
-                                     for b, m in zip(rows["budget"], rows["method"])]
-    rows["paper_ess"] = [PAPER_MMLU.get(round(b, 4), (np.nan, np.nan))[0] if m == "faq" else np.nan
-                         for b, m in zip(rows["budget"], rows["method"])]
-    rows["paper_coverage"] = [PAPER_MMLU.get(round(b, 4), (np.nan, np.nan))[1] if m == "faq" else np.nan
-                              for b, m in zip(rows["budget"], rows["method"])]
+
+    def ref(table, b, m, i):
+        return table.get(round(b, 4), (np.nan, np.nan))[i] if m == "faq" else np.nan
+
+    for col, table, i in (("ref_released_ess_vs_ht", REF_RELEASED, 0), ("ref_released_coverage", REF_RELEASED, 1),
+                          ("paper_ess", PAPER_MMLU, 0), ("paper_coverage", PAPER_MMLU, 1)):
+        rows[col] = [ref(table, b, m, i) for b, m in zip(rows["budget"], rows["method"])]
     pm = res.tables["per_model"]
     low = pm[pm["method"] == "faq"].groupby("budget")["coverage"].apply(lambda c: float((c < 0.85).mean()))
+    sp = res.info["splits"]
     notes = [
-        "ESS = (mean width of the reference / mean width of the method)^2 per seed, averaged over seeds",
-        "uniform = simple random sample without replacement, sample mean, finite-population correction; "
-        "ht_uniform = the paper's reference (Bernoulli sampling, Horvitz-Thompson with zero predictor)",
-        f"history {n_history} / new {n_new} models (random split), {df.shape[1]} questions; factors: "
-        f"k={res.info['factors']['k']}, weight_decay={res.info['factors']['weight_decay']}, train log-loss "
-        f"{res.info['factors']['train_logloss']:.3f}, held-out {res.info['factors']['heldout_logloss']:.3f}",
+        "ESS = (mean width of the reference / mean width of the method)^2 per (split, seed), averaged",
+        "uniform = simple random sample without replacement, sample mean, Wilson interval with the finite-population "
+        "correction; ht_uniform = the paper's reference (Bernoulli sampling, Horvitz-Thompson with zero predictor)",
+        (f"{len(sp)} model-level split(s) by {res.params['split_by']} (whole model families held out): "
+         if new is None else f"history = {len(df)} models, new = {len(new)} models of {new_path}: ")
+        + "; ".join(f"{s['n_history']} history / {s['n_new']} new, factors k={s['k']}, lambda={s['weight_decay']:g}"
+                    for s in sp),
         "share of new models whose own FAQ coverage over the seeds is below 0.85, per budget: "
         + ", ".join(f"{b:g}: {v:.3f}" for b, v in low.items()),
     ]
     return StudyResult(
-        params={"study": "faq-leaderboard", "trials": trials, "budgets": list(budgets), "n_history": n_history,
-                "n_new": n_new, "val_seeds": val_seeds, "methods": list(methods)},
+        params={"study": "faq-leaderboard", "trials": trials, "budgets": list(budgets), "splits": splits,
+                "split_by": split_by, "n_models": len(df), "new_path": str(new_path) if new_path else None,
+                "methods": list(methods)},
         level={"alpha": 0.05, "meaning": "nominal 95% CIs for each new model's accuracy over the 1,351 questions"},
-        n=n_new, seed=recorded, tables={"rows": rows},
-        info={"notes": notes},
+        n=res.n, seed=recorded, tables={"rows": rows}, info={"notes": notes},
+    )
+
+
+def _stop_task(task, s, *, contexts, n_max, min_queries):
+    """One (split, trial, rule) of the stopping study: every new model of the split at once."""
+    from ..faq.core import FAQParams, run_faq
+
+    si, t, kind, v = task
+    fm, Z = contexts[si]
+    theta = Z.mean(axis=1)
+    rng = np.random.default_rng(s)
+    if kind == "until":
+        r = run_faq(fm.V_, fm.prior_mean_, fm.prior_cov_, Z, n_max, rng=rng, params=FAQParams(), b=fm.b_,
+                    until_width=v, min_queries=min_queries)
+    else:
+        r = run_faq(fm.V_, fm.prior_mean_, fm.prior_cov_, Z, v, rng=rng, params=FAQParams(), b=fm.b_)
+    cov = (r.lo <= theta) & (theta <= r.hi)
+    return {"cov": cov, "width": r.hi - r.lo, "n": r.n_used, "stopped": r.stopped}
+
+
+@register("faq-stopping")
+def study_stopping(
+    *,
+    trials: int = 5,
+    widths: Sequence[float] = (0.15, 0.1, 0.07),
+    max_budget: float = 0.5,
+    fixed_budgets: Sequence[float] = (0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5),
+    splits: int = 3,
+    min_queries: int = 20,
+    path: str | Path | None = None,
+    new_path: str | Path | None = None,
+    n_models: int | None = None,
+    seed: int | None = 0,
+    workers: int = 1,
+    progress: Callable[[int, int], None] | None = None,
+    fit_progress: Callable | None = None,
+) -> StudyResult:
+    """Query until the interval is narrower than W: coverage at the stopping time and queries used.
+
+    For each target width W, every new model (model-level splits as in ``faq-leaderboard``) runs FAQ with
+    ``until_width=W`` (the anytime-valid interval, at most ``max_budget`` of the bank). Reported: coverage of the
+    interval at the stopping time, mean queries used and mean final width, the share of models that reached W,
+    and the fixed budget (the same for every model, interpolated on ``fixed_budgets``) whose usual fixed-budget
+    FAQ interval has the same mean width: what a user who had guessed the right budget in advance would spend.
+    """
+    from ..faq import api
+    from ..parallel import get_executor, resolve_seed
+
+    df = load_leaderboard(path)
+    recorded, ss = resolve_seed(seed)
+    sub_ss, split_ss, run_ss = ss.spawn(3)
+    if n_models is not None:
+        pick = np.random.default_rng(sub_ss).permutation(len(df))[:n_models]
+        df = df.iloc[np.sort(pick)]
+    H, rows, items = api.as_matrix(df, "history")
+    N = len(items)
+    if new_path is not None:
+        Zn, nrows, nitems = api.as_matrix(load_leaderboard(new_path), "new", allow_missing=False)
+        Zn = Zn[:, api._align(items, nitems, "the new models")]
+        split_list = [(np.arange(len(rows)), None)]
+    else:
+        split_list = api.model_splits(rows, splits, "auto", seed=split_ss)
+    n_max = api.resolve_budget(float(max_budget), N)[0]
+    fixed_n = [api.resolve_budget(float(b), N)[0] for b in fixed_budgets]
+    out_rows = []
+    tasks, contexts = [], []
+    for si, (hi, ni) in enumerate(split_list):
+        fm, _ = api.fit_factors(H[hi], [rows[i] for i in hi], items, progress=fit_progress)
+        Z = Zn if ni is None else H[ni]
+        contexts.append((fm, Z))
+        for t in range(trials):
+            for w in widths:
+                tasks.append((si, t, "until", float(w)))
+            for n in fixed_n:
+                tasks.append((si, t, "fixed", int(n)))
+    seeds = [np.random.SeedSequence(run_ss.entropy, spawn_key=run_ss.spawn_key + (si, t, 0 if kind == "until" else 1,
+                                                                                   int(round(v * 1e6)) if kind == "until" else v))
+             for si, t, kind, v in tasks]
+
+    import functools
+
+    fn = functools.partial(_stop_task, contexts=contexts, n_max=n_max, min_queries=min_queries)
+    results = get_executor(workers).map(fn, tasks, seeds, progress)
+    agg: dict = {}
+    for (si, t, kind, v), res in zip(tasks, results):
+        agg.setdefault((kind, v), []).append(res)
+    fixed_w = np.array([np.mean([r["width"].mean() for r in agg[("fixed", n)]]) for n in fixed_n])
+    for w in widths:
+        lst = agg[("until", float(w))]
+        cov = np.concatenate([r["cov"] for r in lst])
+        cov_runs = np.array([r["cov"].mean() for r in lst])
+        n_used = np.concatenate([r["n"] for r in lst]).astype(float)
+        width = np.concatenate([r["width"] for r in lst])
+        reached = np.concatenate([r["stopped"] for r in lst])
+        mw = float(width.mean())
+        # fixed budget with the same mean width: fixed widths fall with n; interpolate on log n vs log width
+        order = np.argsort(fixed_w)
+        if mw < fixed_w.min() or mw > fixed_w.max():
+            n_same = float("nan")
+        else:
+            n_same = float(np.exp(np.interp(np.log(mw), np.log(fixed_w[order]), np.log(np.array(fixed_n, float)[order]))))
+        out_rows.append({
+            "study": "faq-stopping", "target_width": w, "coverage_at_stop": float(cov.mean()),
+            "coverage_se": float(cov_runs.std(ddof=1) / np.sqrt(len(cov_runs))) if len(cov_runs) > 1 else float("nan"),
+            "mean_queries": float(n_used.mean()), "median_queries": float(np.median(n_used)),
+            "mean_final_width": mw, "share_reached": float(reached.mean()),
+            "fixed_budget_same_width": n_same, "queries_vs_fixed": float(n_used.mean() / n_same) if n_same == n_same else float("nan"),
+        })
+    fixed_rows = [{"study": "faq-stopping", "fixed_queries": n, "fixed_mean_width": float(wd),
+                   "fixed_coverage": float(np.mean([r["cov"].mean() for r in agg[("fixed", n)]]))}
+                  for n, wd in zip(fixed_n, fixed_w)]
+    notes = [
+        f"{'model-level splits by family' if new_path is None else 'new models from ' + str(new_path)}; default FAQ; "
+        f"anytime-valid interval from {min_queries} queries on; at most {n_max} queries",
+        "fixed_budget_same_width: the one budget, the same for every model, whose fixed-budget FAQ interval has the "
+        "same mean width as the stopped intervals (it must be guessed in advance; the rule finds each model's own)",
+        "fixed budgets: " + ", ".join(f"{r['fixed_queries']}: width {r['fixed_mean_width']:.4f}, coverage "
+                                      f"{r['fixed_coverage']:.3f}" for r in fixed_rows),
+    ]
+    return StudyResult(
+        params={"study": "faq-stopping", "trials": trials, "widths": list(widths), "max_budget": max_budget,
+                "min_queries": min_queries, "n_models": len(df), "new_path": str(new_path) if new_path else None},
+        level={"alpha": 0.05, "meaning": "nominal 95% anytime-valid intervals, evaluated at the stopping time"},
+        n=int(sum((len(ni) if ni is not None else len(Zn)) for _, ni in split_list)), seed=recorded,
+        tables={"rows": pd.DataFrame(out_rows)}, info={"notes": notes},
     )
