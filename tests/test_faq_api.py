@@ -233,3 +233,147 @@ def test_without_replacement_ablation_asks_distinct_questions(small):
     r2 = run_faq(fm.V_, fm.prior_mean_, fm.prior_cov_, Z, 60, rng=np.random.default_rng(0),
                  params=FAQParams(design="wr"))
     assert (r2.n_distinct < 60).any()  # with replacement some questions repeat
+
+
+def test_budget_semantics():
+    from assay.faq import resolve_budget
+
+    assert resolve_budget(0.05, 200) == (10, None)
+    assert resolve_budget(1.0, 200)[0] == 200 and "exact" in resolve_budget(1.0, 200)[1]
+    with pytest.raises(AssayInputError, match="at least 2"):
+        resolve_budget(1, 200)
+    assert resolve_budget(50, 200) == (50, None)
+    assert resolve_budget(np.int64(50), 200) == (50, None)
+    assert resolve_budget(50.0, 200) == (50, None)  # an integral float above 1 is a count
+    n, note = resolve_budget(999, 200)
+    assert n == 200 and "999" in note and "exact" in note
+    for bad in (0, -0.1, 1.5, float("inf"), "10", True, None):
+        with pytest.raises(AssayInputError):
+            resolve_budget(bad, 200)
+
+
+def test_whole_bank_is_asked_once_and_exact(small):
+    hist, new, fm = small
+    for budget in (1.0, 150, 10_000):
+        r = faq.evaluate(fm, new.iloc[:3], budget=budget, seed=0)
+        est = r.estimates
+        np.testing.assert_allclose(est["estimate"], new.iloc[:3].mean(axis=1).to_numpy())
+        assert (est["low"] == est["high"]).all() and (est["interval"] == "exact").all()
+        assert (est["n_queries"] == 150).all() and len(r.tables["queries"]) == 3 * 150
+        assert r.tables["queries"].groupby("model")["item"].nunique().eq(150).all()
+    # live: every question asked exactly once
+    asked = []
+    z = new.iloc[0]
+
+    def ask(item):
+        asked.append(item)
+        return int(z[item])
+
+    r = faq.evaluate(fm, ask, budget=1.0, seed=0)
+    assert sorted(asked) == sorted(new.columns) and r.estimates["estimate"].iloc[0] == pytest.approx(z.mean())
+
+
+def test_seed_is_resolved_before_the_fit_and_replays(small):
+    hist, new, _ = small
+    r1 = faq.evaluate(hist, new.iloc[:2], budget=20, factors=FactorModel(k=2, weight_decay=1.0, seed=0))
+    assert isinstance(r1.seed, int)
+    r2 = faq.evaluate(hist, new.iloc[:2], budget=20, seed=r1.seed, factors=FactorModel(k=2, weight_decay=1.0, seed=0))
+    pd.testing.assert_frame_equal(r1.estimates, r2.estimates)
+
+
+def test_default_factors_are_cached_by_the_history(small, tmp_path, monkeypatch):
+    monkeypatch.setenv("ASSAY_CACHE_DIR", str(tmp_path))
+    hist, new, _ = small
+    calls = []
+    r1 = faq.evaluate(hist, new.iloc[:2], budget=20, seed=0, fit_progress=lambda *a: calls.append(a))
+    assert r1.info["factors"]["cache"] == "miss" and calls and calls[-1][0] == calls[-1][1]
+    files = list((tmp_path / "factors").glob("*.npz"))
+    assert len(files) == 1 and (files[0].stat().st_mode & 0o077) == 0  # private
+    calls.clear()
+    r2 = faq.evaluate(hist, new.iloc[:2], budget=20, seed=0, fit_progress=lambda *a: calls.append(a))
+    assert r2.info["factors"]["cache"] == "hit" and not calls  # no refit
+    pd.testing.assert_frame_equal(r1.estimates, r2.estimates)
+    h2 = hist.copy()
+    h2.iloc[0, 0] = 1 - h2.iloc[0, 0]  # another history, another fit
+    r3 = faq.evaluate(h2, new.iloc[:2], budget=20, seed=0)
+    assert r3.info["factors"]["cache"] == "miss"
+    files[0].write_bytes(b"not a zip")  # a corrupt entry is refitted, never trusted
+    r4 = faq.evaluate(hist, new.iloc[:2], budget=20, seed=0)
+    assert r4.info["factors"]["cache"] == "miss"
+    pd.testing.assert_frame_equal(r1.estimates, r4.estimates)
+    r5 = faq.evaluate(hist, new.iloc[:2], budget=20, seed=0, cache=False)
+    assert r5.info["factors"]["cache"] == "miss"
+
+
+def test_plain_word_warnings(small):
+    hist, new, fm = small
+    r = faq.evaluate(fm, new.iloc[:2], budget=12, seed=0)
+    assert any("below the 33" in w for w in r.warnings)
+    # a model whose answers have nothing to do with the history: no saving, and the result says so
+    rng = np.random.default_rng(0)
+    noise = pd.DataFrame((rng.random((1, 150)) < 0.5).astype(float), columns=new.columns, index=["noise"])
+    r = faq.evaluate(fm, noise, budget=60, seed=0)
+    assert r.estimates["gain_vs_uniform"].iloc[0] < 1.0
+    assert any(w.startswith("no saving for model 'noise'") for w in r.warnings)
+    # models that follow the history: an estimated gain well above 1 on average (a single model's estimate is noisy)
+    r = faq.evaluate(fm, new, budget=60, seed=0)
+    assert r.estimates["gain_vs_uniform"].mean() > 1.15
+
+
+def test_until_width_stops_and_reports_the_anytime_interval(small):
+    hist, new, fm = small
+    r = faq.evaluate(fm, new.iloc[:5], budget=1.0, seed=0, until_width=0.25, min_queries=10)
+    e = r.estimates
+    assert (e["interval"] == "anytime-valid").all() and e["reached_width"].all()
+    assert (e["width"] <= 0.25).all() and (e["n_queries"] >= 10).all() and (e["n_queries"] < 150).all()
+    q = r.tables["queries"]
+    assert (q.groupby("model").size().to_numpy() == e["n_queries"].to_numpy()).all()
+    r = faq.evaluate(fm, new.iloc[:2], budget=15, seed=0, until_width=0.01)
+    assert not r.estimates["reached_width"].any() and any("whole budget" in w for w in r.warnings)
+
+
+def test_live_stops_asking_when_narrow_enough(small):
+    hist, new, fm = small
+    z = new.iloc[0]
+    asked = []
+    r = faq.evaluate(fm, lambda item: asked.append(item) or int(z[item]), budget=1.0, seed=3, until_width=0.3,
+                     min_queries=10)
+    assert len(asked) == r.estimates["n_queries"].iloc[0] == len(set(asked)) < 150
+
+
+def test_model_splits_hold_out_whole_families():
+    rows = [f"org{i % 7}/m{i}" for i in range(70)] + [f"solo{i}" for i in range(5)]
+    splits = faq.model_splits(rows, 3, seed=0)
+    seen = np.zeros(len(rows), dtype=int)
+    for hist_idx, new_idx in splits:
+        seen[new_idx] += 1
+        assert not set(hist_idx) & set(new_idx)
+        fam_new = {rows[i].split("/")[0] for i in new_idx}
+        fam_hist = {rows[i].split("/")[0] for i in hist_idx}
+        assert not fam_new & fam_hist  # no family on both sides
+    assert (seen == 1).all()  # every model is new exactly once
+    rnd = faq.model_splits(rows, 3, split_by="random", seed=0)
+    assert sum(len(n) for _, n in rnd) == len(rows)
+    with pytest.raises(AssayInputError, match="split_by"):
+        faq.model_splits(rows, 3, split_by="alphabet")
+    with pytest.raises(AssayInputError, match="splits"):
+        faq.model_splits(rows, 1)
+
+
+def test_protocol_on_family_splits_of_one_table():
+    hist, new = world(n_hist=150, n_new=0, N=120, k=2, seed=9)
+    hist.index = [f"fam{i % 10}/m{i}" for i in range(150)]
+    r = faq.protocol(hist, budgets=[0.1], seeds=2, seed=0, splits=3, factors=FactorModel(k=2, weight_decay=1.0),
+                     methods=["faq", "uniform", "ht_uniform"])
+    assert r.params["n_splits"] == 3 and r.params["n_new"] == 150
+    pm = r.tables["per_model"]
+    faq_rows = pm[pm["method"] == "faq"]
+    assert sorted(faq_rows["model"]) == sorted(hist.index)  # every model evaluated once, as a new model
+    for s in range(3):
+        new_fams = {m.split("/")[0] for m in faq_rows[faq_rows["split"] == s]["model"]}
+        other = {m.split("/")[0] for m in faq_rows[faq_rows["split"] != s]["model"]}
+        assert not new_fams & other
+    with pytest.raises(AssayInputError, match="missing answers"):
+        h = hist.copy()
+        h.iloc[0, 0] = np.nan
+        faq.protocol(h, budgets=[0.1], seeds=1, factors=FactorModel(k=2))

@@ -13,6 +13,7 @@ from typing import Any, Callable, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from . import __version__
@@ -584,19 +585,33 @@ def _read_answers(path: Path, what: str):
 def _print_faq(result) -> None:
     p = result.params
     level = 1 - result.level["alpha"]
-    t = Table(title=f"FAQ: {p['n_queries']} queries of {p['n_items']} questions ({p['n_queries'] / p['n_items']:.1%}), "
-                    f"{level:.0%} intervals for the accuracy over the whole bank, seed = {result.seed}",
-              title_justify="left")
     est = result.estimates
-    cols = [c for c in ("model", "estimate", "low", "high", "width", "truth", "n_distinct") if c in est.columns]
+    kind = str(est["interval"].iloc[0]) if "interval" in est.columns and len(est) else "fixed-budget"
+    t = Table(title=f"FAQ: {p['n_queries']} queries of {p['n_items']} questions ({p['n_queries'] / p['n_items']:.1%}) "
+                    f"at most, {level:.0%} {kind} intervals for the accuracy over the whole bank, seed = {result.seed}",
+              title_justify="left")
+    cols = [c for c in ("model", "estimate", "low", "high", "width", "truth", "n_queries", "gain_vs_uniform")
+            if c in est.columns]
     for c in cols:
         t.add_column(c, justify="left" if c == "model" else "right")
     for row in est[cols].itertuples(index=False):
-        t.add_row(*[f"{v:.4f}" if isinstance(v, float) else str(v) for v in row])
+        cells = []
+        for c, v in zip(cols, row):
+            if c == "gain_vs_uniform":
+                cells.append("" if v != v else f"{v:.2f}x")
+            elif isinstance(v, float):
+                cells.append(f"{v:.4f}")
+            else:
+                cells.append(escape(str(v)))
+        t.add_row(*cells)
     _out.print(t)
     f = result.info.get("factors", {})
     _out.print(f"factors: k = {f.get('k')}, weight_decay = {f.get('weight_decay')}, train log-loss "
-               f"{f.get('train_logloss', float('nan')):.3f}, held-out {f.get('heldout_logloss', float('nan')):.3f}")
+               f"{f.get('train_logloss', float('nan')):.3f}, held-out {f.get('heldout_logloss', float('nan')):.3f}"
+               + (f" (cached fit: {f.get('cache')})" if f.get("cache") not in (None, "not used") else ""))
+    _out.print("gain_vs_uniform: how many uniformly sampled questions each asked question was worth (estimated)")
+    for w in result.warnings:
+        _out.print(f"note: {escape(w)}")
 
 
 def _parse_budget(text: str):

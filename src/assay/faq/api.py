@@ -337,7 +337,8 @@ class FAQResult(Result):
     Tables: ``estimates`` (main; one row per new model: estimate, low, high, width, se, the plug-in factor-model
     estimate, queries used and distinct questions, ``gain_vs_uniform`` (the estimated effective-sample-size gain
     over a uniform sample of the same size), ``interval`` (what kind of interval low-high is), and the true
-    accuracy when every answer is known) and ``queries`` (one row per query: model, round, item, answer, q, phi).
+    accuracy when every answer is known) and ``queries`` (one row per query: model, round, item, answer, q, phi and
+    the increment's weight c_t; the estimate is sum c phi / sum c).
     """
 
     method = "faq"
@@ -515,7 +516,7 @@ def evaluate(
                "gain_vs_uniform": np.full(M, np.nan), "interval": ["exact"] * M}
         queries = {"model": np.repeat(model_ids, N), "round": np.tile(np.arange(1, N + 1), M),
                    "item": np.tile(np.asarray(hist_items, dtype=object), M), "answer": Zc.ravel(),
-                   "q": np.ones(M * N), "phi": np.full(M * N, np.nan)}
+                   "q": np.ones(M * N), "phi": np.full(M * N, np.nan), "weight": np.full(M * N, np.nan)}
         se_variants: dict = {}
     else:
         kind = "anytime-valid" if until_width is not None else (
@@ -530,14 +531,15 @@ def evaluate(
         mrow, trow = np.nonzero(used)
         queries = {"model": np.asarray(model_ids, dtype=object)[mrow], "round": trow + 1,
                    "item": np.asarray(hist_items, dtype=object)[run.items[mrow, trow]],
-                   "answer": run.answers[mrow, trow], "q": run.q_chosen[mrow, trow], "phi": run.phi[mrow, trow]}
+                   "answer": run.answers[mrow, trow], "q": run.q_chosen[mrow, trow], "phi": run.phi[mrow, trow],
+                   "weight": run.weights[trow]}
         se_variants = {k: [float(x) for x in v] for k, v in run.ses.items()}
         # plain-words warnings
         if n_b < MIN_VALIDATED_QUERIES and until_width is None:
             notes.append(f"{n_b} queries is below the {MIN_VALIDATED_QUERIES} from which FAQ's coverage was shown on "
                          "models absent from the history (assay study faq-leaderboard); treat this interval as "
                          "approximate, or raise the budget")
-        low_gain = np.isfinite(gain) & (gain < 1.1)
+        low_gain = np.isfinite(gain) & (gain < 1.0)
         if low_gain.any():
             who = (f"model {model_ids[int(np.flatnonzero(low_gain)[0])]!r}" if M == 1 else
                    f"{int(low_gain.sum())} of {M} models")
@@ -863,6 +865,15 @@ def protocol(
     test_ss = [np.random.SeedSequence(test_ss_root.entropy, spawn_key=test_ss_root.spawn_key + (s,)) for s in seeds]
     faq_variants = ("increments|t", "conservative|normal", "cs") if variants else ()
 
+    # one progress count over the whole protocol (splits x budgets x seeds x chunks of models)
+    n_new = [Zsrc.shape[0] if ni is None else len(ni) for _, ni in split_list]
+    total = sum(len(n_b_list) * len(seeds) * -(-m // chunk) for m in n_new)
+    done = [0]
+
+    def step_progress(d, t):
+        if progress is not None:
+            progress(done[0] + d, total)
+
     acc: dict[tuple[int, str], list] = {}  # (budget index, row name) -> list of (cov[S, M], wid[S, M]) per split
     per_model, tuning_rows, split_info = [], [], []
     for si, (hist_idx, new_idx) in enumerate(split_list):
@@ -925,8 +936,9 @@ def protocol(
                     jobs.append(("ai_factor", chosen.get((bi, m), {"tau": 0.25, **dict(params.get("ai_factor") or {})})))
                 else:
                     jobs.append((m, {}))
-            res = _evaluate_jobs(ctx, Znew, theta, [n_b], jobs, test_ss, alpha, chunk, workers, progress,
+            res = _evaluate_jobs(ctx, Znew, theta, [n_b], jobs, test_ss, alpha, chunk, workers, step_progress,
                                  budget_ids=[bi], split_id=si)
+            done[0] += len(seeds) * -(-Znew.shape[0] // chunk)
             for (b2, ji, var), (cov, wid) in res.items():
                 name = jobs[ji][0] + (f":{var}" if var else "")
                 acc.setdefault((bi, name), []).append((cov, wid, jobs[ji][1]))
@@ -946,6 +958,12 @@ def protocol(
             cov_all = np.concatenate([c.ravel() for c, _, _ in lst])
             per_model_cov = np.concatenate([c.mean(axis=0) for c, _, _ in lst])
             cfg = {k: v for k, v in lst[0][2].items() if k != "variants"}
+            if name.startswith("faq:"):
+                var = name.split(":", 1)[1]
+                if var == "cs":
+                    cfg["interval"] = "anytime-valid"
+                else:
+                    cfg["variance"], cfg["quantile"] = var.split("|")
             rows.append({
                 "budget": budgets[bi], "n_queries": n_b, "method": name,
                 "coverage": float(cov_all.mean()),

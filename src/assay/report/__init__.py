@@ -242,11 +242,16 @@ def faq_figure(result: Result) -> str:
         if k >= 6:
             break
         phi = g["phi"].to_numpy(dtype=float)
+        if not np.isfinite(phi).any():  # every question asked: no running estimate to draw
+            continue
+        c = g["weight"].to_numpy(dtype=float) if "weight" in g else np.ones_like(phi)
         t = np.arange(1, phi.size + 1)
-        mean = np.cumsum(phi) / t
-        sq = np.cumsum(phi**2)
-        var = np.where(t > 1, (sq - t * mean**2) / np.maximum(t - 1, 1), np.nan)
-        half = z * np.sqrt(np.maximum(var, 0) / t)
+        sc, sc2 = np.cumsum(c), np.cumsum(c**2)
+        mean = np.cumsum(c * phi) / sc
+        # weighted quadratic variation of the increments around the running estimate, with the n/(n-1) plug-in
+        qv = np.cumsum(c**2 * phi**2) - 2 * mean * np.cumsum(c**2 * phi) + mean**2 * sc2
+        var = np.where(t > 1, qv / sc**2 * t / np.maximum(t - 1, 1), np.nan)
+        half = z * np.sqrt(np.maximum(var, 0))
         line, = a1.plot(t, mean, lw=1.2, label=str(model)[:30])
         a1.fill_between(t, np.clip(mean - half, 0, 1), np.clip(mean + half, 0, 1), color=line.get_color(), alpha=0.15)
         uni = z * np.sqrt(np.clip(mean * (1 - mean), 0, None) / t)
@@ -281,8 +286,9 @@ def _faq_section(result: Result) -> str:
         "interval as queries accumulate (shaded), against the interval a uniform sample of the same size would give "
         "(dotted); dashed lines mark the true accuracy when it is known. The guarantee: "
         f"{html.escape(str(lv.get('meaning')))}; it holds whatever the factor model's quality, which only affects "
-        "the width. The running band is exact at the final count and, with rho = gamma = 0, at every count. Right: "
-        "which questions were drawn and how often (sampling is with replacement).</figcaption></figure>",
+        "the width. The running band uses the increments' variance; the table gives the reported interval (which also "
+        "floors the variance at the working model's). Right: which questions were drawn and how often (without "
+        "replacement, the default, each question at most once per model).</figcaption></figure>",
         _table_html(result.estimates),
         "</section>",
     ]
