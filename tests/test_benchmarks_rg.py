@@ -55,3 +55,46 @@ def test_bad_task_and_fields():
         gen.generate({"colour": 3}, np.random.default_rng(0))
     with pytest.raises(AssayInputError, match="rejected"):
         gen.generate({"rows": 0, "cols": 5}, np.random.default_rng(0))
+
+
+def _offered():
+    from assay.benchmarks.reasoning_gym import offered_tasks
+
+    return offered_tasks()
+
+
+@pytest.mark.parametrize("task", _offered())
+def test_every_offered_task_scores_its_oracle_and_only_it(task):
+    """20 generated instances per task: the oracle answer, boxed as the instruction asks, scores 1.0; a junk
+    answer and the oracle of another instance (when different) never do. The scorer sees the answer unchanged.
+    n_queens has many valid solutions (another instance's board may be one), so there only the junk answer is checked."""
+    gen = get_generator(f"reasoning_gym:{task}")
+    rng = np.random.default_rng(0)
+    insts = [gen.generate({}, rng) for _ in range(20)]
+    for i, inst in enumerate(insts):
+        ref = str(inst.reference)
+        assert gen.score(f"Let me work it out.\n\\boxed{{{ref}}}", inst) == 1.0, (task, ref[:80])
+        assert gen.score("\\boxed{zzqx wrong}", inst) in (0.0,)
+        other = str(insts[(i + 1) % len(insts)].reference)
+        if other != ref and task != "n_queens":
+            assert gen.score(f"\\boxed{{{other}}}", inst) == 0.0, (task, ref[:60], other[:60])
+
+
+@pytest.mark.parametrize("task", ["composite", "boxnet", "game_of_life_halting", "puzzle24"])
+def test_excluded_tasks_are_refused_with_the_reason(task):
+    from assay.benchmarks.reasoning_gym import EXCLUDED
+
+    with pytest.raises(AssayInputError, match="not offered"):
+        get_generator(f"reasoning_gym:{task}")
+    assert task in EXCLUDED and len(EXCLUDED[task]) > 20
+
+
+def test_answers_reach_the_scorer_unchanged():
+    """Case and commas matter to some scorers: word_sorting wants the words as given, comma-separated."""
+    from assay.benchmarks.reasoning_gym import _extract
+
+    assert _extract("so \\boxed{Alpha, beta, Gamma}") == "Alpha, beta, Gamma"
+    assert _extract('\\boxed{{"s": "}[}}}{(]"}}') == '{"s": "}[}}}{(]"}'  # unbalanced braces inside a string
+    assert _extract("\\boxed{}") == ""
+    assert _extract("Answer: Yes, All") == "Yes, All"
+    assert _extract("no answer here") is None

@@ -3,11 +3,19 @@
 ``ReasoningGymGenerator("shortest_path")`` turns a configuration into one reasoning-gym item: a configuration key
 ``x`` sets the task's config field ``x``, or pins both ``min_x`` and ``max_x`` to the value (so a template fixes
 e.g. the grid size instead of a range). Each instance is generated with ``size=1`` and a seed drawn from the rng,
-so it is a pure function of ``(config, rng)``. Scoring uses reasoning-gym's own ``score_answer`` on the answer
-extracted from the last ``\\boxed{}`` (or a final "Answer: ..."), lower-cased with commas replaced by spaces
-(QuickScope App. B.3); an answer is correct only at score 1.0 (shortest_path gives 0.5 for a valid longer path;
-the generic substring rule gives partial credit to padded answers). No extractable answer -> ``None``
-(unparseable).
+so it is a pure function of ``(config, rng)``. Scoring passes the answer extracted from the last ``\\boxed{}``
+(or a final "Answer: ...") to the task's own ``score_answer`` UNCHANGED: no lower-casing, no comma stripping.
+(An earlier version normalised every answer as QuickScope App. B.3 does for its two grid tasks; that turned
+correct answers into wrong ones on course_schedule, syllogism, word_sorting and half of sentence_reordering,
+and a wrong scorer is a false "certified hard".) A box whose braces do not balance (a JSON answer with a "}" inside
+a string, where brace counting closes the box early) is read up to the last "}" of the text when that is JSON. An answer is correct only at score 1.0 (shortest_path gives 0.5
+for a valid longer path; the generic substring rule gives partial credit to padded answers); a scorer that
+raises on the answer scores it 0.0 (wrong). No extractable answer -> ``None`` (unparseable).
+
+Tasks: every reasoning-gym task except those in :data:`EXCLUDED`, each refused with its reason: tasks without a
+reference answer (their scorer validates a solution, so it cannot be checked against an oracle) and tasks whose
+scorer accepts wrong answers. ``tests/test_benchmarks_rg.py`` checks every offered task: the oracle answer scores
+1.0 on 20 generated instances and no wrong answer does.
 
 ``GridGenerator`` (registered as ``grid``) is QuickScope's Grid Reasoning benchmark (App. C): ``task`` in
 {shortest_path, largest_island}; ``rows``, ``cols`` in 5..25; ``p_blocked`` (shortest_path) in [0.1, 0.9];
@@ -20,6 +28,7 @@ The default space of ``reasoning_gym:<task>`` for other tasks has no parameters 
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, Mapping
 
 import numpy as np
@@ -27,7 +36,20 @@ import numpy as np
 from ..errors import AssayInputError
 from . import Instance, register_generator
 
-__all__ = ["ReasoningGymGenerator", "GridGenerator"]
+__all__ = ["ReasoningGymGenerator", "GridGenerator", "EXCLUDED", "offered_tasks"]
+
+#: reasoning-gym tasks the adapter refuses, and why (checked against reasoning-gym 0.1.x)
+EXCLUDED: dict[str, str] = {
+    "composite": "a mixture of other tasks configured by a list of datasets; search the tasks themselves",
+    "boxnet": "no reference answer (the scorer validates a plan), so its scorer cannot be checked against an oracle",
+    "graph_color": "no reference answer (the scorer validates a colouring), so its scorer cannot be checked against an oracle",
+    "propositional_logic": "no reference answer (the scorer validates a proof), so its scorer cannot be checked against an oracle",
+    "rubiks_cube": "no reference answer (the scorer validates a move sequence), so its scorer cannot be checked against an oracle",
+    "rush_hour": "no reference answer (the scorer validates a move sequence), so its scorer cannot be checked against an oracle",
+    "game_of_life_halting": "reasoning-gym's scorer gives 1.0 to any non-empty answer (bool('False') is True)",
+    "puzzle24": "reasoning-gym's scorer accepts any expression equal to 24, even one built from numbers other than "
+                "the four given",
+}
 
 _INSTRUCTION = "\n\nThink step by step, then give your final answer inside \\boxed{}."
 
@@ -40,18 +62,52 @@ def _rg():
     return reasoning_gym
 
 
+def offered_tasks() -> list[str]:
+    """The reasoning-gym tasks this adapter offers (every installed task not in :data:`EXCLUDED`)."""
+    _rg()
+    from reasoning_gym.factory import DATASETS
+
+    return sorted(t for t in DATASETS if t not in EXCLUDED)
+
+
+_BOX_OPEN = re.compile(r"\\(?:boxed|fbox)\s*\{")
+
+
 def _extract(text: str | None) -> str | None:
+    """The final answer as written: the last box's content (stripped, otherwise unchanged), else "Answer: ..."."""
     from ..models.scoring import extract_answer, extract_boxed
 
     if text is None:
         return None
     ans = extract_boxed(text)
+    opens = list(_BOX_OPEN.finditer(text))
+    if ans is not None and opens and "{" in ans:
+        # a JSON answer with braces inside its strings closes the box too early by brace counting: when the
+        # text up to the last "}" is valid JSON and the counted content is not, the JSON is the answer
+        import json
+
+        rest = text[opens[-1].end():]
+        longer = rest[:rest.rfind("}")].strip()
+        if longer != ans:
+            try:
+                json.loads(ans)
+            except ValueError:
+                try:
+                    json.loads(longer)
+                    ans = longer
+                except ValueError:
+                    pass
+    if ans is None:
+        if opens:
+            rest = text[opens[-1].end():]
+            if rest.strip() == "}":  # an empty box is an empty answer
+                return ""
+            close = rest.rfind("}")
+            if close > 0:  # unbalanced braces inside the answer: up to the last closing brace
+                ans = rest[:close].strip() or None
     if ans is None:
         ans = extract_answer(text)
-    if ans is None:
-        return None
-    ans = " ".join(ans.replace(",", " ").split()).lower()
-    return ans or None
+    return ans
 
 
 class ReasoningGymGenerator:
@@ -61,6 +117,8 @@ class ReasoningGymGenerator:
         rg = _rg()
         from reasoning_gym.factory import DATASETS
 
+        if task in EXCLUDED:
+            raise AssayInputError(f"reasoning-gym task {task!r} is not offered: {EXCLUDED[task]}")
         if task not in DATASETS:
             close = sorted(n for n in DATASETS if task.split("_")[0] in n)[:8]
             raise AssayInputError(f"reasoning-gym has no task {task!r}" + (f"; similar: {', '.join(close)}" if close else
@@ -113,7 +171,10 @@ class ReasoningGymGenerator:
         ans = _extract(text)
         if ans is None:
             return None
-        s = float(self._score_fn(ans, instance.metadata["entry"]))
+        try:
+            s = float(self._score_fn(ans, instance.metadata["entry"]))
+        except Exception:  # the task's scorer cannot read this answer (e.g. letters for a factorisation): wrong
+            return 0.0
         return 1.0 if s >= 1.0 else 0.0
 
     def complexity(self, config: Mapping[str, Any]) -> float:
