@@ -237,11 +237,13 @@ def test_registered_and_factory():
     assert "dyval" in generator_names()
     g = get_generator("dyval")
     assert isinstance(g, DyValGenerator) and g.name == "dyval"
-    assert get_generator("dyval", tolerance=0.05).tolerance == 0.05
+    assert get_generator("dyval", decimals=3).decimals == 3
     with pytest.raises(AssayInputError):
         get_generator("dyval", bogus=1)
-    with pytest.raises(AssayInputError, match="tolerance"):
-        DyValGenerator(tolerance=-1)
+    with pytest.raises(AssayInputError, match="decimals"):
+        DyValGenerator(decimals=-1)
+    with pytest.raises(AssayInputError):
+        get_generator("dyval", tolerance=0.01)  # the old relative tolerance is gone
     with pytest.raises(AssayInputError, match="max_retries"):
         DyValGenerator(max_retries=0)
 
@@ -525,9 +527,11 @@ def _label_instance(ref):
 def test_score_numbers():
     inst = _num_instance(12.3456)
     assert GEN.score("\\boxed{12.35}", inst) == 1.0
-    assert GEN.score("\\boxed{12.3}", inst) == 1.0  # within 1e-2 * 12.35
+    assert GEN.score("\\boxed{12.3456}", inst) == 1.0  # unrounded: the same at two decimals
+    assert GEN.score("\\boxed{12.3}", inst) == 0.0  # 12.30 is not 12.35 (the old 1% rule accepted it)
+    assert GEN.score("\\boxed{12.34}", inst) == 0.0
     assert GEN.score("\\boxed{12.6}", inst) == 0.0
-    assert GEN.score("\\boxed{12.1} no wait \\boxed{12.34}", inst) == 1.0  # the last box counts
+    assert GEN.score("\\boxed{12.1} no wait \\boxed{12.35}", inst) == 1.0  # the last box counts
     assert GEN.score("Working...\nAnswer: 12.35", inst) == 1.0  # fallback without a box
     assert GEN.score("\\boxed{x = 12.35}", inst) == 1.0
     assert GEN.score("\\boxed{undefined}", inst) is None
@@ -537,8 +541,21 @@ def test_score_numbers():
     assert GEN.score("\\boxed{0}", small) == 1.0 and GEN.score("\\boxed{0.02}", small) == 0.0
     neg = _num_instance(-250000.0)
     assert GEN.score("\\boxed{-250,000}", neg) == 1.0 and GEN.score("\\boxed{250000}", neg) == 0.0
-    strict = DyValGenerator(tolerance=0.0)
+    strict = DyValGenerator(decimals=4)
     assert strict.score("\\boxed{12.35}", inst) == 0.0 and strict.score("\\boxed{12.3456}", inst) == 1.0
+    # the case: within 1% of 1600 is not 1600
+    big = _num_instance(1600.0)
+    assert GEN.score("\\boxed{1584}", big) == 0.0 and GEN.score("\\boxed{1615}", big) == 0.0
+    assert GEN.score("\\boxed{1600}", big) == 1.0 and GEN.score("\\boxed{1,600.00}", big) == 1.0
+    # a reference exactly on a tie: either correct rounding is accepted, a wrong one is not
+    tie = _num_instance(2.665)  # half-up 2.67, half-even 2.66
+    assert GEN.score("\\boxed{2.67}", tie) == 1.0 and GEN.score("\\boxed{2.66}", tie) == 1.0
+    assert GEN.score("\\boxed{2.68}", tie) == 0.0
+    assert GEN.score("\\boxed{2.68}", _num_instance(2.675)) == 1.0  # no tie between the roundings there
+    assert GEN.score("\\boxed{2.67}", _num_instance(2.675)) == 0.0
+    third = _num_instance(1 / 3)
+    assert GEN.score("\\boxed{0.33}", third) == 1.0 and GEN.score("\\boxed{1/3}", third) == 1.0
+    assert GEN.score("\\boxed{0.34}", third) == 0.0
 
 
 def test_score_labels():

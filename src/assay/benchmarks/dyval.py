@@ -79,9 +79,11 @@ per line; :func:`description_lines` returns them), then the question and the ins
 ``Give your final answer inside \\boxed{}, ...``.
 
 Scoring (:meth:`DyValGenerator.score`): the last ``\\boxed{...}`` (else the last ``Answer: ...``); ``None`` if there
-is none or it holds no number / no recognisable label. Numbers are correct when
-``|x - ref| <= 1e-2 * max(1, |ref|)`` (DyVal compares values rounded to two decimals; the question asks for two
-decimals, which keeps a correctly rounded answer within 0.005). Labels are compared case-insensitively after
+is none or it holds no number / no recognisable label. Numbers are compared as DyVal does, rounded to two decimals
+(``decimals``): correct when the answer rounded half-up equals the reference rounded to two decimals (half-up, or
+half-even at an exact tie, since either is a correct rounding), computed in decimal arithmetic on the numbers'
+shortest representations. (An earlier version accepted anything within 1% relative, so 1584 and 1615 counted as
+1600, which made exactly the deep arithmetic templates easier than DyVal's.) Labels are compared case-insensitively after
 dropping punctuation; "N/A", "NA", "unknown", "undetermined", "cannot be determined" all mean N/A.
 ``complexity(config) = depth * log2(children)`` (= log2(children^depth)), QuickScope's complexity weight.
 """
@@ -609,16 +611,16 @@ class DyValGenerator:
 
     name = "dyval"
 
-    def __init__(self, *, tolerance: float = 1e-2, max_retries: int = 100):
-        if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not (0 <= tolerance < 1):
-            raise AssayInputError(f"dyval: tolerance must be a number in [0, 1); got {tolerance!r}")
+    def __init__(self, *, decimals: int = 2, max_retries: int = 100):
+        if isinstance(decimals, bool) or not isinstance(decimals, int) or not (0 <= decimals <= 12):
+            raise AssayInputError(f"dyval: decimals must be an integer in [0, 12]; got {decimals!r}")
         if isinstance(max_retries, bool) or not isinstance(max_retries, (int, np.integer)) or max_retries < 1:
             raise AssayInputError(f"dyval: max_retries must be a positive integer; got {max_retries!r}")
-        self.tolerance = float(tolerance)
+        self.decimals = int(decimals)
         self.max_retries = int(max_retries)
 
     def __repr__(self) -> str:
-        return f"DyValGenerator(tolerance={self.tolerance}, max_retries={self.max_retries})"
+        return f"DyValGenerator(decimals={self.decimals}, max_retries={self.max_retries})"
 
     # -- space --------------------------------------------------------------------------------------------------
 
@@ -837,11 +839,27 @@ class DyValGenerator:
             if x is None or not math.isfinite(x):
                 return None
             ref = float(instance.reference)
-            return 1.0 if abs(x - ref) <= self.tolerance * max(1.0, abs(ref)) else 0.0
+            return 1.0 if same_rounded(x, float(instance.reference), self.decimals) else 0.0
         got = _label(ans)
         if got is None:
             return None
         return 1.0 if got == _label(str(instance.reference)) else 0.0
+
+
+def same_rounded(x: float, ref: float, decimals: int = 2) -> bool:
+    """DyVal's number comparison: ``x`` rounded half-up to ``decimals`` equals ``ref`` rounded to ``decimals``
+    (half-up, or half-even when ``ref`` sits exactly on a tie). Decimal arithmetic on ``repr``, so 2.675 is a tie."""
+    from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal, InvalidOperation, localcontext
+
+    with localcontext() as ctx:
+        ctx.prec = 80
+        q = Decimal(1).scaleb(-decimals)
+        try:
+            xd = Decimal(repr(float(x))).quantize(q, ROUND_HALF_UP)
+            rd = Decimal(repr(float(ref)))
+            return xd in (rd.quantize(q, ROUND_HALF_UP), rd.quantize(q, ROUND_HALF_EVEN))
+        except InvalidOperation:  # astronomically large values: exact comparison
+            return float(x) == float(ref)
 
 
 _WRAP = re.compile(r"\\(?:text|textbf|textit|textrm|texttt|mathrm|mathbf|mathit|mbox|operatorname)\s*\{([^{}]*)\}")
