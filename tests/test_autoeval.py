@@ -700,6 +700,31 @@ def test_r_eval_interval_reproduces_reference_anchor():
 RISKS = (0.02, 0.03, 0.45, 0.02, 0.09)  # m0..m4: m2 fails for sure, m4 is hard to certify at delta/K
 
 
+def test_no_best_without_a_family_wise_procedure():
+    """K = 5 candidates all exactly at the risk target (R-Eval, 300 labels each): a "best" picked among individually
+    certified ones would be a false claim in far more than delta of the trials (30% measured here at delta = 0.1);
+    only family-wise procedures pick one."""
+    trials, K, delta = 120, 5, 0.1
+    picked = {None: 0, "bonferroni": 0, "holm": 0}
+    some_certified = 0
+    for t in range(trials):
+        df = small_table(seed=1000 + t, risks=(TARGET,) * K, n=300, N=10, kind="flip0.05")
+        df["cost"] = df["candidate"].map({f"m{k}": float(k) for k in range(K)})
+        for select in picked:
+            res = certify(df, risk_target=TARGET, delta=delta, select=select, cost_col="cost", seed=t, bounds=False,
+                          method="r-eval")
+            if select is None:
+                some_certified += bool(res.certified)
+                assert res.best is None
+                assert "family-wise" in res.info["selection"]["note"]
+            picked[select] += res.best is not None
+    se = np.sqrt(delta * (1 - delta) / trials)
+    for select in ("bonferroni", "holm"):
+        assert picked[select] / trials <= delta + 3 * se  # FWER <= delta (measured ~2%)
+    # the unprotected pick is what the old code returned: it fires well above delta
+    assert some_certified / trials > delta + 2 * se
+
+
 @pytest.fixture(scope="module")
 def selection_table():
     df = small_table(seed=31, risks=RISKS, n=200, N=2000, kind="flip0.05")
@@ -764,6 +789,8 @@ def test_nothing_certified_says_so():
         assert res.best is None
         if select is not None:
             assert "no candidate is certified" in res.info["selection"]["note"]
+        else:
+            assert "family-wise" in res.info["selection"]["note"]
             assert "no candidate is certified" in res.summary()
 
 

@@ -178,7 +178,9 @@ def _print_autoeval(result) -> None:
                        "nothing can be deployed with the guarantee.")
         else:
             _out.print(f"[bold]{sel['procedure']}:[/] certified {len(sel['certified'])} of {len(result.candidates)}; "
-                       f"best = [bold]{sel['best']}[/]")
+                       f"best = [bold]{escape(str(sel['best']))}[/]")
+    elif sel.get("note"):
+        _out.print(f"note: {escape(sel['note'])}")
     _out.print(f"Guarantee: {result.level['meaning']}.", highlight=False)
 
 
@@ -195,7 +197,7 @@ def autoeval(
     select: Optional[str] = typer.Option(None, "--select", help="fst, bonferroni or holm: family-wise error <= delta."),
     order_by: Optional[str] = typer.Option(None, "--order-by", help="Per-candidate column giving the FST order (descending)."),
     ascending: bool = typer.Option(False, "--ascending", help="Sort --order-by ascending instead."),
-    cost_col: Optional[str] = typer.Option(None, "--cost-col", help="Per-candidate cost; the cheapest certified is best."),
+    cost_col: Optional[str] = typer.Option(None, "--cost-col", help="Per-candidate cost; with --select, the cheapest certified is best."),
     interval: bool = typer.Option(False, "--interval", help="Also a two-sided interval for each risk."),
     candidate_col: str = typer.Option("candidate", help="Column naming the candidate model / prompt."),
     item_col: str = typer.Option("item", help="Column with the example id."),
