@@ -246,6 +246,37 @@ def test_fcr_controlled_data_dependent_selection():
         assert fcr <= _bound(se), m
 
 
+def test_data_dependent_selection_fixes_tau_before_the_data():
+    """below:VALUE: the default ("optimal") calibrator must not be tuned on the realised |S| (Theorem 1 needs it
+    fixed in advance). Its tau comes from K and the declared max |S|, and the printed guarantee says so."""
+    rng = np.random.default_rng(3)
+    t = _exp_table(rng, np.linspace(1.0, 3.0, 20), 60)
+    r = psdme.bands(t, select="below:1.4", seed=0)
+    S = len(r.selected)
+    assert 0 < S < 20
+    assert r.info["tau"] == pytest.approx(cal.optimal_power_tau(20, 20, DELTA))
+    assert r.info["tau"] != pytest.approx(cal.optimal_power_tau(20, S, DELTA))
+    assert r.info["levels"]["ps-dme"] == pytest.approx(cal.power_level(20, S, DELTA, r.info["tau"]))
+    assert "fixed before the data" in r.level["meaning"] and "declared maximum" in r.info["tau_basis"]
+    r5 = psdme.bands(t, select="below:1.4", seed=0, max_selected=5)
+    assert r5.info["tau"] == pytest.approx(cal.optimal_power_tau(20, 5, DELTA))
+    # a rule that fixes |S| keeps the optimal tau for that size, and says which rules the statement covers
+    top = psdme.bands(t, select="top:4", seed=0)
+    assert top.info["tau"] == pytest.approx(cal.optimal_power_tau(20, 4, DELTA))
+    assert "keeping |S| = 4" in top.level["meaning"]
+    with pytest.raises(AssayInputError, match="max_selected"):
+        psdme.bands(t, select="below:1.4", max_selected=0)
+    with pytest.raises(AssayInputError, match="max_selected"):
+        psdme.bands(t, select="below:1.4", max_selected=3, calibrator=0.5)
+
+
+def test_fcr_controlled_below_value_with_the_default_calibrator():
+    out = _fcr("below:1.3", ["ps-dme"], MC_TRIALS // 2, np.linspace(1.0, 3.0, 50), 50, seed=12)
+    fcr, se, size = out["ps-dme"]
+    assert 1 < size < 20
+    assert fcr <= DELTA + 3 * max(se, math.sqrt(DELTA * (1 - DELTA) / (MC_TRIALS // 2)))
+
+
 def test_naive_fails_under_selection_bias():
     """50 configurations with the SAME Exp(1) law; keep the 2 with the smallest sample mean. Their
     samples are atypically small, so their ECDFs sit above F: the naive level-delta band misses F far

@@ -277,7 +277,8 @@ def psdme(
     delta: float = typer.Option(0.1, "--delta", help="FCR level (family-wise error for bonferroni)."),
     method: str = typer.Option("ps-dme", "--method", help="ps-dme, ss-dme, bonferroni, naive or auto."),
     band: str = typer.Option("dkw", "--band", help="dkw or berk-jones."),
-    tau: Optional[float] = typer.Option(None, "--tau", help="Pre-specified power-calibrator tau (default: optimal for |S|)."),
+    tau: Optional[float] = typer.Option(None, "--tau", help="Pre-specified power-calibrator tau (default: optimal for |S| of top:K/all; for below:VALUE, optimal for --max-selected)."),
+    max_selected: Optional[int] = typer.Option(None, "--max-selected", help="below:VALUE: the largest |S| you plan for, declared before the data (default K); fixes the calibrator."),
     split: float = typer.Option(0.5, "--split", help="SS-DME: fraction of each configuration's data used to select."),
     gamma: str = typer.Option("0.01,0.05,0.1", "--gamma", help="Failure probabilities for the guaranteed KPI."),
     failures: str = typer.Option("error", "--failures", help="error, or worst: +inf KPIs are failures worse than any value."),
@@ -296,6 +297,7 @@ def psdme(
     table = d.read_table(kpi_file, text_columns=(config_col,))
     result = ps.bands(table, select=select, delta=delta, method=method, band=band,
                       calibrator="optimal" if tau is None else tau, split=split, gammas=gammas, seed=seed,
+                      max_selected=max_selected,
                       columns={"config": config_col, "kpi": kpi_col}, failures=failures)
     _emit(result, as_json, out, report, lambda: _print_psdme(result))
 

@@ -32,8 +32,12 @@ X*_k(gamma) = inf{x : L_k(x) >= 1 - gamma} (eq. 18): +inf when the band never re
 (the result says so). The best guaranteed KPI over the selection and the whole trade-off curve over
 gamma are reported.
 
-Choosing tau from the realised |S| is justified when |S| is fixed by design (top-k); for a
-data-dependent |S| (``below:VALUE``) pass a pre-specified ``calibrator=tau``. Failures (requests
+Theorem 1 needs the calibrator fixed before the data. Choosing the optimal tau from |S| is therefore done only
+when |S| is fixed by the rule itself ("all", "top:K"). For a rule whose |S| depends on the data ("below:VALUE",
+a callable) the "optimal" calibrator takes its tau from K and a DECLARED maximum selection size
+``max_selected`` (default K), fixed before any KPI is seen; the level then follows the realised |S| through that
+fixed calibrator (alpha = f_tau^{-1}(K / (delta |S|))), which Theorem 1 covers. (An earlier version tuned tau on
+the realised |S| of a data-dependent rule and still printed "for any selection rule".) Failures (requests
 that errored) must not be read as fast responses: give them KPI = +inf and ``failures="worst"``,
 which counts them as mass above every finite x.
 """
@@ -102,6 +106,16 @@ def _arrays(table: pd.DataFrame, columns: Mapping[str, str] | None, failures: st
             f"configurations with fewer than 2 observations: {', '.join(small[:5])}; a CDF band needs data"
         )
     return out
+
+
+def _fixed_size(rule: Any, K: int) -> int | None:
+    """|S| when the rule fixes it before the data ("all": K, "top:k": min(k, K)); None when the data decide."""
+    if callable(rule):
+        return None
+    if rule is None or str(rule).strip().lower() == "all":
+        return K
+    m = re.fullmatch(r"(?:top[:\-]?|top-k by mean:?)(\d+)", str(rule).strip().lower())
+    return min(int(m.group(1)), K) if m else None
 
 
 def _select(rule: Any, data: dict[str, np.ndarray]) -> list[str]:
@@ -256,6 +270,7 @@ def bands(
     failures: str = "error",
     include_bands: bool = True,
     grid: Sequence[float] | None = None,
+    max_selected: int | None = None,
 ) -> PsdmeResult:
     """Post-selection CDF bands and guaranteed KPIs (PS-DME, SS-DME, Bonferroni, naive; eq. 8-18).
 
@@ -285,6 +300,10 @@ def bands(
     grid : sequence of float, optional
         Also report each selected band on these x values (table ``grid``: the right-continuous values
         L(x), U(x) and the left limits just before x).
+    max_selected : int, optional
+        For a selection whose size depends on the data ("below:VALUE", a callable) and the "optimal"
+        calibrator: the largest |S| you plan for, declared before the data (default K). The calibrator's tau is
+        optimal for that size and fixed in advance, as Theorem 1 requires (module docstring).
     """
     if isinstance(delta, bool) or not isinstance(delta, (int, float, np.integer, np.floating)) or not (0 < delta < 1):
         raise AssayInputError(f"delta must be a number strictly between 0 and 1, got {delta!r}")
@@ -308,6 +327,20 @@ def bands(
     data = _arrays(table, columns, failures)
     names = list(data)
     K = len(names)
+    fixed = _fixed_size(select, K)
+    tau_basis = None
+    if calibrator in (None, "optimal") and fixed is None:
+        if max_selected is None:
+            max_selected = K
+        if isinstance(max_selected, bool) or not isinstance(max_selected, (int, np.integer)) or not 1 <= max_selected <= K:
+            raise AssayInputError(f"max_selected must be an integer in [1, K = {K}]; got {max_selected!r}")
+        calibrator = float(cal.optimal_power_tau(K, int(max_selected), delta))
+        tau_basis = (f"tau = {calibrator:.4f}, optimal for K = {K} and the declared maximum |S| = {int(max_selected)}, "
+                     "fixed before the data (the selection's size depends on the data)")
+    elif calibrator in (None, "optimal"):
+        tau_basis = f"tau optimal for K = {K} and |S| = {fixed}, which the rule fixes before the data"
+    elif max_selected is not None:
+        raise AssayInputError("max_selected only applies to the 'optimal' calibrator of a data-dependent selection")
     recorded_seed, ss = resolve_seed(seed)
     rng = np.random.default_rng(ss)
 
@@ -406,12 +439,17 @@ def bands(
         "levels": lv,
         "tau": (cal.optimal_power_tau(K, len(S), delta) if (S and calibrator in (None, "optimal")) else
                 (float(calibrator) if isinstance(calibrator, (int, float)) else None)),
+        "tau_basis": tau_basis,
         "bonferroni_threshold": thr,
         "best": [{"gamma": float(gam), "reliability": float(1 - gam), "best_kpi": float(best[j]),
                   "best_config": best_cfg[j]} for j, gam in enumerate(g)],
         "notes": notes,
         "guarantee": (
-            {"ps-dme": f"FCR <= {delta:g} over the selected bands, for any selection rule",
+            {"ps-dme": (f"FCR <= {delta:g} over the selected bands, for any selection rule keeping |S| = {fixed} "
+                        "(the calibrator was set from that size)" if (fixed is not None and tau_basis) else
+                        f"FCR <= {delta:g} over the selected bands, for any selection rule (the calibrator, "
+                        + (f"tau = {float(calibrator):.4f}, " if isinstance(calibrator, float) else "")
+                        + "was fixed before the data)"),
              "ss-dme": f"FCR <= {delta:g} (selection on a split disjoint from the bands)",
              "bonferroni": f"all K = {K} bands cover simultaneously with probability >= {1 - delta:g}",
              "naive": "none after selection"}[chosen_method]
