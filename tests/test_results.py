@@ -164,7 +164,7 @@ def test_round_trip_of_entropy_seed():
 
 def test_round_trip_without_contrasts_keeps_columns():
     r = run(contrasts=())
-    assert r.contrasts.empty and len(r.contrasts.columns) == 9
+    assert r.contrasts.empty and len(r.contrasts.columns) == 10
     back = siren.SirenResult.from_json(r.to_json())
     pd.testing.assert_frame_equal(back.cells, r.cells, check_dtype=False)
     assert list(back.contrasts.columns) == list(r.contrasts.columns)

@@ -365,3 +365,21 @@ def test_budget_labels_cannot_mix_numbers_and_text():
                        "item": [str(i) for i in range(8)] * 2, "score": [0.5] * 16})
     with pytest.raises(AssayInputError, match="mixes numbers and labels"):
         siren.evaluate(df, seed=0)
+
+
+def test_each_contrast_interval_has_its_own_verdict():
+    """The demo's case: scanning tuned-vs-default AND every pairwise contrast, Mistral's tuning gain is positive
+    for one pre-chosen contrast but not once every contrast is read at the same time."""
+    from assay.datasets import load_siren_law
+
+    r = siren.evaluate(load_siren_law(), temperature=0.1, contrasts=["tuned-vs-default", "pairwise"], seed=0)
+    c = r.contrasts.set_index("contrast")
+    for kind, lo, hi in (("pointwise", "ci_low", "ci_high"), ("simultaneous", "simultaneous_low", "simultaneous_high")):
+        want = np.where(c[lo] > 0, "positive", np.where(c[hi] < 0, "negative", "inconclusive"))
+        assert (c[f"verdict_{kind}"].to_numpy() == want).all()
+    row = c.loc["Mistral-7B-Instruct-v0.3@1.5M - Mistral-7B-Instruct-v0.3@0"]
+    assert row["verdict_pointwise"] == "positive" and row["verdict_simultaneous"] == "inconclusive"
+    assert "verdict" not in c.columns  # no single verdict that hides which interval it read
+    # a simultaneous verdict is never bolder than the pointwise one
+    bold = c["verdict_simultaneous"] != "inconclusive"
+    assert (c.loc[bold, "verdict_simultaneous"] == c.loc[bold, "verdict_pointwise"]).all()

@@ -89,12 +89,16 @@ def _print_siren(result) -> None:
     _out.print(t)
     if not result.contrasts.empty:
         c = Table(title=f"Contrasts (paired on the same items, {level:.0%})", title_justify="left")
-        for col in ("contrast", "estimate", "CI", "simultaneous", "verdict"):
-            c.add_column(col, justify="left" if col in ("contrast", "verdict") else "right")
+        for col in ("contrast", "estimate", "CI", "verdict (one contrast)", "simultaneous", "verdict (all at once)"):
+            c.add_column(col, justify="left" if col.startswith(("contrast", "verdict")) else "right")
         for r in result.contrasts.itertuples(index=False):
-            c.add_row(str(r.contrast), f"{r.estimate:+.4f}", f"[{r.ci_low:+.4f}, {r.ci_high:+.4f}]",
-                      f"[{r.simultaneous_low:+.4f}, {r.simultaneous_high:+.4f}]", str(r.verdict))
+            c.add_row(escape(str(r.contrast)), f"{r.estimate:+.4f}", f"[{r.ci_low:+.4f}, {r.ci_high:+.4f}]",
+                      str(r.verdict_pointwise), f"[{r.simultaneous_low:+.4f}, {r.simultaneous_high:+.4f}]",
+                      str(r.verdict_simultaneous))
         _out.print(c)
+        _out.print("Scanning these contrasts for a finding? Read 'all at once' (the simultaneous interval holds for every "
+                   "contrast together); 'one contrast' is valid only for a single contrast chosen before looking.",
+                   highlight=False)
     for w in result.info.get("warnings", []):
         _out.print(f"[yellow]warning:[/] {w}")
     _out.print(

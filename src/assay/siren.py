@@ -90,7 +90,7 @@ __all__ = [
 
 SELECTORS = ("softmax", "hard", "adaptive")
 CONTRAST_COLUMNS = ("contrast", "kind", "estimate", "se", "ci_low", "ci_high", "simultaneous_low",
-                    "simultaneous_high", "verdict")
+                    "simultaneous_high", "verdict_pointwise", "verdict_simultaneous")
 CONTRAST_FAMILIES = ("tuned-vs-default", "budget-gains", "pairwise")
 
 
@@ -796,8 +796,11 @@ def evaluate(
             "simultaneous_low": est - ci["half_simultaneous"],
             "simultaneous_high": est + ci["half_simultaneous"],
         }
-        con_df["verdict"] = np.where(con_df["ci_low"] > 0, "positive",
-                                     np.where(con_df["ci_high"] < 0, "negative", "inconclusive"))
+        # one verdict per interval: the pointwise one answers a single contrast chosen in advance; a reader who
+        # scans several contrasts for a finding must use the simultaneous one (it holds for all at once)
+        for kind, lo, hi in (("pointwise", "ci_low", "ci_high"), ("simultaneous", "simultaneous_low", "simultaneous_high")):
+            con_df[f"verdict_{kind}"] = np.where(con_df[lo] > 0, "positive",
+                                                 np.where(con_df[hi] < 0, "negative", "inconclusive"))
         contrast_info = {"critical_simultaneous": float(ci["critical_simultaneous"])}
     else:
         con_df = None

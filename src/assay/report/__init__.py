@@ -108,9 +108,11 @@ def _siren_section(result: Result) -> str:
     ]
     con = result.tables.get("contrasts")
     if con is not None and not con.empty:
-        parts.append(f"<h3>Contrasts ({level:.0%} intervals; paired on the same items)</h3>")
+        parts.append(f"<h3>Contrasts ({level:.0%} intervals; paired on the same items)</h3><p class='meta'>Scanning "
+                     "several contrasts for a finding? Read verdict_simultaneous (its interval holds for every contrast at "
+                     "once); verdict_pointwise is valid only for one contrast chosen before looking.</p>")
         parts.append(_table_html(con[["contrast", "estimate", "ci_low", "ci_high", "simultaneous_low",
-                                      "simultaneous_high", "verdict"]]))
+                                      "simultaneous_high", "verdict_pointwise", "verdict_simultaneous"]]))
     for w in result.info.get("warnings", []):
         parts.append(f"<p class='warn'>{html.escape(w)}</p>")
     parts.append("</section>")
