@@ -383,3 +383,35 @@ def test_each_contrast_interval_has_its_own_verdict():
     # a simultaneous verdict is never bolder than the pointwise one
     bold = c["verdict_simultaneous"] != "inconclusive"
     assert (c.loc[bold, "verdict_simultaneous"] == c.loc[bold, "verdict_pointwise"]).all()
+
+
+def test_tiny_temperature_is_refused_not_turned_into_nan():
+    rng = np.random.default_rng(3)
+    Z = {("m", 1): (rng.random((80, 3)) < 0.5).astype(float)}
+    for tau in (1e-150, 1e-300, 1e-9):
+        with pytest.raises(AssayInputError, match="selector='hard'"):
+            siren.evaluate(Z, seed=0, temperature=tau, n_boot=200)
+    r = siren.evaluate(Z, seed=0, selector="hard", n_boot=200)  # the argmax the user meant is available
+    assert np.isfinite(r.cells[["ci_low", "ci_high"]].to_numpy()).all()
+
+
+def test_small_temperature_on_near_tied_binary_artifacts_warns():
+    """Two artifacts that differ on 3 of 200 binary items: at tau = 1e-6 the interval is absurd ([-241, 242]); the
+    result must say why instead of printing it as if it meant something."""
+    rng = np.random.default_rng(0)
+    base = (rng.random((200, 1)) < 0.5).astype(float)
+    Z = np.hstack([base, base, (rng.random((200, 1)) < 0.5).astype(float)])
+    Z[:3, 1] = 1 - Z[:3, 1]
+    r = siren.evaluate({("m", 1): Z}, seed=0, temperature=1e-6, n_boot=200)
+    w = " ".join(r.info["warnings"])
+    assert "far below the split-to-split noise" in w and "outside the scores' range" in w
+    ok = siren.evaluate({("m", 1): Z}, seed=0, temperature=0.1, n_boot=200)
+    assert not ok.info["warnings"]
+
+
+def test_constant_cell_with_several_artifacts_warns_despite_float_residue():
+    rng = np.random.default_rng(14)
+    r = siren.evaluate({("a", 1): np.full((60, 3), 0.3), ("b", 1): rng.random((60, 2))}, seed=0, n_boot=200)
+    assert 0 < r.cells.se[0] < 1e-12  # float residue, not an exact zero
+    assert any(w.startswith("a@1: every item has the same score") for w in r.info["warnings"])
+    assert not any(w.startswith("b@1") for w in r.info["warnings"])

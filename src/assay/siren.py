@@ -592,6 +592,22 @@ def _is_real(x: Any) -> bool:
     return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_)) and math.isfinite(float(x))
 
 
+#: temperatures below this are refused: no mean score resolves differences that fine, and the softmax's derivative
+#: (1 / tau) overflows into infinite or NaN intervals
+MIN_TEMPERATURE = 1e-8
+
+
+def _selection_noise(Z: np.ndarray, m_score: int) -> float:
+    """Standard deviation of the scoring-split difference between a cell's two best artifacts (by full mean):
+    how much their selection scores move from split to split. A softmax temperature far below it makes the
+    selection a hard switch driven by noise, where the linearised (delta-method) interval is unreliable."""
+    if Z.shape[1] < 2 or m_score < 1:
+        return 0.0
+    top = np.argsort(-Z.mean(axis=0), kind="stable")[:2]
+    d = Z[:, top[0]] - Z[:, top[1]]
+    return float(d.std(ddof=1) / math.sqrt(m_score)) if Z.shape[0] > 1 else 0.0
+
+
 def _check_params(reps, score_fraction, n_boot, alpha, temperature, selector, band, engine, threshold) -> None:
     for name, v in (("score_fraction", score_fraction), ("alpha", alpha), ("instability_threshold", threshold)):
         if not _is_real(v):
@@ -608,6 +624,10 @@ def _check_params(reps, score_fraction, n_boot, alpha, temperature, selector, ba
         raise AssayInputError(f"selector must be one of {', '.join(SELECTORS)}, got {selector!r}")
     if selector != "hard" and not (_is_real(temperature) and temperature > 0):
         raise AssayInputError(f"temperature must be a positive number on the score scale (e.g. 0.1), got {temperature!r}")
+    if selector != "hard" and temperature < MIN_TEMPERATURE:
+        raise AssayInputError(f"temperature {temperature!r} is below {MIN_TEMPERATURE:g}, far finer than any difference "
+                              "between mean scores: the softmax is then an argmax whose derivative overflows. For "
+                              "argmax selection use selector='hard' (or 'adaptive'); otherwise a temperature such as 0.1")
     if band not in ("studentized", "raw"):
         raise AssayInputError(f"band must be 'studentized' or 'raw', got {band!r}")
     if engine not in ("exact", "multipliers"):
@@ -744,15 +764,34 @@ def evaluate(
 
     psi = boot.center(psi_E + psi_D)
     omega_hat = boot.covariance(psi)
-    for j in np.flatnonzero(np.diag(omega_hat) <= 0):
-        warnings.append(
-            f"{_label(cells[j])}: every item has the same score, so the interval has zero width; the "
-            "normal approximation says nothing here (score more items or report an exact binomial bound)."
-        )
+    if not (np.isfinite(theta).all() and np.isfinite(omega_hat).all()):
+        bad = [_label(cells[j]) for j in np.flatnonzero(~np.isfinite(theta) | ~np.isfinite(np.diag(omega_hat)))]
+        raise AssayInputError(f"the estimate or its variance is not finite for {', '.join(bad[:3])}: at temperature "
+                              f"{tau:g} the softmax's derivative overflows (near-tied artifacts); use a larger "
+                              "temperature (e.g. 0.1) or selector='hard' / 'adaptive'")
+    m_score, _ = split_sizes(M, score_fraction)
+    for j, cell in enumerate(cells):
+        Z = design.scores[cell]
+        if np.ptp(Z) == 0 or np.diag(omega_hat)[j] <= 1e-24:
+            # judged on the data (a constant cell with K > 1 leaves float residue ~1e-33 in the variance)
+            warnings.append(
+                f"{_label(cell)}: every item has the same score, so the interval has zero width; the "
+                "normal approximation says nothing here (score more items or report an exact binomial bound)."
+            )
+        elif selector_used[j] == "softmax" and tau < 0.25 * _selection_noise(Z, m_score):
+            warnings.append(
+                f"{_label(cell)}: temperature {tau:g} is far below the split-to-split noise of the two best "
+                f"artifacts' selection scores ({_selection_noise(Z, m_score):.3g}): the softmax acts as a hard switch "
+                "driven by noise, and its linearised interval is unreliable (it can reach outside the scores' "
+                "range). Use a temperature of at least that noise, or selector='hard' / 'adaptive'."
+            )
     G = boot.draw(psi, n_boot, rng_boot, engine=engine)
     root = math.sqrt(M)
     sd = np.sqrt(np.clip(np.diag(omega_hat), 0.0, None))
     half = boot.pointwise_critical(G, alpha) / root
+    for j in np.flatnonzero((theta - half < -1e-9) | (theta + half > 1 + 1e-9)):
+        warnings.append(f"{_label(cells[j])}: the interval [{theta[j] - half[j]:.3f}, {theta[j] + half[j]:.3f}] reaches "
+                        "outside the scores' range [0, 1]; the normal approximation is strained for this cell")
     scale = sd if band == "studentized" else np.ones(C)
     crit = boot.simultaneous_critical(G, alpha, scale=scale)
     band_half = crit * scale / root
