@@ -62,8 +62,25 @@ def test_inspect_human_edits_are_kept_apart():
     assert len(ed) >= 1 and ed["editor"].notna().all()
     assert (ed["score_original"] != ed["score_human"]).all() and (ed["score"] == ed["score_human"]).all()
     ae = to_autoeval(df)
-    assert ae["loss_human"].notna().sum() == len(ed) and ae["loss_judge"].notna().all()
-    assert not ae["item"].duplicated().any()  # epochs kept apart
+    assert ae["loss_judge"].notna().all()
+    assert not ae[["candidate", "item"]].duplicated().any()
+    # epochs of one question are one example (averaged), not independent ones
+    assert len(ae) == df.groupby(["model", "item"]).ngroups
+    assert ae["loss_human"].notna().sum() == ed.groupby(["model", "item"]).ngroups
+    if df["repeat"].max() > 1:
+        assert "averaged" in ae.attrs["note"]
+
+
+def test_to_autoeval_averages_epochs_per_item():
+    """q2 has 3 epochs, a person reviewed epoch 2 only; q1 has 2 epochs, none reviewed."""
+    df = pd.DataFrame({"model": "m", "item": ["q1", "q1", "q2", "q2", "q2"], "repeat": [1, 2, 1, 2, 3],
+                       "score_original": [1.0, 0.0, 1.0, 1.0, 0.0], "score_human": [np.nan, np.nan, np.nan, 0.0, np.nan]})
+    ae = to_autoeval(df).set_index("item")
+    assert list(ae.index) == ["q1", "q2"]
+    assert ae.loc["q1", "loss_judge"] == 0.5 and np.isnan(ae.loc["q1", "loss_human"])
+    # the reviewed epoch's human and judge losses form the pair, not the judge mean over all epochs
+    assert ae.loc["q2", "loss_human"] == 1.0 and ae.loc["q2", "loss_judge"] == 0.0
+    assert "3 epochs" in to_autoeval(df).attrs["note"]
 
 
 def test_score_values():

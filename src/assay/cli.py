@@ -186,6 +186,8 @@ def _print_autoeval(result) -> None:
     elif sel.get("note"):
         _out.print(f"note: {escape(sel['note'])}")
     _out.print(f"Guarantee: {result.level['meaning']}.", highlight=False)
+    for w in result.warnings:
+        _out.print(f"note: {escape(w)}")
 
 
 @app.command()
@@ -220,6 +222,7 @@ def autoeval(
 
     text = (candidate_col, item_col)
     table = d.read_table(data, text_columns=text)
+    epoch_note = None
     if {"score_original", "score_human", "source"} <= set(table.columns) and human_col not in table.columns:
         # an inspect log: the scorer's original values are the judge labels, human score edits the human labels
         from .ingest import to_autoeval
@@ -227,8 +230,10 @@ def autoeval(
         if table["metric"].nunique() > 1:
             raise AssayInputError(f"{data}: the log has several scorers ({', '.join(sorted(table['metric'].unique()))}); "
                                   "pick the judge's with: assay ingest LOG --scorer NAME -o table.parquet")
-        table = to_autoeval(table).rename(columns={"candidate": candidate_col, "item": item_col,
-                                                   "loss_human": human_col, "loss_judge": judge_col})
+        converted = to_autoeval(table)
+        epoch_note = converted.attrs.get("note")
+        table = converted.rename(columns={"candidate": candidate_col, "item": item_col,
+                                          "loss_human": human_col, "loss_judge": judge_col})
     if judge is not None:
         table = d.merge_judge(table, d.read_table(judge, text_columns=text), candidate=candidate_col, item=item_col,
                               human_col=human_col, judge_col=judge_col)
@@ -238,6 +243,8 @@ def autoeval(
     result = ae.certify(table, risk_target=risk_target, delta=delta, method=method, betting=betting, factors=factors,
                         seed=seed, select=select, order_by=order_by, ascending=ascending, cost_col=cost_col,
                         interval=interval, shuffle=not no_shuffle, columns=columns)
+    if epoch_note:
+        result.info.setdefault("warnings", []).append(epoch_note)
     _emit(result, as_json, out, report, lambda: _print_autoeval(result))
     if require_certified and not result.certified:
         raise GateFailed("no candidate is certified (--require-certified)")

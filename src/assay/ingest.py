@@ -220,15 +220,36 @@ def read_inspect(path, *, scorer: str | None = None, variant: str | None = None)
 
 
 def to_autoeval(df: pd.DataFrame, *, candidate: str = "model") -> pd.DataFrame:
-    """R-AutoEval+ table from an inspect table: ``loss_judge`` = 1 - the original score, ``loss_human`` =
-    1 - the human edit (NaN where no person reviewed the sample)."""
+    """R-AutoEval+ table from an inspect table: one row per (candidate, item), ``loss_judge`` = 1 - the original
+    score, ``loss_human`` = 1 - the human edit (NaN where no person reviewed the item).
+
+    Repeats of one question (inspect epochs) are NOT independent examples: the certificate's i.i.d. unit is the
+    question. So the epochs of an item are averaged into one example: an item that a person reviewed on some of
+    its epochs gets the mean human loss over those epochs and the mean judge loss over the SAME epochs (the pair the
+    rectifier compares); an item nobody reviewed gets the mean judge loss over all its epochs. When several epochs
+    exist, ``df.attrs["note"]`` says how many were averaged per item.
+    """
     need = {"score_original", "score_human", "item"}
     if not need <= set(df.columns):
         raise AssayInputError("to_autoeval needs score_original and score_human (an inspect table)")
-    item = df["item"] + np.where(df["repeat"] > 1, "#" + df["repeat"].astype(str), "")
-    return pd.DataFrame({"candidate": df[candidate].to_numpy(), "item": item.to_numpy(),
-                         "loss_human": 1.0 - df["score_human"].to_numpy(dtype=float),
-                         "loss_judge": 1.0 - df["score_original"].to_numpy(dtype=float)})
+    t = pd.DataFrame({"candidate": df[candidate].astype(str).to_numpy(), "item": df["item"].astype(str).to_numpy(),
+                      "judge": 1.0 - df["score_original"].to_numpy(dtype=float),
+                      "human": 1.0 - df["score_human"].to_numpy(dtype=float)})
+    t["reviewed"] = t["human"].notna()
+    g = t.groupby(["candidate", "item"], sort=False)
+    any_rev = g["reviewed"].transform("any")
+    # judge loss: over the reviewed epochs for a reviewed item, over all epochs otherwise
+    t["judge_used"] = np.where(any_rev & ~t["reviewed"], np.nan, t["judge"])
+    out = t.groupby(["candidate", "item"], sort=False).agg(loss_judge=("judge_used", "mean"),
+                                                            loss_human=("human", "mean"),
+                                                            epochs=("judge", "size")).reset_index()
+    out = out[["candidate", "item", "loss_human", "loss_judge", "epochs"]]
+    max_ep = int(out["epochs"].max()) if len(out) else 1
+    if max_ep > 1:
+        out.attrs["note"] = (f"{len(t)} samples are {len(out)} items with up to {max_ep} epochs each: the epochs of an "
+                             "item were averaged into one example (repeats of one question are not independent), "
+                             "so n counts questions")
+    return out.drop(columns="epochs")
 
 
 # -- HELM -----------------------------------------------------------------------------------------------------
