@@ -202,3 +202,24 @@ def test_deferred_refresh_updates_the_pool_size_in_bounds():
     assert (s._nb[: s.n][sampled] >= np.arange(1, s.n + 1)[sampled]).all()
     lcb, ucb = coup_bounds(s._means()[sampled], s._m[: s.n][sampled], s._nb[: s.n][sampled], 0.01)
     assert np.allclose(lcb, s._lcb[: s.n][sampled]) and np.allclose(ucb, s._ucb[: s.n][sampled])
+
+
+def test_pool_keeps_growing_when_the_first_templates_are_all_mediocre():
+    """Simulated DyVal world, seed 33: none of the first 50 templates is hard, the best are ~0.5 and close, so the
+    paper's expansion rule (eps'^2 < c gamma) never fires. With min_growth=0 (the paper's rule alone) the pool stays
+    at 55 templates for 2,000 tickets; the growth floor keeps adding, and the search finds the hard region."""
+    from assay.quickscope.simulate import get_world, run_simulated
+
+    world = get_world("dyval")
+    cols = [p.name for p in world.space().params]
+
+    def run(**kw):
+        s = run_simulated(Search(world.space(), seed=33, **kw), world.truth, 2000, batch=20, seed=33)
+        top = s.top(10)[cols].to_dict("records")
+        truth = [world.truth({k: v for k, v in r.items() if not (isinstance(v, float) and np.isnan(v))}) for r in top]
+        return s.n, float(np.mean(truth))
+
+    n_old, true_old = run(min_growth=0.0)
+    n_new, true_new = run()
+    assert n_old < 100 and true_old < 0.8  # the stall
+    assert n_new >= 50 + 2 * np.sqrt(1980) and true_new > 0.9

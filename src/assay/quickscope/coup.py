@@ -89,6 +89,13 @@ class COUPParams:
     bound : ``"anytime"`` (the COUP+ union bound above) or ``"pointwise"``: ln(1/delta)/m per arm and sample count,
         no union over arms or time (the intervals of the paper's exported tables); a naive baseline for studies,
         whose certificates are NOT valid.
+    min_growth : a floor on the pool's growth: before each challenger slot (once every active arm has a sample), a
+        configuration is added whenever the pool holds fewer than n0 + min_growth * sqrt(tickets issued before the
+        batch) (2.0; 0 = the paper's rule alone). The paper's
+        rule waits until the best of the pool is pinned down (eps'^2 < c gamma); when the first n0 draws hold only
+        mediocre templates whose bounds shrink slowly, it never fires: on the simulated DyVal world 3 seeds in 40
+        kept 55-158 configurations for 2,000 tickets (top-10 true error 0.46 on the worst; the others 0.92-0.98).
+        Adding arms never weakens a bound (the union is over arms by index), so the floor keeps every guarantee.
     """
 
     delta: float = 0.01
@@ -107,6 +114,7 @@ class COUPParams:
     log: str = "nats"
     refresh_growth: float = 1.5
     bound: str = "anytime"
+    min_growth: float = 2.0
 
     def validate(self) -> "COUPParams":
         if not 0 < self.delta < 1:
@@ -133,6 +141,8 @@ class COUPParams:
             raise AssayInputError("repulsion pushes away from certified configurations: it needs certify=tau")
         if self.bound not in ("anytime", "pointwise"):
             raise AssayInputError(f"bound must be 'anytime' or 'pointwise'; got {self.bound!r}")
+        if isinstance(self.min_growth, bool) or not isinstance(self.min_growth, (int, float)) or not self.min_growth >= 0:
+            raise AssayInputError(f"min_growth must be a number >= 0; got {self.min_growth!r}")
         if self.log not in ("nats", "bits"):
             raise AssayInputError(f"log must be 'nats' or 'bits'; got {self.log!r}")
         if self.refit_growth < 1 or self.refresh_growth <= 1 or self.n_trees < 1 or self.candidates < 1:
@@ -497,6 +507,7 @@ class Search:
             tickets.append(t)
 
         # Phase 1: the incumbent
+        issued0 = self.tickets_issued
         n1 = B // 2
         sampled = active & (m > 0)
         inc = -1
@@ -514,8 +525,17 @@ class Search:
                 issue(inc, "incumbent")
         # Phase 2: challengers, one slot at a time, with the expansion rule before each slot
         gamma_used = eps_used = None
+        floor = p.n0 + p.min_growth * math.sqrt(issued0)
         for _ in range(B - len(tickets)):
-            if not self.exhausted and p.n0 <= self.n and not (active & (sim_m == 0)).any():
+            ready = not self.exhausted and p.n0 <= self.n and not (active & (sim_m == 0)).any()
+            if ready and self.n < floor:
+                self._maybe_refit()  # the growth floor: the pool lags n0 + min_growth sqrt(tickets)
+                j = self._propose()
+                if j >= 0:
+                    extend(self.n)
+                    self.events.append({"event": "add", "arm": j, "batch": self.batches, "origin": self._origin[j],
+                                        "why": "growth floor"})
+            elif ready:
                 eps = self._eps_prime(exp_ucb, lcb0, active, topk, adaptive, k_cert)
                 gamma = self._gamma()
                 eps_used, gamma_used = eps, gamma

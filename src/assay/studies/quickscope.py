@@ -199,6 +199,8 @@ def study_scope_sim(
                 continue
             if pd.api.types.is_numeric_dtype(g[c]):
                 row[c] = float(g[c].mean())
+                if c in ("top10_true", "configs", "certified"):  # the worst run, not only the mean
+                    row[f"{c}_worst"] = float(g[c].min())
         if key[0] == "certify":
             p = row["any_false"]
             row["any_false_se"] = float(np.sqrt(max(p * (1 - p), 1.0 / len(g)) / len(g)))
@@ -210,6 +212,8 @@ def study_scope_sim(
         t = table[(table.part == "topk") & (table.budget == b0)].set_index("method")
         summary.update({"budget": b0, "topk_true_utility_coup": float(t.loc["coup_cert0.9", "top10_true"]),
                         "topk_true_utility_coup_nocert": float(t.loc["coup", "top10_true"]),
+                        "topk_true_utility_coup_worst_seed": float(t.loc["coup", "top10_true_worst"]),
+                        "pool_size_coup_worst_seed": float(t.loc["coup", "configs_worst"]),
                         "topk_true_utility_uniform": float(t.loc["uniform", "top10_true"]),
                         "uniform_false_positive_share": float(t.loc["uniform", "false_pos"]),
                         "bound_coverage": float(raw[(raw.part == "topk") & raw.method.str.startswith("coup")]["cov_reeval"].mean()),
