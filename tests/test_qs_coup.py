@@ -223,3 +223,34 @@ def test_pool_keeps_growing_when_the_first_templates_are_all_mediocre():
     n_new, true_new = run()
     assert n_old < 100 and true_old < 0.8  # the stall
     assert n_new >= 50 + 2 * np.sqrt(1980) and true_new > 0.9
+
+
+def test_pending_tickets_count_in_the_next_ask():
+    """Two asks before any tell behave like one ask of the combined size (tickets still out are simulated at their
+    arm's frozen LCB), and a stream of ask(1) gives the incumbent every other ticket."""
+    def warm(seed=5):
+        s = Search(small_space(), seed=seed, n0=10, surrogate=None)
+        rng = np.random.default_rng(seed)
+        for _ in range(3):
+            t = s.ask(20)
+            s.tell([(x.id, float(rng.random() < 0.3 + 0.05 * x.arm)) for x in t])
+        return s
+
+    from collections import Counter
+
+    for seed in range(4):
+        a = warm(seed)
+        first, second = a.ask(20), a.ask(20)
+        both = warm(seed).ask(40)
+        ch1 = [t.arm for t in first if t.phase == "challenger"]
+        ch2 = [t.arm for t in second if t.phase == "challenger"]
+        chb = [t.arm for t in both if t.phase == "challenger"]
+        repeated = sum((Counter(ch1) & Counter(ch2)).values())
+        # the second ask no longer re-asks the first ask's challengers (it did for 8 of 10 before): no more repeats
+        # than a single ask of 40 makes within itself
+        assert repeated <= len(chb) - len(set(chb))
+        assert sum(t.phase == "incumbent" for t in first + second) == sum(t.phase == "incumbent" for t in both) == 20
+    c = warm()
+    singles = [c.ask(1)[0] for _ in range(10)]
+    inc = [t for t in singles if t.phase == "incumbent"]
+    assert len(inc) == 5 and len({t.arm for t in inc}) == 1

@@ -506,23 +506,36 @@ class Search:
             self._pending[t.id] = t
             tickets.append(t)
 
-        # Phase 1: the incumbent
+        # Tickets handed out by earlier asks and not yet told are part of this batch's world: each is simulated at
+        # its arm's frozen LCB, as if it had been issued in this batch, so consecutive asks spread over arms the way
+        # one larger ask would (Optuna / SMAC users call ask several times before telling).
+        pend_count: dict[int, int] = {}
+        for t in self._pending.values():
+            pend_count[t.arm] = pend_count.get(t.arm, 0) + 1
+        for i, cnt in pend_count.items():
+            if i < n:
+                pull(i, cnt)
+        n_pending = sum(pend_count.values())
+
+        # Phase 1: the incumbent, topped up to half of everything outstanding (this batch + pending tickets)
         issued0 = self.tickets_issued
-        n1 = B // 2
         sampled = active & (m > 0)
         inc = -1
-        if n1 and sampled.any():
+        if sampled.any():
             if adaptive and k_cert >= 2:
                 cand = np.flatnonzero(topk)
                 score = lcb0[cand] - (bonus[cand] if p.repulsion_phase1 else 0)
-                best = cand[np.lexsort((m[cand], score))][0]  # smallest LCB, ties -> fewest samples
+                inc = int(cand[np.lexsort((m[cand], score))][0])  # smallest LCB, ties -> fewest samples
             else:
                 score = np.where(sampled, mean + (bonus if p.repulsion_phase1 else 0), -np.inf)
-                best = int(np.argmax(score))  # ties -> lowest index
-            inc = int(best)
-            pull(inc, n1)
-            for _ in range(n1):
-                issue(inc, "incumbent")
+                inc = int(np.argmax(score))  # ties -> lowest index
+            n1 = min(B, max(0, (n_pending + B) // 2 - pend_count.get(inc, 0)))
+            if n1:
+                pull(inc, n1)
+                for _ in range(n1):
+                    issue(inc, "incumbent")
+            elif not pend_count.get(inc):
+                inc = -1  # a batch of one with nothing outstanding: no incumbent this time, as in the paper
         # Phase 2: challengers, one slot at a time, with the expansion rule before each slot
         gamma_used = eps_used = None
         floor = p.n0 + p.min_growth * math.sqrt(issued0)
