@@ -105,14 +105,34 @@ def test_unparseable_answers_and_generator_failures_are_recorded(tmp_path):
 
 def test_broken_generator_and_dead_endpoint_stop_with_clear_errors():
     gen = AddGen(fail_on=set(range(10)))
-    with pytest.raises(AssayInputError, match="generator failed on every ticket"):
-        run(gen.space(), gen, adder, budget=1000, batch=10, seed=0, n0=5, surrogate=None)
+    counted = Counting(adder)
+    with pytest.raises(AssayInputError, match="does not fit the generator"):
+        run(gen.space(), gen, counted, budget=1000, batch=10, seed=0, n0=5, surrogate=None)
+    assert counted.calls == 0  # refused before any budget was spent
 
     def down(prompt):
         raise ConnectionError("connection refused")
 
     with pytest.raises(AssayBackendError, match="endpoint looks down"):
         run(AddGen().space(), AddGen(), down, budget=1000, batch=10, seed=0, n0=5, surrogate=None)
+
+
+def test_space_that_does_not_match_the_generator_is_refused_before_spending():
+    """Other parameter names: every ticket would be a generation failure scored as utility 0, and a run of one or
+    two batches used to end normally. It is refused before the first model call, even with a budget of one batch."""
+    from assay.quickscope import Integer
+
+    counted = Counting(adder)
+    wrong = SearchSpace([Integer("difficulty", 0, 9)])
+    for budget in (20, 40, 1000):
+        with pytest.raises(AssayInputError, match="does not fit the generator 'add-test'.*'hard'"):
+            run(wrong, AddGen(), counted, budget=budget, batch=20, seed=0, n0=5, surrogate=None)
+    assert counted.calls == 0
+    # a space where some templates fail is run, and the result says how many tickets were not evaluated
+    res = run(AddGen().space(), AddGen(fail_on={0, 1, 2, 3, 4, 5}), adder, budget=100, batch=20, seed=0, n0=10,
+              surrogate=None)
+    assert any("could not be generated" in w for w in res.info["warnings"])
+    assert any("were not evaluated" in w for w in res.info["warnings"])
 
 
 def test_bad_arguments():

@@ -64,6 +64,7 @@ class ScopeResult(Result):
         if len(top):
             keep = [c for c in top.columns if c not in ("arm", "key", "certified_at_ticket", "origin")]
             lines.append(top[keep].head(10).to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+        lines += [f"note: {w}" for w in i.get("warnings", [])]
         return "\n".join(lines)
 
 
@@ -95,6 +96,33 @@ def result_from_search(search: Search, *, params: Mapping, tickets: pd.DataFrame
              "meaning": "all [LCB, UCB] bounds of all configurations hold at all times, and every certificate "
                         "(LCB >= tau) is correct, with probability >= 1 - delta"}
     return ScopeResult(params=dict(params), level=level, n=st["tickets"], seed=seed, tables=tables, info=info)
+
+
+def check_space(space, generator, *, seed=0, n: int = 20) -> list[str]:
+    """Generate instances for ``n`` configurations drawn from ``space`` before any model call.
+
+    Every draw failing means the space does not fit the generator (other parameter names, values out of range):
+    :class:`AssayInputError` at once, before any budget is spent. Some draws failing is reported as a note.
+    """
+    rng = np.random.default_rng([int(seed), 7])
+    cfgs = space.sample(n, rng)
+    errors = []
+    for k, cfg in enumerate(cfgs):
+        try:
+            generator.generate(dict(cfg), np.random.default_rng([int(seed), 7, k]))
+        except Exception as e:
+            errors.append((dict(cfg), f"{type(e).__name__}: {e}"))
+    if errors and len(errors) == len(cfgs):
+        cfg, err = errors[0]
+        gname = getattr(generator, "name", type(generator).__name__)
+        raise AssayInputError(f"the search space does not fit the generator {gname!r}: none of {len(cfgs)} sampled "
+                              f"configurations could be generated (e.g. {cfg}: {err}); check the parameter names and "
+                              "ranges against the generator's own space")
+    if errors:
+        cfg, err = errors[0]
+        return [f"{len(errors)} of {len(cfgs)} configurations sampled before the run could not be generated (e.g. "
+                f"{cfg}: {err}); such tickets count as failures"]
+    return []
 
 
 def run(space, generator, model, *, budget: int, batch: int = 20, seed: int | None = 0, utility: Any = "error",
@@ -130,6 +158,7 @@ def run(space, generator, model, *, budget: int, batch: int = 20, seed: int | No
     ufn = make_utility(utility, generator)
     if search is None:
         search = Search(space, seed=seed, **search_params)
+    preflight = check_space(search.space, generator, seed=seed)
     failures = {"timeout_or_error": 0, "unparseable": 0, "generation": 0, "bad_utility": 0}
     rows: list[dict] = []
     failed_streak = 0
@@ -199,9 +228,21 @@ def run(space, generator, model, *, budget: int, batch: int = 20, seed: int | No
                                     f"({failures['timeout_or_error']} errors, {failures['unparseable']} unparseable); "
                                     f"the endpoint looks down. Answers so far are in the journal: resume with run id "
                                     f"{run_id} and the same seed")
+    n_told = max(search.tickets_told, 1)
+    notes = list(preflight)
+    if failures["generation"] == search.tickets_told and search.tickets_told:
+        last = next((r["error"] for r in reversed(rows) if r.get("error")), "")
+        raise AssayInputError(f"the generator failed on every one of the {search.tickets_told} tickets (last: {last}); "
+                              "nothing was evaluated: the search space does not fit the generator")
+    share = sum(failures.values()) / n_told
+    if share > 0.2:
+        notes.append(f"{sum(failures.values())} of {search.tickets_told} tickets ({share:.0%}) were not evaluated "
+                     f"({failures['generation']} generation failures, {failures['timeout_or_error']} request errors, "
+                     f"{failures['unparseable']} unparseable answers); each counted as utility {failure_utility:g}, so "
+                     "the ranking and certificates rest on fewer evaluations than the budget suggests")
     params = {**{k: v for k, v in vars(search.params).items()}, "budget": int(budget), "batch": int(batch),
               "utility": utility if isinstance(utility, str) else getattr(utility, "__name__", "custom"),
               "generator": getattr(generator, "name", type(generator).__name__),
               "model": getattr(model, "name", None), "failure_utility": failure_utility, "seed": seed}
     return result_from_search(search, params=params, tickets=pd.DataFrame(rows), failures=failures,
-                              extra={"run_id": run_id, "seconds": time.perf_counter() - t0})
+                              extra={"run_id": run_id, "seconds": time.perf_counter() - t0, "warnings": notes})
