@@ -12,13 +12,12 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from . import __version__
 from .errors import AssayInputError
-from .cli_guard import guard as _guard
+from .cli_guard import guard as _guard, masked_console
 
 app = typer.Typer(
     add_completion=False,
@@ -27,7 +26,7 @@ app = typer.Typer(
     help="assay: LLM evaluation with statistical guarantees.",
 )
 
-_out = Console(soft_wrap=False, width=200)
+_out = masked_console(soft_wrap=False, width=200)
 
 
 
@@ -53,7 +52,9 @@ def _fmt_budget(b: Any) -> str:
 
 
 def _emit(result, as_json: bool, out: Optional[Path], report: Optional[Path], human: Callable[[], None]) -> None:
-    text = result.to_json()
+    from .models.journal import mask_secrets
+
+    text = mask_secrets(result.to_json())  # the model's key and URL credentials never reach a file or stdout
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(text + "\n")
@@ -61,7 +62,7 @@ def _emit(result, as_json: bool, out: Optional[Path], report: Optional[Path], hu
         from .report import render_html
 
         report.parent.mkdir(parents=True, exist_ok=True)
-        report.write_text(render_html([result]))
+        report.write_text(mask_secrets(render_html([result])))
     if as_json:
         sys.stdout.write(text + "\n")
     else:
@@ -344,7 +345,7 @@ def query(
     from . import data as d
     from .errors import AssayBackendError
     from .models import OpenAIChatModel, run as run_model
-    from .models.journal import DEFAULT_PATH
+    from .models.journal import default_path
     from .models.scoring import count_outcomes, make_scorer, score_response
     from .progress import progress_reporter
 
@@ -371,14 +372,14 @@ def query(
             update(st["done"], st["total"], f"{st['in_flight']} in flight, {st['retries']} retries, "
                                             f"{st['cached']} from journal, {tokens:,} tokens")
 
-        result = run_model(llm, table[prompt_col].astype(str).tolist(), journal=journal or DEFAULT_PATH, run_id=run_id,
+        result = run_model(llm, table[prompt_col].astype(str).tolist(), journal=journal or default_path(), run_id=run_id,
                            concurrency=concurrency, rpm=rpm, max_retries=max_retries, timeout=timeout,
                            progress=progress)
     sys.stderr.write(f"run id: {result.run_id} (resume with --run-id {result.run_id})\n")
     rows = pd.DataFrame([r.to_dict() for r in result.responses])
     rows.insert(0, "id", ids)
     rows.insert(1, "prompt", table[prompt_col].astype(str).tolist())
-    summary: dict[str, Any] = {"run_id": result.run_id, "model": model, "endpoint": endpoint, "stats": result.stats}
+    summary: dict[str, Any] = {"run_id": result.run_id, "model": model, "endpoint": llm.base_url, "stats": result.stats}
     if scorer_fn is not None:
         outs = [score_response(r.text, r.error, ref, scorer_fn, policy=policy)
                 for r, ref in zip(result.responses, table[reference_col].tolist())]
@@ -400,7 +401,9 @@ def query(
     if as_json:
         from .results import to_jsonable
 
-        sys.stdout.write(json.dumps(to_jsonable({**summary, "rows": rows}), indent=2) + "\n")
+        from .models.journal import mask_secrets
+
+        sys.stdout.write(mask_secrets(json.dumps(to_jsonable({**summary, "rows": rows}), indent=2)) + "\n")
     else:
         st = result.stats
         _out.print(f"{st['done']} of {st['total']} answered ({st['cached']} from the journal, {st['retries']} retries, "
@@ -712,11 +715,11 @@ def faq(
     else:
         from .faq.live import LiveAnswerer
         from .models import OpenAIChatModel
-        from .models.journal import DEFAULT_PATH
+        from .models.journal import default_path
 
         llm = OpenAIChatModel(model, base_url=endpoint, api_key_env=api_key_env, temperature=temperature,
                               max_tokens=max_tokens, timeout=timeout, system_prompt=system_prompt)
-        answerer = LiveAnswerer(llm, items, scorer=scorer, policy=policy, journal=journal or DEFAULT_PATH,
+        answerer = LiveAnswerer(llm, items, scorer=scorer, policy=policy, journal=journal or default_path(),
                                 run_id=run_id, timeout=timeout, max_retries=max_retries, id_col=id_col,
                                 prompt_col=prompt_col, reference_col=reference_col)
         target = answerer
@@ -731,7 +734,7 @@ def faq(
                                  f"{answerer.n_requests} requests, {answerer.n_cached} from the journal\n")
     if answerer is not None:
         result.info["live"] = {"run_id": answerer.run_id, "requests": answerer.n_requests, "cached": answerer.n_cached,
-                               "endpoint": endpoint, "model": model, "scorer": scorer, "policy": policy}
+                               "endpoint": answerer.model.base_url, "model": model, "scorer": scorer, "policy": policy}
     if save_factors is not None:
         write_factors(result.factors_, save_factors)
         sys.stderr.write(f"factors saved to {save_factors}\n")
@@ -820,7 +823,7 @@ def scope(
     else:
         from .benchmarks import get_generator
         from .models import OpenAIChatModel
-        from .models.journal import DEFAULT_PATH
+        from .models.journal import default_path
 
         gen = get_generator(generator)
         sp = qs.SearchSpace.from_yaml(space) if space is not None else gen.space()
@@ -828,7 +831,7 @@ def scope(
                               max_tokens=max_tokens, timeout=timeout, system_prompt=system_prompt)
         with progress_reporter("scope tickets") as update:
             result = qs.run(sp, gen, llm, budget=budget, batch=batch, seed=seed, utility=utility,
-                            journal=journal or DEFAULT_PATH, run_id=run_id, concurrency=concurrency, timeout=timeout,
+                            journal=journal or default_path(), run_id=run_id, concurrency=concurrency, timeout=timeout,
                             max_retries=max_retries, progress=update, **sp_params)
         sys.stderr.write(f"run id: {result.info.get('run_id')} (resume with --run-id {result.info.get('run_id')} "
                          f"--seed {seed})\n")

@@ -17,8 +17,8 @@ from rich.table import Table
 from rich.text import Text
 
 from ..errors import AssayInputError
-from ..cli_guard import guard as _guard
-from .journal import Journal, default_path
+from ..cli_guard import guard as _guard, masked_console
+from .journal import Journal, default_path, mask_secrets
 
 __all__ = ["runs_app"]
 
@@ -29,7 +29,7 @@ runs_app = typer.Typer(
     help="Inspect the request journal: list runs, show one, export its records.",
 )
 
-_out = Console(soft_wrap=False, width=200)
+_out = masked_console(soft_wrap=False, width=200)
 
 _JOURNAL_HELP = "Journal file (default: $ASSAY_JOURNAL, else ~/.cache/assay/journal.sqlite)."
 _FORMATS = ("parquet", "csv", "jsonl")
@@ -80,7 +80,7 @@ def list_runs(
     if j is not None:
         j.close()
     if as_json:
-        sys.stdout.write(json.dumps(runs, indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.write(mask_secrets(json.dumps(runs, indent=2, ensure_ascii=False)) + "\n")
         return
     if not runs:
         _out.print(Text(f"no runs in {path}"))
@@ -119,7 +119,7 @@ def show(
     summary["latency_s_median"] = float(lat.median()) if len(lat) else None
     if as_json:
         recs = json.loads(head.drop(columns=["request", "response"]).to_json(orient="records", force_ascii=False))
-        sys.stdout.write(json.dumps({"run": summary, "records": recs}, indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.write(mask_secrets(json.dumps({"run": summary, "records": recs}, indent=2, ensure_ascii=False)) + "\n")
         return
     s = Table(title=f"Run {run}", title_justify="left", show_header=False)
     s.add_column("field")
@@ -130,6 +130,10 @@ def show(
                         ("tokens", f"{summary['tokens']:,} ({summary['prompt_tokens']:,} prompt + "
                                    f"{summary['completion_tokens']:,} completion)"),
                         ("models", ", ".join(summary["models"]) or "-"),
+                        ("requests sent", summary.get("requests_sent", 0)),
+                        ("paid, thrown away", f"{summary.get('thrown_away_timeouts', 0)} timed out (the server may have "
+                                              f"completed and billed them), {summary.get('thrown_away_duplicates', 0)} "
+                                              "duplicate answers"),
                         ("median latency", "-" if summary["latency_s_median"] is None
                          else f"{summary['latency_s_median']:.3f} s"),
                         ("meta", json.dumps(summary["meta"], ensure_ascii=False, sort_keys=True))):
@@ -167,6 +171,9 @@ def export(
         df = j.records(run)
     finally:
         j.close()
+    for col in df.columns:  # journals written before URL redaction may hold credentials in stored URLs
+        if df[col].dtype == object:
+            df[col] = df[col].map(lambda v: mask_secrets(v) if isinstance(v, str) else v)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         if fmt == "parquet":

@@ -29,6 +29,7 @@ Recognised response fields (all optional; the whole response is kept as JSON): `
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import json
 import math
 import os
@@ -37,16 +38,17 @@ import secrets as _secrets
 import sqlite3
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 if TYPE_CHECKING:  # pandas is imported where used: a runner that only gets / puts stays light
     import pandas as pd
 
 from ..errors import AssayInputError
 
-__all__ = ["DEFAULT_PATH", "default_path", "request_key", "scrub", "Journal", "RECORD_COLUMNS"]
+__all__ = ["DEFAULT_PATH", "default_path", "request_key", "scrub", "Journal", "RECORD_COLUMNS", "register_secret",
+           "redact_url", "mask_secrets"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 def default_path() -> Path:
@@ -81,14 +83,25 @@ _MASK = "***"
 def _is_secret_key(name: Any) -> bool:
     if not isinstance(name, str):
         return False
+    return _is_secret_name(name)
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_secret_name(name: str) -> bool:
     return bool(_SECRET_KEY.match(re.sub(r"[\s-]+", "_", name.strip().lower())))
+
+
+_SCALARS = (str, int, float, bool, type(None))
 
 
 def scrub(obj: Any) -> Any:
     """A copy of ``obj`` with every mapping key named like a secret dropped, at any depth."""
-    if isinstance(obj, Mapping):
+    t = type(obj)
+    if t in _SCALARS:  # the common case first: no abstract-class checks (they dominated the cost of a write)
+        return obj
+    if t is dict or isinstance(obj, Mapping):
         return {str(k): scrub(v) for k, v in obj.items() if not _is_secret_key(k)}
-    if isinstance(obj, (list, tuple)):
+    if t is list or t is tuple or isinstance(obj, (list, tuple)):
         return [scrub(v) for v in obj]
     return obj
 
@@ -98,13 +111,79 @@ def _env_secrets() -> list[str]:
     return sorted(vals, key=len, reverse=True)
 
 
-def _mask_secrets(text: str) -> str:
-    """Mask values of secret-looking environment variables and bearer tokens in stored text."""
-    for value in _env_secrets():
-        if value in text:
-            text = text.replace(value, _MASK)
-    text = _BEARER.sub(lambda m: f"{m.group(1)} {_MASK}", text)
-    return _SK_KEY.sub(_MASK, text)
+# values that are secret whatever their environment variable is called: a model registers its own key here
+_REGISTERED: set[str] = set()
+
+
+def register_secret(value: str | None) -> None:
+    """Mask ``value`` in everything assay stores or prints from now on (journal, logs, results, errors).
+
+    The model's API key is registered when the model reads it, so masking no longer depends on the name of the
+    environment variable that held it (``--api-key-env MY_LLM_CRED``). Values shorter than 6 characters are not
+    registered (masking them would garble ordinary text).
+    """
+    if isinstance(value, str) and len(value) >= 6:
+        _REGISTERED.add(value)
+
+
+# credentials inside URLs: user:password@ and query parameters named like secrets
+_URL_USERINFO = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<userinfo>[^/\s@]+)@")
+_URL_QUERY_SECRET = re.compile(
+    r"(?P<name>[?&;](?:api[-_]?key|apikey|key|access[-_]?token|token|auth|authorization|sig|signature|password|"
+    r"passwd|secret|client[-_]?secret|code)=)(?P<value>[^&#\s\"']+)", re.IGNORECASE)
+
+
+def redact_url(url: str | None) -> str | None:
+    """``url`` without credentials: ``user:KEY@`` removed, secret-looking query values (``api-key``, ``key``,
+    ``token``, ``sig``, ...) masked. What is hashed, stored and printed; the client alone keeps the raw URL."""
+    if url is None:
+        return None
+    out = _URL_USERINFO.sub(lambda m: m.group("scheme"), str(url))
+    return _URL_QUERY_SECRET.sub(lambda m: m.group("name") + _MASK, out)
+
+
+def _secret_pattern() -> "re.Pattern | None":
+    """One regex matching every registered secret and every value of a secret-looking environment variable
+    (longest first), rebuilt only when that set changes: masking runs on every stored record. The environment is
+    rescanned only when it changed (a fingerprint of its raw bytes; scanning it for every record cost more than the
+    rest of the write); a newly registered secret takes effect at once."""
+    try:
+        stamp = hash(frozenset(os.environ._data.items()))  # type: ignore[attr-defined]
+    except AttributeError:  # pragma: no cover - not CPython's os.environ
+        stamp = hash(frozenset(os.environ.items()))
+    env = _PATTERN_CACHE.get("env")
+    if env is None or env[0] != stamp:
+        env = (stamp, frozenset(_env_secrets()))
+        _PATTERN_CACHE["env"] = env
+    values = tuple(sorted(_REGISTERED | env[1], key=len, reverse=True))
+    cached = _PATTERN_CACHE.get("key")
+    if cached is None or cached[0] != values:
+        pat = re.compile("|".join(re.escape(v) for v in values)) if values else None
+        _PATTERN_CACHE["key"] = cached = (values, pat)
+    return cached[1]
+
+
+_PATTERN_CACHE: dict[str, tuple] = {}
+
+
+def mask_secrets(text: str) -> str:
+    """Mask registered secrets, values of secret-looking environment variables, bearer tokens, ``sk-...`` keys
+    and credentials inside URLs in ``text``."""
+    pat = _secret_pattern()
+    if pat is not None:
+        text = pat.sub(_MASK, text)
+    if "earer" in text or "EARER" in text:
+        text = _BEARER.sub(lambda m: f"{m.group(1)} {_MASK}", text)
+    if "://" in text:
+        text = _URL_USERINFO.sub(lambda m: m.group("scheme") + _MASK + "@", text)
+    if "=" in text:
+        text = _URL_QUERY_SECRET.sub(lambda m: m.group("name") + _MASK, text)
+    if "sk-" in text:
+        text = _SK_KEY.sub(_MASK, text)
+    return text
+
+
+_mask_secrets = mask_secrets
 
 
 # -- canonical JSON and the request key ------------------------------------------------------------------
@@ -150,6 +229,37 @@ def request_key(model: str, prompt: Any, params: Mapping[str, Any] | None) -> st
 
 
 # -- helpers ------------------------------------------------------------------------------------------------
+
+
+def _private_file(path: Path) -> None:
+    """Create ``path``'s folder (0700, for the folders created here) and the file itself (0600) before SQLite opens
+    it: a journal holds every prompt and answer, and SQLite creates its -wal and -shm files with the main file's
+    permissions. An existing journal readable by others is tightened to 0600."""
+    missing = []
+    parent = path.parent
+    while not parent.exists():
+        missing.append(parent)
+        parent = parent.parent
+    for d in reversed(missing):
+        d.mkdir(mode=0o700)
+        os.chmod(d, 0o700)  # mkdir's mode is filtered by the umask
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    os.close(fd)
+    if os.stat(path).st_mode & 0o077:
+        try:
+            os.chmod(path, 0o600)
+        except PermissionError:  # someone else's file: leave it, SQLite will say if it cannot write
+            pass
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _now() -> str:
@@ -217,6 +327,31 @@ def _as_str(v: Any) -> str | None:
     return v if isinstance(v, str) else _canonical(v)
 
 
+_UPSERT_HEAD = ("INSERT INTO records (run_id, key, created, request, response, latency_s, prompt_tokens,"
+                " completion_tokens, error) VALUES ")
+_UPSERT_TAIL = (" ON CONFLICT(run_id, key) DO UPDATE SET created = excluded.created, request = excluded.request,"
+                " response = excluded.response, latency_s = excluded.latency_s,"
+                " prompt_tokens = excluded.prompt_tokens, completion_tokens = excluded.completion_tokens,"
+                " error = excluded.error WHERE records.error IS NOT NULL")
+
+
+def _many(c: sqlite3.Connection, head: str, tail: str, rows: list[tuple], chunk: int = 400) -> None:
+    """One multi-row statement per ``chunk`` rows instead of ``executemany``: the sqlite3 module releases and
+    retakes the GIL around every row it steps, which made a writer thread wait for the event loop once per row."""
+    for k in range(0, len(rows), chunk):
+        part = rows[k:k + chunk]
+        one = "(" + ",".join("?" * len(part[0])) + ")"
+        c.execute(head + ",".join([one] * len(part)) + tail, [v for row in part for v in row])
+
+
+_UPSERT_RECORD = (
+    "INSERT INTO records (run_id, key, created, request, response, latency_s, prompt_tokens,"
+    " completion_tokens, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " ON CONFLICT(run_id, key) DO UPDATE SET created = excluded.created, request = excluded.request,"
+    " response = excluded.response, latency_s = excluded.latency_s,"
+    " prompt_tokens = excluded.prompt_tokens, completion_tokens = excluded.completion_tokens,"
+    " error = excluded.error WHERE records.error IS NOT NULL")
+
 RECORD_COLUMNS = [
     "run_id", "key", "created", "model", "prompt", "text", "finish_reason", "latency_s",
     "prompt_tokens", "completion_tokens", "total_tokens", "error", "params", "request", "response",
@@ -246,10 +381,13 @@ class Journal:
         if self.path.is_dir():
             raise AssayInputError(f"journal path {self.path} is a folder; give a file such as {self.path / 'journal.sqlite'}")
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            _private_file(self.path)
         except OSError as exc:
-            raise AssayInputError(f"cannot create the folder of the journal {self.path}: {exc}") from None
+            raise AssayInputError(f"cannot create the journal {self.path}: {exc}") from None
         self._lock = threading.RLock()
+        self._wlock = threading.RLock()
+        self._sync, self._busy = str(synchronous).upper(), busy_timeout_s
+        self._wconn: sqlite3.Connection | None = None
         self._conn: sqlite3.Connection | None = None
         self._conn = self._connect(str(synchronous).upper(), busy_timeout_s)
 
@@ -322,6 +460,15 @@ class Journal:
                 " prompt_tokens INTEGER, completion_tokens INTEGER, error TEXT,"
                 " PRIMARY KEY (run_id, key))")
             conn.execute("CREATE INDEX IF NOT EXISTS records_key ON records(key)")
+            # v2: per-request claims (two processes on one run never pay twice for a key) and counters
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS claims ("
+                " run_id TEXT NOT NULL, key TEXT NOT NULL, owner TEXT NOT NULL, expires REAL NOT NULL,"
+                " PRIMARY KEY (run_id, key))")
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS counters ("
+                " run_id TEXT NOT NULL, name TEXT NOT NULL, value INTEGER NOT NULL DEFAULT 0,"
+                " PRIMARY KEY (run_id, name))")
             if version < SCHEMA_VERSION:
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             conn.execute("COMMIT")
@@ -398,6 +545,11 @@ class Journal:
                               "VALUES (?, ?, ?, ?, 'running')", (run_id, now, now, _dumps(dict(meta or {}))))])
         return run_id
 
+    def completed_keys(self, run_id: str, keys: Sequence[str]) -> set:
+        """The subset of ``keys`` with a completed answer in ``run_id`` (one query per 500 keys)."""
+        with self._lock:
+            return self._completed(self.conn, run_id, list(keys))
+
     def get(self, run_id: str, key: str) -> dict | None:
         """The stored response of a completed request ``key`` in ``run_id``, else ``None``."""
         rows = self._query("SELECT response FROM records WHERE run_id = ? AND key = ? AND error IS NULL",
@@ -410,11 +562,7 @@ class Journal:
                            "ORDER BY created, rowid LIMIT 1", (key,))
         return json.loads(rows[0][0]) if rows else None
 
-    def put(self, run_id: str, key: str, request: Mapping, response: Mapping) -> None:
-        """Record an answer and commit at once. First completed answer wins; a stored error may be replaced.
-
-        A run id that was never started is created on the fly.
-        """
+    def _put_statements(self, run_id: str, key: str, request: Mapping, response: Mapping) -> list[tuple[str, tuple]]:
         self._check_id(run_id)
         if not isinstance(key, str) or not key:
             raise AssayInputError(f"record key must be a non-empty string (see request_key), got {key!r}")
@@ -424,20 +572,201 @@ class Journal:
         clean = scrub(dict(response))
         f = _response_fields(clean)
         now = _now()
-        self._write([
+        return [
             ("INSERT OR IGNORE INTO runs (run_id, created, updated, meta, status) VALUES (?, ?, ?, '{}', 'running')",
              (run_id, now, now)),
             # first answer wins: only a stored *error* is replaced, never a completed answer
-            ("INSERT INTO records (run_id, key, created, request, response, latency_s, prompt_tokens,"
-             " completion_tokens, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
-             " ON CONFLICT(run_id, key) DO UPDATE SET created = excluded.created, request = excluded.request,"
-             " response = excluded.response, latency_s = excluded.latency_s,"
-             " prompt_tokens = excluded.prompt_tokens, completion_tokens = excluded.completion_tokens,"
-             " error = excluded.error WHERE records.error IS NOT NULL",
-             (run_id, key, now, _dumps(dict(request)), _mask_secrets(_canonical(clean)), f["latency_s"],
-              f["prompt_tokens"], f["completion_tokens"], f["error"])),
+            (_UPSERT_RECORD, (run_id, key, now, _dumps(dict(request)), _mask_secrets(_canonical(clean)),
+                              f["latency_s"], f["prompt_tokens"], f["completion_tokens"], f["error"])),
             ("UPDATE runs SET updated = ? WHERE run_id = ?", (now, run_id)),
-        ])
+        ]
+
+    def put(self, run_id: str, key: str, request: Mapping, response: Mapping) -> None:
+        """Record an answer and commit at once. First completed answer wins; a stored error may be replaced.
+
+        A run id that was never started is created on the fly.
+        """
+        self._write(self._put_statements(run_id, key, request, response))
+
+    # -- the runner's batched writes (claims, answers, counters) ------------------------------------------
+
+    def _writer(self) -> sqlite3.Connection:
+        """A second connection for :meth:`batch`, so a commit (and its fsync) in the writer thread never holds the
+        lock the readers on the main connection need (WAL: readers and one writer proceed together)."""
+        if getattr(self, "_wconn", None) is None:
+            self._wconn = self._connect(self._sync, self._busy)
+        return self._wconn
+
+    def batch(self, ops: list[tuple]) -> list[Any]:
+        """Run several operations in ONE transaction (one fsync for all) and return one result per operation.
+
+        Operations: ``("put", run_id, key, request, response)`` -> ``"stored"``, or ``"duplicate"`` when a completed
+        answer was already there (the new one, paid for, is thrown away and counted); ``("finish", run_id, key,
+        request, response, counts, owner)``: the same, plus the counters ``counts`` and, for an error, the owner's
+        claim released (a completed answer clears the key's claim); ``("claim", run_id, key, owner, ttl_s)`` ->
+        ``"done"`` (answered already), ``"busy"`` (another live owner holds the key) or ``"claimed"``;
+        ``("release", run_id, key, owner)``; ``("bump", run_id, {name: n})`` (counters).
+        A claim whose owner is a dead process on this host, or whose lease expired, is taken over.
+
+        The work is set-based: a handful of SQLite calls per batch whatever its size. (Every SQLite call releases
+        and retakes the GIL; one call per record made the writer thread fight the event loop for it.)
+        """
+        import socket
+        import time
+
+        if not ops:
+            return []
+        out: list[Any] = [None] * len(ops)
+        for op in ops:
+            if op[0] not in ("put", "finish", "claim", "release", "bump"):
+                raise AssayInputError(f"unknown journal operation {op[0]!r}")
+        # serialise outside the write lock (and, for the runner, on its own thread: see prepare())
+        ops = [self.prepare(op) for op in ops]
+        with self._wlock:
+            c = self._writer()
+            c.execute("BEGIN IMMEDIATE")
+            try:
+                now_t, now = time.time(), _now()
+                # -- answers ---------------------------------------------------------------------------------
+                puts = [(i, op) for i, op in enumerate(ops) if op[0] in ("put", "finish")]
+                if puts:
+                    by_run: dict[str, list] = {}
+                    for i, op in puts:
+                        self._check_id(op[1])
+                        by_run.setdefault(op[1], []).append((i, op))
+                    counts: dict[str, dict[str, int]] = {}
+                    for run_id, items in by_run.items():
+                        keys = [op[2] for _, op in items]
+                        done_before = self._completed(c, run_id, keys)
+                        rows, clear, release = [], [], []
+                        seen: set = set()
+                        for i, op in items:
+                            key, row, ok = op[2], op[3], op[4]
+                            rows.append(row[:2] + (now,) + row[3:])
+                            dup = ok and (key in done_before or key in seen)
+                            if ok:
+                                seen.add(key)
+                                clear.append((run_id, key))
+                            elif op[0] == "finish" and len(op) > 6:
+                                release.append((run_id, key, op[6]))
+                            cnt = counts.setdefault(run_id, {})
+                            if op[0] == "finish" and len(op) > 5 and op[5]:
+                                for name, n in op[5].items():
+                                    cnt[name] = cnt.get(name, 0) + int(n)
+                            if dup:
+                                cnt["duplicates"] = cnt.get("duplicates", 0) + 1
+                            out[i] = "duplicate" if dup else "stored"
+                        c.execute("INSERT OR IGNORE INTO runs (run_id, created, updated, meta, status) "
+                                  "VALUES (?, ?, ?, '{}', 'running')", (run_id, now, now))
+                        _many(c, _UPSERT_HEAD, _UPSERT_TAIL, rows)
+                        c.execute("UPDATE runs SET updated = ? WHERE run_id = ?", (now, run_id))
+                        for k in range(0, len(clear), 500):
+                            part = [key for _, key in clear[k:k + 500]]
+                            c.execute("DELETE FROM claims WHERE run_id = ? AND key IN (%s)" % ",".join("?" * len(part)),
+                                      (run_id, *part))
+                        if release:
+                            c.executemany("DELETE FROM claims WHERE run_id = ? AND key = ? AND owner = ?", release)
+                    for run_id, cnt in counts.items():
+                        self._bump(c, run_id, cnt)
+                # -- claims ----------------------------------------------------------------------------------
+                claims = [(i, op) for i, op in enumerate(ops) if op[0] == "claim"]
+                if claims:
+                    host = socket.gethostname()
+                    by_run = {}
+                    for i, op in claims:
+                        by_run.setdefault(op[1], []).append((i, op))
+                    for run_id, items in by_run.items():
+                        keys = [op[2] for _, op in items]
+                        done = self._completed(c, run_id, keys)
+                        held = self._claims(c, run_id, keys)
+                        grant = []
+                        for i, op in items:
+                            _, _, key, owner, ttl = op
+                            if key in done:
+                                out[i] = "done"
+                                continue
+                            row = held.get(key)
+                            if row and row[0] != owner and row[1] > now_t:
+                                o_host, _, rest = row[0].partition(":")
+                                pid_s = rest.split(":")[0]
+                                pid = int(pid_s) if pid_s.isdigit() else -1
+                                stale = o_host == host and pid != os.getpid() and not _pid_alive(pid)
+                                if not stale:
+                                    out[i] = "busy"
+                                    continue
+                            grant.append((run_id, key, owner, now_t + float(ttl)))
+                            held[key] = (owner, now_t + float(ttl))
+                            out[i] = "claimed"
+                        if grant:
+                            _many(c, "INSERT OR REPLACE INTO claims (run_id, key, owner, expires) VALUES ", "", grant)
+                # -- releases and counters ---------------------------------------------------------------------
+                rel = [op[1:4] for op in ops if op[0] == "release"]
+                if rel:
+                    c.executemany("DELETE FROM claims WHERE run_id = ? AND key = ? AND owner = ?", rel)
+                for op in ops:
+                    if op[0] == "bump":
+                        self._bump(c, op[1], op[2])
+                c.execute("COMMIT")
+            except BaseException:
+                c.execute("ROLLBACK")
+                raise
+        return out
+
+    def prepare(self, op: tuple) -> tuple:
+        """An operation with its record serialised: ``("put"|"finish", run_id, key, row, ok, counts, owner)``.
+
+        The runner calls this on the event loop's thread before handing the operation to its writer thread, so the
+        writer holds the GIL only for SQLite calls (which release it): a writer busy with JSON while the loop
+        waits for the GIL after every socket read cost 40% of the runner's throughput (the convoy effect).
+        Already prepared operations pass through."""
+        if op[0] in ("put", "finish") and isinstance(op[3], Mapping):
+            self._check_id(op[1])
+            row = self._record_row(op[1], op[2], op[3], op[4], "")
+            return (op[0], op[1], op[2], row, op[4].get("error") is None, *op[5:])
+        return op
+
+    @staticmethod
+    def _completed(c: sqlite3.Connection, run_id: str, keys: list[str]) -> set:
+        done: set = set()
+        for k in range(0, len(keys), 500):
+            part = keys[k:k + 500]
+            q = ("SELECT key FROM records WHERE run_id = ? AND error IS NULL AND key IN (%s)"
+                 % ",".join("?" * len(part)))
+            done.update(r[0] for r in c.execute(q, (run_id, *part)))
+        return done
+
+    @staticmethod
+    def _claims(c: sqlite3.Connection, run_id: str, keys: list[str]) -> dict:
+        held: dict = {}
+        for k in range(0, len(keys), 500):
+            part = keys[k:k + 500]
+            q = "SELECT key, owner, expires FROM claims WHERE run_id = ? AND key IN (%s)" % ",".join("?" * len(part))
+            held.update({r[0]: (r[1], r[2]) for r in c.execute(q, (run_id, *part))})
+        return held
+
+    @staticmethod
+    def _record_row(run_id: str, key: str, request: Mapping, response: Mapping, now: str) -> tuple:
+        if not isinstance(key, str) or not key:
+            raise AssayInputError(f"record key must be a non-empty string (see request_key), got {key!r}")
+        if not isinstance(request, Mapping) or not isinstance(response, Mapping):
+            raise AssayInputError("request and response must be mappings (dicts), got "
+                                  f"{type(request).__name__} and {type(response).__name__}")
+        clean = scrub(dict(response))
+        f = _response_fields(clean)
+        return (run_id, key, now, _dumps(dict(request)), _mask_secrets(_canonical(clean)), f["latency_s"],
+                f["prompt_tokens"], f["completion_tokens"], f["error"])
+
+    @staticmethod
+    def _bump(c: sqlite3.Connection, run_id: str, counts: Mapping[str, int]) -> None:
+        for name, n in counts.items():
+            if n:
+                c.execute("INSERT INTO counters (run_id, name, value) VALUES (?, ?, ?) ON CONFLICT(run_id, name) "
+                          "DO UPDATE SET value = value + excluded.value", (run_id, str(name), int(n)))
+
+    def counters(self, run_id: str) -> dict[str, int]:
+        """The run's counters: requests sent, and answers paid for but thrown away (timeouts, duplicates)."""
+        return {k: int(v) for k, v in self._query("SELECT name, value FROM counters WHERE run_id = ? ORDER BY name",
+                                                  (run_id,))}
 
     def finish_run(self, run_id: str, status: str = "done") -> None:
         """Mark a run finished (``status``: e.g. ``done``, ``failed``, ``interrupted``)."""
@@ -454,12 +783,18 @@ class Journal:
             " COALESCE(SUM(c.prompt_tokens), 0), COALESCE(SUM(c.completion_tokens), 0)"
             " FROM runs r LEFT JOIN records c ON c.run_id = r.run_id " + where +
             " GROUP BY r.run_id ORDER BY r.created, r.run_id", args)
+        counts: dict[str, dict[str, int]] = {}
+        for rid, name, value in self._query("SELECT run_id, name, value FROM counters"):
+            counts.setdefault(rid, {})[name] = int(value)
         out = []
         for run_id, created, updated, status, meta, n, n_err, pt, ct in rows:
+            c = counts.get(run_id, {})
             out.append({
                 "run_id": run_id, "created": created, "updated": updated, "status": status,
                 "n_records": int(n), "n_errors": int(n_err), "tokens": int(pt) + int(ct),
                 "prompt_tokens": int(pt), "completion_tokens": int(ct), "meta": json.loads(meta or "{}"),
+                "requests_sent": c.get("requests", 0), "thrown_away_timeouts": c.get("timeouts", 0),
+                "thrown_away_duplicates": c.get("duplicates", 0),
             })
         return out
 
@@ -510,6 +845,12 @@ class Journal:
         return df
 
     def close(self) -> None:
+        with self._wlock:
+            if getattr(self, "_wconn", None) is not None:
+                try:
+                    self._wconn.close()
+                finally:
+                    self._wconn = None
         with self._lock:
             if self._conn is not None:
                 try:

@@ -127,9 +127,27 @@ class OpenAIChatModel:
             raise AssayInputError(f"timeout must be a positive number of seconds, got {timeout!r}")
         if max_tokens is not None and (not isinstance(max_tokens, int) or max_tokens < 1):
             raise AssayInputError(f"max_tokens must be a positive integer or None, got {max_tokens!r}")
+        from .journal import redact_url, register_secret
+
         self.name = model
-        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL).rstrip("/")
-        if urlsplit(self.base_url).scheme not in ("http", "https"):
+        raw = (base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL).rstrip("/")
+        parts = urlsplit(raw)
+        # credentials inside the URL (user:KEY@host, ?api-key=KEY) are secrets like the API key: registered for
+        # masking everywhere, and only the client ever sees the raw URL; base_url (hashed, stored, printed) is clean
+        if parts.password:
+            register_secret(parts.password)
+        if parts.username and parts.password is None:
+            register_secret(parts.username)
+        from urllib.parse import parse_qsl
+
+        clean = redact_url(raw)
+        for (name, value), (_, cvalue) in zip(parse_qsl(parts.query, keep_blank_values=True),
+                                              parse_qsl(urlsplit(clean).query, keep_blank_values=True)):
+            if value != cvalue:
+                register_secret(value)
+        self._raw_url = raw
+        self.base_url = clean
+        if parts.scheme not in ("http", "https"):
             raise AssayInputError(f"base_url must start with http:// or https://, got {self.base_url!r}")
         self.api_key_env = api_key_env
         self.temperature = temperature
@@ -147,6 +165,8 @@ class OpenAIChatModel:
                     f"no API key for {self.base_url}: set the environment variable {api_key_env or 'OPENAI_API_KEY'}"
                     " (assay reads the key only from the environment)")
             key = DUMMY_KEY
+        if key != DUMMY_KEY:
+            register_secret(key)  # masked everywhere, whatever the variable holding it is called
         self._key = _Secret(key)
         self._clients: dict[int, Any] = {}  # one AsyncOpenAI per event loop (httpx pools are loop-bound)
 
@@ -176,7 +196,7 @@ class OpenAIChatModel:
         if client is None:
             # a loop id can be reused after the old loop is gone; drop clients of dead loops
             self._clients = {k: c for k, c in self._clients.items() if k == id(loop)}
-            client = openai.AsyncOpenAI(base_url=self.base_url, api_key=self._key.get(), max_retries=0,
+            client = openai.AsyncOpenAI(base_url=self._raw_url, api_key=self._key.get(), max_retries=0,
                                         timeout=self.timeout)
             self._clients[id(loop)] = client
         return client
@@ -247,10 +267,12 @@ class OpenAIChatModel:
         )
 
     def _scrub(self, text: str) -> str:
+        from .journal import mask_secrets
+
         key = self._key.get()
         if key and key != DUMMY_KEY and len(key) >= 4:
             text = text.replace(key, "***")
-        return text
+        return mask_secrets(text)
 
     def __repr__(self) -> str:
         return (f"OpenAIChatModel(model={self.name!r}, base_url={self.base_url!r}, api_key_env={self.api_key_env!r}, "
@@ -263,6 +285,12 @@ class OpenAIChatModel:
         return state
 
     def __setstate__(self, state):
+        from .journal import register_secret
+
         self.__dict__.update(state)
+        if "_raw_url" not in state:
+            self._raw_url = self.base_url
         key = os.environ.get(self.api_key_env) if self.api_key_env else None
+        if key:
+            register_secret(key)
         self._key = _Secret(key or DUMMY_KEY)

@@ -12,6 +12,16 @@ Per prompt:
 3. A successful answer is written to the journal *before* the prompt counts as done, so a
    process killed at any moment loses at most the requests that were in flight.
 
+Journal writes are group-committed: answers queue up for at most ``LINGER_S`` (25 ms) and are committed in one
+transaction (one fsync for all of them) by a task on the event loop; an answer is used (stored in the result,
+counted done) only in the callback that runs after its commit, so it is on disk before it is used. (A writer thread
+was tried first: it fought the loop for the GIL around every SQLite call and cost more than these short commits.) Before a key is sent it is looked up again and *claimed* in the journal
+(per-request leases): a second process on the same run id skips keys another live process holds, works on the
+others, and waits for the held ones to be answered (or for their lease to lapse: an owner that died on this host
+is detected at once, elsewhere after ``lease_s``). So two processes on one run never pay twice for a key. Every
+attempt sent, every timeout (the server may still have completed, and billed, it) and every answer thrown away
+as a duplicate is counted in the journal (``assay runs show``).
+
 Adaptive concurrency is AIMD: a 429/503 halves the effective cap (at least 1), once per "round"
 of requests (requests already in flight when it was halved do not halve it again); each
 ``recover_after`` consecutive successes (default: the current cap) raise it by one, up to
@@ -25,7 +35,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import random
+import secrets
+import socket
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -39,14 +52,76 @@ __all__ = ["run_prompts", "run", "RunResult", "AdaptiveLimiter", "RateLimiter"]
 
 log = logging.getLogger("assay.models")
 
+#: How long the journal writer waits for more answers before committing a batch (seconds).
+LINGER_S = 0.025
+
 #: Longest wait we accept from a server's Retry-After (seconds); the SDK caps at 60 s, we allow more.
 RETRY_AFTER_CAP = 120.0
 
 
+class _LoopCommitter:
+    """Group commit on the event loop: queued journal operations are committed together, one transaction (one
+    fsync) per ``LINGER_S`` window, by a task on the loop itself. No writer thread: a thread contends with the
+    loop for the GIL around every SQLite call, which cost more than the short, rare blocking commit here."""
+
+    def __init__(self, journal, loop: asyncio.AbstractEventLoop) -> None:
+        self.journal = journal
+        self.loop = loop
+        self.pending: list[tuple[tuple, Any]] = []
+        self.wake = asyncio.Event()
+        self.task = loop.create_task(self._run())
+        self.closing = False
+
+    def submit(self, op: tuple) -> asyncio.Future:
+        fut = self.loop.create_future()
+        self.pending.append((op, fut))
+        self.wake.set()
+        return fut
+
+    def submit_then(self, op: tuple, callback: Callable[[Any], None]) -> None:
+        self.pending.append((op, callback))
+        self.wake.set()
+
+    def _commit(self) -> None:
+        batch, self.pending = self.pending, []
+        if not batch:
+            return
+        try:
+            results = self.journal.batch([op for op, _ in batch])
+        except BaseException as exc:  # the transaction rolled back: every caller hears of it
+            results = [exc] * len(batch)
+        for (_, target), r in zip(batch, results):
+            if isinstance(target, asyncio.Future):
+                if not target.done():
+                    target.set_exception(r) if isinstance(r, BaseException) else target.set_result(r)
+            else:
+                target(r)
+
+    async def _run(self) -> None:
+        while not self.closing:
+            await self.wake.wait()
+            self.wake.clear()
+            if not self.closing:
+                await asyncio.sleep(LINGER_S)  # let more answers arrive: one commit for all of them
+            self._commit()
+
+    async def close(self) -> None:
+        self.closing = True
+        self.wake.set()
+        await self.task
+        self._commit()
+
+
 class AdaptiveLimiter:
-    """A cap on requests in flight that halves on throttling and creeps back up (AIMD)."""
+    """A cap on requests in flight that halves on throttling and creeps back up (AIMD).
+
+    Waiters queue in FIFO order and a freed slot wakes exactly as many of them as there are free slots (a
+    Condition with ``notify_all`` woke every waiting task on each release: quadratic work with hundreds queued).
+    """
 
     def __init__(self, cap: int, *, adaptive: bool = True, recover_after: int | None = None) -> None:
+        import collections
+
         self.cap = int(cap)
         self.limit = int(cap)
         self.min_limit = int(cap)
@@ -56,35 +131,51 @@ class AdaptiveLimiter:
         self.max_in_flight = 0
         self._epoch = 0
         self._streak = 0
-        self._cond = asyncio.Condition()
+        self._waiters: collections.deque = collections.deque()
+
+    def _wake(self) -> None:
+        # hand free slots to the oldest waiters; a slot is counted as taken when handed over
+        while self._waiters and self.in_flight < self.limit:
+            fut = self._waiters.popleft()
+            if not fut.done():
+                self.in_flight += 1
+                self.max_in_flight = max(self.max_in_flight, self.in_flight)
+                fut.set_result(self._epoch)
 
     async def acquire(self) -> int:
         """Wait for a slot; returns the epoch token to hand back to :meth:`release`."""
-        async with self._cond:
-            await self._cond.wait_for(lambda: self.in_flight < self.limit)
+        if not self._waiters and self.in_flight < self.limit:
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
             return self._epoch
+        fut = asyncio.get_running_loop().create_future()
+        self._waiters.append(fut)
+        try:
+            return await fut
+        except asyncio.CancelledError:
+            if fut.done() and not fut.cancelled():  # the slot was handed over just before the cancel: give it back
+                self.in_flight -= 1
+                self._wake()
+            raise
 
     async def release(self, epoch: int, outcome: str) -> None:
         """``outcome`` is "ok", "throttled" (429/503) or "other" (other failures: no change)."""
-        async with self._cond:
-            self.in_flight -= 1
-            if self.adaptive:
-                if outcome == "throttled":
+        self.in_flight -= 1
+        if self.adaptive:
+            if outcome == "throttled":
+                self._streak = 0
+                if epoch == self._epoch:  # one decrease per round of concurrent requests
+                    self.limit = max(1, self.limit // 2)
+                    self.min_limit = min(self.min_limit, self.limit)
+                    self._epoch += 1
+                    log.info("throttled by the server: concurrency -> %d", self.limit)
+            elif outcome == "ok":
+                self._streak += 1
+                need = self.recover_after or self.limit
+                if self.limit < self.cap and self._streak >= need:
+                    self.limit += 1
                     self._streak = 0
-                    if epoch == self._epoch:  # one decrease per round of concurrent requests
-                        self.limit = max(1, self.limit // 2)
-                        self.min_limit = min(self.min_limit, self.limit)
-                        self._epoch += 1
-                        log.info("throttled by the server: concurrency -> %d", self.limit)
-                elif outcome == "ok":
-                    self._streak += 1
-                    need = self.recover_after or self.limit
-                    if self.limit < self.cap and self._streak >= need:
-                        self.limit += 1
-                        self._streak = 0
-            self._cond.notify_all()
+        self._wake()
 
 
 class RateLimiter:
@@ -157,6 +248,7 @@ async def run_prompts(
     reuse: bool = False,
     progress: Callable[[dict], None] | None = None,
     seed: int = 0,
+    lease_s: float | None = None,
 ) -> RunResult:
     """Send every prompt to ``model`` and return the answers in input order.
 
@@ -177,6 +269,8 @@ async def run_prompts(
     reuse : also answer from other runs in the journal with the same request key.
     progress : called with a copy of the stats dict after every finished prompt.
     seed : seeds the jitter; answers never depend on it.
+    lease_s : how long another process's claim on a key is honoured when its owner cannot be checked (another
+        host); default: long enough for every retry of one request.
     """
     from .journal import Journal, request_key
 
@@ -213,8 +307,17 @@ async def run_prompts(
             "run_id": run_id, "total": len(prompts), "done": 0, "cached": 0, "requests": 0, "retries": 0,
             "throttled": 0, "timeouts": 0, "errors": 0, "in_flight": 0, "max_in_flight": 0,
             "concurrency": concurrency, "min_concurrency": concurrency,
-            "prompt_tokens": 0, "completion_tokens": 0, "elapsed_s": 0.0,
+            "prompt_tokens": 0, "completion_tokens": 0, "elapsed_s": 0.0, "waited_for_other_process": 0,
+            "duplicates_thrown_away": 0,
         }
+        writer = (_LoopCommitter(journal, asyncio.get_running_loop())
+                  if (journal is not None and hasattr(journal, "batch")) else None)
+        owner = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
+        lease = float(lease_s) if lease_s is not None else (
+            (timeout or 600.0) * (max_retries + 1) + backoff_max * max_retries + 60.0)
+
+        async def jw(op: tuple):
+            return await writer.submit(op)
         t_start = time.perf_counter()
         limiter = AdaptiveLimiter(concurrency, adaptive=adaptive, recover_after=recover_after)
         rate = RateLimiter(rpm) if rpm else None
@@ -259,8 +362,11 @@ async def run_prompts(
             groups.setdefault(k, []).append(i)
 
         todo: list[tuple[str, list[int]]] = []
+        # one query for the keys this run already answered; only those are read back (and, with reuse, every key)
+        known = (journal.completed_keys(run_id, list(groups)) if (journal is not None and hasattr(journal, "completed_keys")
+                                                                  and not reuse) else None)
         for key, idx in groups.items():
-            hit = from_journal(key)
+            hit = from_journal(key) if (known is None or key in known) else None
             if hit is not None:
                 for i in idx:
                     results[i] = hit if i == idx[0] else Response.from_dict(hit.to_dict())
@@ -270,11 +376,32 @@ async def run_prompts(
         if stats["done"]:
             report()
 
-        async def one(key: str, idx: list[int]) -> None:
+        def serve(hit: Response, idx: list[int]) -> None:
+            for i in idx:
+                results[i] = hit if i == idx[0] else Response.from_dict(hit.to_dict())
+            account(hit, len(idx))
+            report()
+
+        async def one(key: str, idx: list[int], st: str | None) -> None:
             prompt = prompts[idx[0]]
             rng = random.Random(f"{seed}:{key}")
             attempt = 0
             last_err = ""
+            n_sent = n_timeouts = 0
+            if writer is not None and st != "claimed":
+                # another live process holds the key: wait for its answer (or for its lease to lapse)
+                pause = 0.05
+                while st != "claimed":
+                    if st == "done":
+                        hit = from_journal(key)
+                        if hit is not None:
+                            serve(hit, idx)
+                            return
+                    elif st == "busy":
+                        stats["waited_for_other_process"] += 1
+                    await asyncio.sleep(pause)
+                    pause = min(pause * 2, 1.0)
+                    st = await jw(("claim", run_id, key, owner, lease))
             while True:
                 epoch = await limiter.acquire()
                 outcome = "other"
@@ -283,10 +410,12 @@ async def run_prompts(
                     if rate is not None:
                         await rate.acquire()
                     stats["requests"] += 1
+                    n_sent += 1
                     stats["in_flight"] = limiter.in_flight
                     stats["max_in_flight"] = limiter.max_in_flight
                     if timeout is not None:
-                        resp = await asyncio.wait_for(model.generate(prompt), timeout)
+                        async with asyncio.timeout(timeout):  # no extra task per request (wait_for made one)
+                            resp = await model.generate(prompt)
                     else:
                         resp = await model.generate(prompt)
                     if not isinstance(resp, Response):
@@ -302,10 +431,12 @@ async def run_prompts(
                         stats["throttled"] += 1
                     if exc.timed_out:
                         stats["timeouts"] += 1
+                        n_timeouts += 1
                 except asyncio.TimeoutError:
                     resp = None
                     last_err = f"timed out after {timeout} s"
                     stats["timeouts"] += 1
+                    n_timeouts += 1
                 finally:
                     await limiter.release(epoch, outcome)
 
@@ -326,24 +457,48 @@ async def run_prompts(
                 log.info("prompt %d: %s; retry %d/%d in %.2f s", idx[0], last_err, attempt, max_retries, delay)
                 await asyncio.sleep(delay)
 
+            def finalize(done: Any = None) -> None:
+                if isinstance(done, BaseException):
+                    errors.append(done)
+                    return
+                if done == "duplicate":
+                    stats["duplicates_thrown_away"] += 1
+                for i in idx:
+                    results[i] = resp if i == idx[0] else _dup(resp)
+                account(resp, 1)
+                if len(idx) > 1:
+                    account(results[idx[1]], len(idx) - 1)
+                report()
+
             if journal is not None:
                 # committed before the prompt counts as done; an error is kept for the record only
                 # (the journal does not serve it, so a resumed run asks again)
                 request = {"model": model.name, "prompt": prompt, "params": params}
+                if writer is not None:
+                    writer.submit_then(journal.prepare(("finish", run_id, key, request, resp.to_dict(),
+                                                        {"requests": n_sent, "timeouts": n_timeouts}, owner)),
+                                       finalize)
+                    return
                 journal.put(run_id, key, request, resp.to_dict())
-            for i in idx:
-                results[i] = resp if i == idx[0] else _dup(resp)
-            account(resp, 1)
-            if len(idx) > 1:
-                account(results[idx[1]], len(idx) - 1)
-            report()
+            finalize()
 
         status = "failed"
+        errors: list[BaseException] = []
         try:
+            claimed: dict[str, str] = {}
+            if writer is not None and todo:
+                # claim every key this run still needs in one transaction; keys another live process holds wait
+                claimed = dict(zip((k for k, _ in todo),
+                                   journal.batch([("claim", run_id, k, owner, lease) for k, _ in todo])))
             if todo:
                 async with asyncio.TaskGroup() as tg:
                     for key, idx in todo:
-                        tg.create_task(one(key, idx))
+                        tg.create_task(one(key, idx, claimed.get(key)))
+            if writer is not None:
+                await writer.close()  # every queued answer committed (and its callback run) before we return
+                writer = None
+            if errors:
+                raise errors[0]
             status = "done" if stats["errors"] == 0 else "incomplete"
         except (KeyboardInterrupt, asyncio.CancelledError):
             status = "interrupted"
@@ -354,6 +509,10 @@ async def run_prompts(
                 first = first.exceptions[0]
             raise first from None
         finally:
+            if writer is not None:  # interrupted: commit what is queued before the run is marked
+                writer.closing = True
+                writer.task.cancel()
+                writer._commit()
             if journal is not None:
                 journal.finish_run(run_id, status)
         stats["elapsed_s"] = time.perf_counter() - t_start
