@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 
-.PHONY: demo test bench studies clean chromium
+.PHONY: demo test fuzz bench studies clean chromium
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,6 +17,12 @@ demo: $(STAMP)
 
 test: $(STAMP) chromium
 	$(PY) -m pytest -q -n 2 tests
+
+# The long fuzz run: >= 10,000 generated inputs across every public entry point and CLI command, in counting
+# mode; prints the number of non-AssayError exceptions (must be 0) and fails otherwise.
+fuzz: $(STAMP)
+	ASSAY_FUZZ_COUNT=1 ASSAY_FUZZ_EXAMPLES=700 $(PY) -m pytest -q -s tests/test_fuzz.py | tee fuzz.log
+	@grep -q ", 0 non-AssayError exceptions" fuzz.log
 
 # Headless Chromium for the report test (Debian's package); nothing to do when it is installed.
 chromium:

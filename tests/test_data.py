@@ -376,9 +376,15 @@ def test_map_columns_missing_required():
     with pytest.raises(AssayInputError) as e:
         data.map_columns(user_frame(), {"score": "acc"}, required=("item", "score"))
     msg = str(e.value)
-    assert "'item'" in msg and "--item-col" in msg
+    # the library speaks Python; the CLI guard translates it into the command's own flag
+    assert "'item'" in msg and "columns={'item': 'YOUR_COLUMN'}" in msg and "--" not in msg
     assert "'score'" not in msg.split(";")[0]  # score was mapped; only item is missing
     assert "question" in msg  # lists what the table has
+    from assay.cli_guard import cli_words
+
+    assert "--item-col YOUR_COLUMN" in cli_words(msg)
+    judge = cli_words("Name yours with columns={'loss_judge': 'YOUR_COLUMN'}.")
+    assert "--judge-col YOUR_COLUMN" in judge and "--loss_judge-col" not in judge
 
 
 def test_map_columns_not_a_frame():

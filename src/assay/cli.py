@@ -19,6 +19,23 @@ from . import __version__
 from .errors import AssayInputError
 from .cli_guard import guard as _guard, masked_console
 
+def _usage_error_one_line(exc) -> None:
+    """Command-line usage errors (a bad option value, a missing option) as one ``error:`` line, like every other
+    refusal of assay (typer would draw a box of several lines)."""
+    if exc.__class__.__name__ == "NoArgsIsHelpError":
+        return
+    ctx = getattr(exc, "ctx", None)
+    hint = f" (see: {ctx.command_path} --help)" if ctx is not None else ""
+    sys.stderr.write(f"error: {exc.format_message()}{hint}\n")
+
+
+try:  # typer prints usage errors through this function; one line instead
+    import typer.rich_utils as _typer_rich
+
+    _typer_rich.rich_format_error = _usage_error_one_line
+except ImportError:  # pragma: no cover - typer without rich
+    pass
+
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
@@ -793,8 +810,18 @@ def scope(
         raise AssayInputError("give either --endpoint and --model (query a model) or --simulate WORLD (no LLM)")
     if simulate is None and (endpoint is None or model is None):
         raise AssayInputError("querying a model needs both --endpoint and --model")
+    if batch < 1:
+        raise AssayInputError(f"--batch must be at least 1 ticket; got {batch}")
+    if budget < 1:
+        raise AssayInputError(f"--budget must be at least 1 ticket; got {budget}")
     if budget < batch:
         raise AssayInputError(f"--budget ({budget}) is smaller than one --batch ({batch})")
+    if top < 1:
+        raise AssayInputError(f"--top must be at least 1 configuration; got {top}")
+    if utility not in ("error", "cwe"):
+        raise AssayInputError(f"--utility must be error or cwe; got {utility!r}")
+    if space is not None and not space.exists():
+        raise AssayInputError(f"no search space file {str(space)!r}")
     sp_params = dict(delta=delta, n0=n0, exploration=exploration, repulsion=repulsion,
                      certify=adaptive if adaptive is not None else certify,
                      strategy="adaptive" if adaptive is not None else "remove")
@@ -803,6 +830,15 @@ def scope(
 
         world = get_world(simulate)
         sp = qs.SearchSpace.from_yaml(space) if space is not None else world.space()
+        if space is not None:
+            # the simulated truth reads the world's own parameters: a space without them cannot be simulated
+            probe = sp.sample(1, np.random.default_rng(seed))[0]
+            try:
+                world.truth(probe)
+            except (KeyError, TypeError, ValueError) as e:
+                want = ", ".join(p.name for p in world.space().params)
+                raise AssayInputError(f"the space {str(space)!r} does not fit the simulated world {simulate!r} "
+                                      f"({type(e).__name__}: {e}); its parameters are: {want}") from None
         search = qs.Search(sp, seed=seed, **sp_params)
         with progress_reporter("scope tickets") as update:
             while search.tickets_told < budget:

@@ -10,7 +10,35 @@ import typer
 
 from .errors import AssayError
 
-__all__ = ["guard", "masked_console"]
+__all__ = ["guard", "masked_console", "cli_words"]
+
+# the library's error messages speak Python (parameter names); the CLI says the same in its own words
+_COLUMN_FLAGS = {"loss_human": "--human-col", "loss_judge": "--judge-col"}
+_PARAM_FLAGS = {"on_missing='drop-items'": "--drop-incomplete", "run_id=None": "no --run-id",
+                "calibrator": "--tau", "id_col": "--id-col", "prompt_col": "--prompt-col",
+                "reference_col": "--reference-col"}
+
+
+def cli_words(message: str) -> str:
+    """Translate a library error message into CLI terms: ``columns={'loss_judge': 'YOUR_COLUMN'}`` ->
+    ``--judge-col YOUR_COLUMN``, ``method='r-eval'`` -> ``--method r-eval``, ``on_missing='drop-items'`` ->
+    ``--drop-incomplete``, ``budget=`` -> ``--budget``."""
+    import re
+
+    def columns(m: re.Match) -> str:
+        pairs = re.findall(r"'([^']+)':\s*'YOUR_COLUMN'", m.group(0))
+        return " ".join(f"{_COLUMN_FLAGS.get(c, '--' + c.replace('_', '-') + '-col')} YOUR_COLUMN" for c in pairs)
+
+    out = re.sub(r"columns=\{[^}]*\}", columns, message)
+    for py, flag in _PARAM_FLAGS.items():
+        if "=" in py or "None" in py:
+            out = out.replace(py, flag)
+    out = re.sub(r"\b(calibrator|id_col|prompt_col|reference_col)=(?:'([^']*)'|([\w.-]+))?",
+                 lambda m: _PARAM_FLAGS[m.group(1)] + (f" {m.group(2) or m.group(3)}" if (m.group(2) or m.group(3)) else ""),
+                 out)
+    out = re.sub(r"\b([a-z][a-z_]*)='([^']*)'", lambda m: f"--{m.group(1).replace('_', '-')} {m.group(2)}", out)
+    out = re.sub(r"\b([a-z][a-z_]*)=(?=[\s,.;)]|$)", lambda m: f"--{m.group(1).replace('_', '-')}", out)
+    return out
 
 
 class _MaskingStream:
@@ -65,7 +93,7 @@ def guard(fn: Callable[..., Any]) -> Callable[..., Any]:
             from .models.journal import mask_secrets
 
             # plain write: no wrapping, no markup interpretation of the message; never a secret
-            sys.stderr.write(f"error: {mask_secrets(str(exc))}\n")
+            sys.stderr.write(f"error: {mask_secrets(cli_words(str(exc)))}\n")
             raise typer.Exit(code=exc.exit_code) from None
 
     return wrapper

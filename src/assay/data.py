@@ -136,6 +136,10 @@ def map_columns(
     """
     if not isinstance(df, pd.DataFrame):
         raise AssayInputError(f"expected a pandas DataFrame, got {type(df).__name__}")
+    dup = df.columns[df.columns.duplicated()]
+    if len(dup):
+        raise AssayInputError(f"the table has several columns named {', '.join(map(repr, dict.fromkeys(map(str, dup))))}; "
+                              "every column name must be unique (rename or drop the extra ones)")
     rename: dict[str, str] = {}
     for canonical, user in mapping.items():
         src = user or canonical
@@ -150,10 +154,10 @@ def map_columns(
     out = df.rename(columns=rename)
     missing = [c for c in required if c not in out.columns]
     if missing:
-        hint = " ".join(f"--{c}-col COLUMN" for c in missing)
+        hint = ", ".join(f"{c!r}: 'YOUR_COLUMN'" for c in missing)
         raise AssayInputError(
             f"the table has no column {', '.join(map(repr, missing))}; its columns are: "
-            f"{', '.join(map(str, df.columns))}. Map yours with {hint} (CLI) or columns={{...}} (Python)."
+            f"{', '.join(map(str, df.columns))}. Name yours with columns={{{hint}}}."
         )
     return out
 
@@ -186,8 +190,7 @@ def check_scores(
     if not allow_missing and values.isna().any():
         rows = df.index[values.isna()]
         hint = missing_hint or (
-            "fill them, remove those rows, or drop incomplete items (on_missing='drop-items', "
-            "CLI --drop-incomplete)"
+            "fill them, remove those rows, or drop incomplete items (on_missing='drop-items')"
         )
         raise AssayInputError(f"{what} column {column!r} is missing (NaN/empty) at {describe_rows(rows)}; {hint}.")
     finite = values.dropna()
@@ -364,8 +367,7 @@ def siren_design(
                 "ragged design: SIREN needs every artifact of every (system, budget) scored on the "
                 "same items, because one split design and one multiplier per item serve the whole "
                 "grid. " + "; ".join(lines) + (f"; and {more} more" if more > 0 else "") +
-                ". Score the missing items or drop them everywhere (on_missing='drop-items', CLI "
-                "--drop-incomplete)."
+                ". Score the missing items or drop them everywhere (on_missing='drop-items')."
             )
         have_all = df.groupby("item")[["system", "budget", "artifact"]].apply(
             lambda g: len(g.drop_duplicates())

@@ -72,7 +72,7 @@ def _lmeval_files(path: Path) -> list[Path]:
         return [path]
     files = sorted(path.rglob("samples_*.jsonl"))
     if not files:
-        raise AssayInputError(f"{path}: no lm-eval samples_<task>_<date>.jsonl files (run lm-eval with --log_samples)")
+        raise AssayInputError(f"{path}: no lm-eval samples_<task>_<date>.jsonl files (run lm-eval with its --log_samples option)")
     return files
 
 
@@ -94,10 +94,13 @@ def read_lmeval(path, *, metric: str | None = None, filter: str | None = None, m
         if res:
             try:
                 meta = json.loads(res[0].read_text())
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                meta = {}
+            if not isinstance(meta, dict):
                 meta = {}
         mname = model or meta.get("model_name") or f.parent.name
-        nshot = (meta.get("n-shot") or {}).get(task)
+        shots = meta.get("n-shot")
+        nshot = shots.get(task) if isinstance(shots, dict) else None
         var = variant or (f"{task}@{nshot}shot" if nshot is not None else task)
         chosen_filter = filter
         for k, line in enumerate(f.read_text().splitlines()):
@@ -107,14 +110,19 @@ def read_lmeval(path, *, metric: str | None = None, filter: str | None = None, m
                 rec = json.loads(line)
             except json.JSONDecodeError as e:
                 raise AssayInputError(f"{f}:{k + 1}: not JSON ({e})") from None
+            if not isinstance(rec, dict):
+                raise AssayInputError(f"{f}:{k + 1}: a samples line must be a JSON object (one sample); got "
+                                      f"{type(rec).__name__}")
             flt = rec.get("filter", "none")
             if chosen_filter is None:
                 chosen_filter = flt
             if flt != chosen_filter:
                 continue
-            names = [metric] if metric else list(rec.get("metrics") or [])
+            listed = rec.get("metrics")
+            listed = [str(x) for x in listed] if isinstance(listed, (list, tuple)) else []
+            names = [metric] if metric else listed
             m = next((n for n in names if n in rec and isinstance(rec[n], (int, float, bool))), None)
-            logged.update(rec.get("metrics") or [])
+            logged.update(listed)
             if m is None:  # this task does not log the metric, or its value is not a scalar (lists, tuples)
                 skipped += 1
                 continue
@@ -155,32 +163,49 @@ def _inspect_log(path: Path) -> tuple[dict, list[dict]]:
     """(eval spec, samples) of a .eval or .json log."""
     if path.suffix == ".json":
         try:
-            log = json.loads(path.read_text())
-        except json.JSONDecodeError as e:
+            log = json.loads(path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise AssayInputError(f"{path}: not JSON ({e})") from None
-        if "eval" not in log:
-            raise AssayInputError(f"{path}: not an inspect log (no 'eval' key)")
-        return log["eval"], list(log.get("samples") or [])
+        if not isinstance(log, dict) or not isinstance(log.get("eval"), dict):
+            raise AssayInputError(f"{path}: not an inspect log (no 'eval' object)")
+        return log["eval"], _sample_list(path, log.get("samples"))
     try:
         zf = zipfile.ZipFile(path)
     except zipfile.BadZipFile:
         raise AssayInputError(f"{path}: not an inspect .eval log (not a zip archive)") from None
+    def load(name):
+        try:
+            return json.loads(_zip_member(path, zf, name))
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise AssayInputError(f"{path}: member {name} is not JSON ({e})") from None
+
     with zf:
         names = zf.namelist()
         if "header.json" in names:
-            spec = json.loads(_zip_member(path, zf, "header.json"))["eval"]
+            head = load("header.json")
         elif "_journal/start.json" in names:
-            spec = json.loads(_zip_member(path, zf, "_journal/start.json"))["eval"]
+            head = load("_journal/start.json")
         else:
             raise AssayInputError(f"{path}: no header.json in the .eval archive")
+        if not isinstance(head, dict) or not isinstance(head.get("eval"), dict):
+            raise AssayInputError(f"{path}: the archive's header has no 'eval' object")
+        spec = head["eval"]
         members = [n for n in names if n.startswith("samples/") and n.endswith(".json")]
         if members:
-            samples = [json.loads(_zip_member(path, zf, n)) for n in members]
+            samples = _sample_list(path, [load(n) for n in members])
         elif "summaries.json" in names:
-            samples = json.loads(_zip_member(path, zf, "summaries.json"))
+            samples = _sample_list(path, load("summaries.json"))
         else:
             samples = []
     return spec, samples
+
+
+def _sample_list(path: Path, samples) -> list[dict]:
+    if samples is None:
+        return []
+    if not isinstance(samples, list) or not all(isinstance(s, dict) for s in samples):
+        raise AssayInputError(f"{path}: 'samples' must be a list of sample objects")
+    return samples
 
 
 def read_inspect(path, *, scorer: str | None = None, variant: str | None = None) -> pd.DataFrame:
@@ -194,22 +219,26 @@ def read_inspect(path, *, scorer: str | None = None, variant: str | None = None)
     rows: list[dict] = []
     for f in files:
         spec, samples = _inspect_log(f)
-        args = spec.get("task_args") or {}
+        args = spec.get("task_args") if isinstance(spec.get("task_args"), dict) else {}
         var = variant or (spec.get("task", "") + ("[" + ",".join(f"{k}={v}" for k, v in sorted(args.items())) + "]"
                                                   if args else ""))
         for s in samples:
             scores = s.get("scores") or {}
+            if not isinstance(scores, dict):
+                raise AssayInputError(f"{f}: sample {s.get('id')!r} has 'scores' that is not an object")
             if scorer is not None and scorer not in scores and scores:
                 raise AssayInputError(f"{f}: no scorer {scorer!r}; scorers: {', '.join(scores)}")
             for name, sc in scores.items():
                 if scorer is not None and name != scorer:
                     continue
-                hist = sc.get("history") or []
+                if not isinstance(sc, dict):
+                    raise AssayInputError(f"{f}: score {name!r} of sample {s.get('id')!r} is not an object")
+                hist = sc.get("history") if isinstance(sc.get("history"), list) else []
                 edits = [h for h in hist if isinstance(h, dict) and h.get("provenance")]
                 original = score_value(hist[0].get("value")) if hist else score_value(sc.get("value"))
                 human = score_value(sc.get("value")) if edits else math.nan
                 rows.append({"model": str(spec.get("model")), "task": str(spec.get("task")), "variant": var,
-                             "item": str(s.get("id")), "repeat": int(s.get("epoch", 1)), "metric": name,
+                             "item": str(s.get("id")), "repeat": _epoch(f, s), "metric": name,
                              "score": score_value(sc.get("value")), "score_original": original, "score_human": human,
                              "editor": (edits[-1]["provenance"].get("author") if edits else None),
                              "latency_s": s.get("total_time"), "source": "inspect"})
@@ -217,6 +246,13 @@ def read_inspect(path, *, scorer: str | None = None, variant: str | None = None)
     if df.empty:
         raise AssayInputError(f"{path}: the logs hold no scored samples")
     return df
+
+
+def _epoch(f: Path, s: dict) -> int:
+    e = s.get("epoch", 1)
+    if isinstance(e, bool) or not isinstance(e, (int, float)) or not math.isfinite(e) or e != int(e) or e < 1:
+        raise AssayInputError(f"{f}: sample {s.get('id')!r} has epoch {e!r}; epochs are whole numbers >= 1")
+    return int(e)
 
 
 def to_autoeval(df: pd.DataFrame, *, candidate: str = "model") -> pd.DataFrame:
@@ -325,7 +361,7 @@ def detect_format(path) -> str:
         return "inspect"
     if p.suffix == ".json":
         try:
-            with open(p) as fh:
+            with open(p, encoding="utf-8", errors="replace") as fh:
                 head = fh.read(4096)
         except OSError as e:
             raise AssayInputError(f"{p}: {e}") from None

@@ -94,7 +94,7 @@ def _arrays(table: pd.DataFrame, columns: Mapping[str, str] | None, failures: st
     if np.isposinf(kpi).any() and failures != "worst":
         raise AssayInputError(
             f"column 'kpi' is +inf at {describe_rows(df.index[np.isposinf(kpi)])}; if these are failures "
-            "(errored requests), pass failures='worst' (CLI --failures worst) to count them as worse than "
+            "(errored requests), pass failures='worst' to count them as worse than "
             "every finite value"
         )
     out: dict[str, np.ndarray] = {}
@@ -154,6 +154,16 @@ def _select(rule: Any, data: dict[str, np.ndarray]) -> list[str]:
 
 def levels(K: int, selected: int, delta: float, calibrator: Any = "optimal") -> dict[str, float]:
     """Per-band miscoverage alpha of each method, as a function of the design only."""
+    for name, v, lo in (("K", K, 1), ("selected", selected, 0)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
+            raise AssayInputError(f"{name} must be an integer >= {lo} (configurations); got {v!r}")
+    if selected > K:
+        raise AssayInputError(f"selected ({selected}) cannot exceed K ({K})")
+    if isinstance(delta, bool) or not isinstance(delta, (int, float, np.integer, np.floating)) or not 0 < delta < 1:
+        raise AssayInputError(f"delta must be a number strictly between 0 and 1; got {delta!r}")
+    if isinstance(calibrator, (int, float, np.integer, np.floating)) and not isinstance(calibrator, bool) \
+            and not 0 < float(calibrator) < 1:
+        raise AssayInputError(f"a calibrator tau must be in (0, 1); got {calibrator!r}")
     out = {"naive": delta, "ss-dme": delta, "bonferroni": delta / K}
     if selected == 0:
         out["ps-dme"] = float("nan")
@@ -170,9 +180,16 @@ def levels(K: int, selected: int, delta: float, calibrator: Any = "optimal") -> 
 
 def narrowest_method(K: int, selected: int, delta: float, n: float, split: float, calibrator: Any = "optimal") -> tuple[str, str]:
     """The valid method with the narrowest DKW band, from the design alone; and the reason."""
+    lv = levels(K, selected, delta, calibrator)  # validates K, selected, delta, calibrator
+    for name, v in (("n", n), ("split", split)):
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not math.isfinite(v):
+            raise AssayInputError(f"{name} must be a finite number; got {v!r}")
+    if n <= 0:
+        raise AssayInputError(f"n (observations per configuration) must be positive; got {n!r}")
+    if not 0 < split < 1:
+        raise AssayInputError(f"split must be in (0, 1); got {split!r}")
     if selected == 0:
         return "ps-dme", "nothing selected"
-    lv = levels(K, selected, delta, calibrator)
     width = {
         "ps-dme": math.sqrt(math.log(2 / lv["ps-dme"]) / (2 * n)),
         "bonferroni": math.sqrt(math.log(2 / lv["bonferroni"]) / (2 * n)),

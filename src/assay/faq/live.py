@@ -36,7 +36,7 @@ def read_bank(bank: Any, *, id_col: str = "id", prompt_col: str = "prompt", refe
     missing = [c for c in (id_col, prompt_col, reference_col) if c not in bank.columns]
     if missing:
         raise AssayInputError(f"the item bank has no column(s) {', '.join(map(repr, missing))}; columns: "
-                              f"{', '.join(map(str, bank.columns))} (use --id-col / --prompt-col / --reference-col)")
+                              f"{', '.join(map(str, bank.columns))} (name yours with id_col= / prompt_col= / reference_col=)")
     ids = bank[id_col].astype(str)
     dup = ids[ids.duplicated()]
     if len(dup):
@@ -123,7 +123,7 @@ class LiveAnswerer:
                         raise AssayInputError(
                             f"run {self.run_id} was started with other FAQ settings ({parts}). Resuming it would mix "
                             "the answers of two different runs: repeat the original settings (the seed is reused "
-                            "when none is given), or start a new run without --run-id")
+                            "when none is given), or start a new run (run_id=None)")
                     return
             self.run_id = j.start_run(self.run_id, meta={"faq": meta})
         finally:

@@ -429,12 +429,12 @@ class Journal:
                                           f"{busy_timeout_s:g} s") from None
                 raise AssayInputError(
                     f"{self.path} is not a readable assay journal (SQLite says: {exc}); "
-                    "point --journal / ASSAY_JOURNAL at another file or move this one away") from None
+                    "use another journal file (ASSAY_JOURNAL) or move this one away") from None
             except sqlite3.DatabaseError as exc:
                 conn.close()
                 raise AssayInputError(
                     f"{self.path} is not a readable assay journal (SQLite says: {exc}); "
-                    "point --journal / ASSAY_JOURNAL at another file or move this one away") from None
+                    "use another journal file (ASSAY_JOURNAL) or move this one away") from None
             except BaseException:
                 conn.close()
                 raise

@@ -117,6 +117,18 @@ class COUPParams:
     min_growth: float = 2.0
 
     def validate(self) -> "COUPParams":
+        for name in ("delta", "exploration", "random_prob", "refit_growth", "refresh_growth", "repulsion",
+                     "repulsion_decay", "min_growth"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not math.isfinite(v):
+                raise AssayInputError(f"{name} must be a finite number; got {v!r}")
+        for name in ("n0", "n_trees", "candidates"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer, float)) or (isinstance(v, float) and not v.is_integer()):
+                raise AssayInputError(f"{name} must be a positive integer; got {v!r}")
+        if self.certify is not None and (isinstance(self.certify, bool)
+                                         or not isinstance(self.certify, (int, float, np.integer, np.floating))):
+            raise AssayInputError(f"certify (tau) must be a number in (0, 1) or None; got {self.certify!r}")
         if not 0 < self.delta < 1:
             raise AssayInputError(f"delta must be in (0, 1); got {self.delta!r}")
         if int(self.n0) != self.n0 or self.n0 < 1:
@@ -615,6 +627,9 @@ class Search:
                 except (TypeError, ValueError):
                     raise AssayInputError(f"tell() takes (ticket_id, utility) pairs or dicts; got {r!r}") from None
             tid = getattr(tid, "id", tid)
+            if isinstance(tid, bool) or not isinstance(tid, (int, np.integer)):
+                raise AssayInputError(f"a ticket id must be the integer id of a ticket from ask(); got {tid!r}")
+            tid = int(tid)
             if tid not in self._pending or tid in seen:
                 raise AssayInputError(f"ticket {tid!r} is unknown or was already told")
             seen.add(tid)

@@ -143,11 +143,15 @@ def run(space, generator, model, *, budget: int, batch: int = 20, seed: int | No
     if int(batch) != batch or batch < 1:
         raise AssayInputError(f"batch must be a positive integer; got {batch!r}")
     if budget < batch:
-        raise AssayInputError(f"budget ({budget}) is smaller than one batch ({batch}): lower --batch or raise --budget")
+        raise AssayInputError(f"budget ({budget}) is smaller than one batch ({batch}): lower batch= or raise budget=")
     if not 0.0 <= failure_utility <= 1.0:
         raise AssayInputError(f"failure_utility must be in [0, 1]; got {failure_utility!r}")
-    if seed is None:
-        seed = int(np.random.SeedSequence().entropy % (2**31))
+    from ..parallel import resolve_seed
+
+    # resolved once, before any work; a Generator gives an integer drawn from it (generation and the search derive
+    # their streams from that integer, so the run replays from the recorded value)
+    recorded, ss = resolve_seed(seed)
+    seed = recorded if recorded is not None else int(ss.generate_state(1)[0] % (2**31))
     if not hasattr(model, "generate"):
         if not callable(model):
             raise AssayInputError("model must be an assay Model or a callable prompt -> text")

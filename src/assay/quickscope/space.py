@@ -39,6 +39,20 @@ __all__ = ["Integer", "Float", "Categorical", "Constant", "SearchSpace", "ENUMER
 ENUMERATE_LIMIT = 1_000_000
 
 
+def _bound(pname, end: str, v, integer: bool):
+    """A range end as a number: finite, whole for Integer (|v| <= 2**53, exact in float64)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+        raise AssayInputError(f"parameter {pname!r}: {end} must be a number; got {v!r}")
+    if not math.isfinite(float(v)):
+        raise AssayInputError(f"parameter {pname!r}: {end} must be finite; got {v!r}")
+    if integer:
+        if abs(float(v)) > 2**53 or float(v) != math.floor(float(v)):
+            raise AssayInputError(f"parameter {pname!r}: an integer range needs whole-number ends within +-2**53; "
+                                  f"{end} = {v!r}")
+        return int(v)
+    return float(v)
+
+
 @dataclass(frozen=True)
 class _Param:
     name: str
@@ -56,8 +70,8 @@ class Integer(_Param):
 
     def __init__(self, name, low, high, log=False, when=None):
         object.__setattr__(self, "name", name)
-        object.__setattr__(self, "low", low)
-        object.__setattr__(self, "high", high)
+        object.__setattr__(self, "low", _bound(name, "low", low, True))
+        object.__setattr__(self, "high", _bound(name, "high", high, True))
         object.__setattr__(self, "log", bool(log))
         object.__setattr__(self, "when", _norm_when(when))
 
@@ -92,8 +106,8 @@ class Float(_Param):
 
     def __init__(self, name, low, high, log=False, when=None):
         object.__setattr__(self, "name", name)
-        object.__setattr__(self, "low", float(low))
-        object.__setattr__(self, "high", float(high))
+        object.__setattr__(self, "low", _bound(name, "low", low, False))
+        object.__setattr__(self, "high", _bound(name, "high", high, False))
         object.__setattr__(self, "log", bool(log))
         object.__setattr__(self, "when", _norm_when(when))
 
@@ -126,7 +140,19 @@ class Categorical(_Param):
 
     def __init__(self, name, choices, when=None):
         object.__setattr__(self, "name", name)
-        object.__setattr__(self, "choices", tuple(choices))
+        if isinstance(choices, (str, bytes)) or not hasattr(choices, "__iter__"):
+            raise AssayInputError(f"parameter {name!r}: choices must be a list of values; got {choices!r}")
+        choices = tuple(choices)
+        for c in choices:
+            try:
+                hash(c)
+            except TypeError:
+                raise AssayInputError(f"parameter {name!r}: choice {c!r} is not a plain value (number or text)") from None
+            if isinstance(c, float) and not math.isfinite(c):
+                raise AssayInputError(f"parameter {name!r}: choice {c!r} is not a finite value")
+        if len(set(map(repr, choices))) != len(choices):
+            raise AssayInputError(f"parameter {name!r}: duplicate choices in {list(choices)!r}")
+        object.__setattr__(self, "choices", choices)
         object.__setattr__(self, "when", _norm_when(when))
 
     def finite(self):
@@ -221,7 +247,18 @@ class SearchSpace:
         self._by = {p.name: p for p in params}
         seen: set[str] = set()
         for p in params:
+            if not isinstance(p, _Param):
+                raise AssayInputError(f"search space parameters must be Integer, Float, Categorical or Constant; got {p!r}")
+            if not isinstance(p.name, str) or not p.name:
+                raise AssayInputError(f"a parameter name must be a non-empty string; got {p.name!r}")
             if isinstance(p, (Integer, Float)):
+                for end in ("low", "high"):
+                    v = getattr(p, end)
+                    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+                        raise AssayInputError(f"parameter {p.name!r}: {end} must be a number; got {v!r}")
+                    if isinstance(p, Integer) and float(v) != int(v):
+                        raise AssayInputError(f"parameter {p.name!r}: an integer range needs whole-number ends; "
+                                              f"{end} = {v!r}")
                 if not (np.isfinite(p.low) and np.isfinite(p.high)) or p.low > p.high:
                     raise AssayInputError(f"parameter {p.name!r}: low {p.low!r} > high {p.high!r} (or not finite)")
                 if p.log and p.low <= 0:
@@ -300,8 +337,13 @@ class SearchSpace:
 
         text = source
         if isinstance(source, os.PathLike) or (isinstance(source, str) and "\n" not in source and os.path.exists(source)):
-            with open(source) as f:
-                text = f.read()
+            try:
+                with open(source, encoding="utf-8") as f:
+                    text = f.read()
+            except FileNotFoundError:
+                raise AssayInputError(f"no search space file {str(source)!r}") from None
+            except (OSError, UnicodeDecodeError) as e:
+                raise AssayInputError(f"cannot read the search space file {str(source)!r}: {e}") from None
         try:
             d = yaml.safe_load(text)
         except yaml.YAMLError as e:
