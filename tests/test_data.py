@@ -380,7 +380,7 @@ def test_map_columns_missing_required():
     assert "'item'" in msg and "columns={'item': 'YOUR_COLUMN'}" in msg and "--" not in msg
     assert "'score'" not in msg.split(";")[0]  # score was mapped; only item is missing
     assert "question" in msg  # lists what the table has
-    from assay.cli_guard import cli_words
+    from assay.cli.guard import cli_words
 
     assert "--item-col YOUR_COLUMN" in cli_words(msg)
     judge = cli_words("Name yours with columns={'loss_judge': 'YOUR_COLUMN'}.")

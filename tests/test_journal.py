@@ -19,7 +19,7 @@ import pytest
 from typer.testing import CliRunner
 
 from assay.errors import AssayInputError
-from assay.models.cli_runs import runs_app
+from assay.cli.runs import runs_app
 from assay.models.journal import DEFAULT_PATH, RECORD_COLUMNS, Journal, default_path, request_key
 
 runner = CliRunner()

@@ -89,7 +89,7 @@ def test_key_under_any_variable_name_is_masked_everywhere(tmp_path, monkeypatch)
                 assert PLAIN_KEY.encode() not in f.read_bytes()
         # an error message that would quote it is masked too
         from assay.errors import AssayBackendError
-        from assay.cli_guard import guard
+        from assay.cli.guard import guard
 
         @guard
         def boom():

@@ -39,7 +39,7 @@ import pandas as pd
 
 from .data import check_scores, map_columns
 from .errors import AssayInputError, describe_rows
-from .parallel import resolve_seed
+from .seeds import resolve_seed
 from .results import Result
 from .stats import betting as bt
 

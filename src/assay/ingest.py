@@ -32,11 +32,12 @@ import re
 import struct
 import zipfile
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from .data.tables import read_plain
 from .errors import AssayInputError
 
 __all__ = ["read_lmeval", "read_inspect", "read_helm", "read_any", "detect_format", "score_value", "to_autoeval"]
@@ -379,7 +380,5 @@ def read_any(path, *, format: str = "auto", **kwargs: Any) -> pd.DataFrame:
                    "helm": {"metric", "split", "perturbation", "model"}}[fmt]
         return readers[fmt](path, **{k: v for k, v in kwargs.items() if k in allowed and v is not None})
     if fmt == "table":
-        from .data import read_table
-
-        return read_table(path)
+        return read_plain(path)
     raise AssayInputError(f"unknown format {format!r}; use auto, lmeval, inspect, helm or table")

@@ -18,36 +18,10 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from .errors import AssayInputError
+from .seeds import resolve_seed, spawn  # noqa: F401  (re-exported: the one seed rule lives in assay.seeds)
 
 __all__ = ["resolve_seed", "spawn", "SerialExecutor", "ProcessExecutor", "RayExecutor", "get_executor", "run_tasks",
            "use_executor"]
-
-
-def resolve_seed(seed: int | np.random.SeedSequence | np.random.Generator | None):
-    """Return ``(recorded_seed, SeedSequence)``.
-
-    ``None`` draws fresh OS entropy and records it, so every run can be repeated exactly from its
-    result. A ``Generator`` is used through a child of its own seed sequence (recorded as
-    ``None``: the caller owns that stream).
-    """
-    if seed is None:
-        ss = np.random.SeedSequence()
-        return int(ss.entropy), ss
-    if isinstance(seed, np.random.SeedSequence):
-        return (int(seed.entropy) if isinstance(seed.entropy, int) else None), seed
-    if isinstance(seed, np.random.Generator):
-        return None, np.random.SeedSequence(seed.integers(0, 2**63 - 1, size=4).tolist())
-    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
-        raise AssayInputError(f"seed must be an int, a numpy Generator or None, got {seed!r}")
-    if seed < 0:
-        raise AssayInputError(f"seed must be a non-negative integer, got {seed}")
-    return int(seed), np.random.SeedSequence(int(seed))
-
-
-def spawn(seed, n: int) -> list[np.random.SeedSequence]:
-    """``n`` independent child seed sequences, in a fixed order."""
-    _, ss = resolve_seed(seed)
-    return ss.spawn(n)
 
 
 class SerialExecutor:

@@ -54,7 +54,7 @@ import pandas as pd
 
 from .data import map_columns
 from .errors import AssayInputError, describe_rows
-from .parallel import resolve_seed
+from .seeds import resolve_seed
 from .results import Result
 from .stats import bands as bd
 from .stats import calibrate as cal

@@ -14,36 +14,50 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Iterable, Mapping, TypeVar
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["Interval", "Result", "to_jsonable"]
+from .errors import AssayInputError
+
+__all__ = ["Interval", "Result", "build", "to_jsonable"]
 
 _REGISTRY: dict[str, type["Result"]] = {}
 
 
 @dataclass(frozen=True)
 class Interval:
-    """A two-sided interval ``[low, high]`` at confidence ``level`` (= 1 - alpha)."""
+    """Two-sided intervals ``[low, high]`` at confidence ``level`` (= 1 - alpha), as scipy's ``ConfidenceInterval``.
 
-    low: float
-    high: float
+    ``low`` and ``high`` are floats for one interval, or arrays aligned with the rows of a result's main table
+    (:meth:`Result.confidence_interval`); ``width`` and ``contains`` then work row by row.
+    """
+
+    low: Any
+    high: Any
     level: float
 
     @property
-    def width(self) -> float:
-        return float(self.high - self.low)
+    def width(self) -> Any:
+        w = np.asarray(self.high, dtype=float) - np.asarray(self.low, dtype=float)
+        return float(w) if w.ndim == 0 else w
 
-    def contains(self, value: float) -> bool:
-        return bool(self.low <= value <= self.high)
+    def contains(self, value: Any) -> Any:
+        c = (np.asarray(self.low) <= value) & (value <= np.asarray(self.high))
+        return bool(c) if np.ndim(c) == 0 else c
 
-    def to_dict(self) -> dict[str, float]:
-        return {"low": float(self.low), "high": float(self.high), "level": float(self.level)}
+    def to_dict(self) -> dict[str, Any]:
+        return {"low": to_jsonable(self.low), "high": to_jsonable(self.high), "level": float(self.level)}
+
+    def __iter__(self):  # low, high = res.confidence_interval()
+        return iter((self.low, self.high))
 
     def __str__(self) -> str:
-        return f"[{self.low:.4f}, {self.high:.4f}] ({self.level:.0%})"
+        if np.ndim(self.low) == 0:
+            return f"[{float(self.low):.4f}, {float(self.high):.4f}] ({self.level:.0%})"
+        pairs = ", ".join(f"[{lo:.4f}, {hi:.4f}]" for lo, hi in zip(np.ravel(self.low), np.ravel(self.high)))
+        return f"{pairs} ({self.level:.0%})"
 
 
 def to_jsonable(obj: Any) -> Any:
@@ -172,6 +186,35 @@ class Result:
         """Plain sentences the reader must see beside the numbers (stored in ``info["warnings"]``)."""
         return list(self.info.get("warnings", []))
 
+    @property
+    def n_meaning(self) -> str:
+        """What ``n`` counts in this result (items, labels, observations, queries, tickets)."""
+        return str(self.level.get("n_meaning", ""))
+
+    @property
+    def confidence(self) -> float | None:
+        """The confidence level 1 - alpha (or 1 - delta) of the result's intervals and certificates."""
+        err = self.level.get("alpha", self.level.get("delta"))
+        return None if err is None else 1.0 - float(err)
+
+    def confidence_interval(self) -> Interval:
+        """The main table's intervals, one per row (``ci_low`` / ``ci_high``), at the result's level.
+
+        As ``scipy.stats``' ``confidence_interval()``: ``low, high = res.confidence_interval()``. Results whose
+        main table holds bands (``lower`` / ``upper`` per point) or one-sided certificates say so instead.
+        """
+        t = self.table
+        if not {"ci_low", "ci_high"} <= set(t.columns):
+            raise AssayInputError(
+                f"a {self.method} result's main table ({self.main_table!r}) has no ci_low / ci_high columns: "
+                f"{self._no_interval_hint()}"
+            )
+        return Interval(t["ci_low"].to_numpy(dtype=float), t["ci_high"].to_numpy(dtype=float),
+                        self.confidence if self.confidence is not None else float("nan"))
+
+    def _no_interval_hint(self) -> str:
+        return "see its tables for what it reports"
+
     def to_frame(self) -> pd.DataFrame:
         """The main tidy table (a copy)."""
         return self.table.copy()
@@ -235,3 +278,47 @@ class Result:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} method={self.method!r} n={self.n} rows={len(self.table)}>"
+
+
+R = TypeVar("R", bound=Result)
+
+
+def build(
+    cls: type[R],
+    *,
+    params: Mapping[str, Any],
+    n: int,
+    n_meaning: str,
+    meaning: str,
+    seed: Any,
+    tables: Mapping[str, Any],
+    alpha: float | None = None,
+    delta: float | None = None,
+    warnings: Iterable[str] = (),
+    info: Mapping[str, Any] | None = None,
+) -> R:
+    """Package a method's numbers into its Result: the one builder every entry function ends with.
+
+    Parameters
+    ----------
+    cls : the Result subclass.
+    params : every argument that shaped the numbers.
+    n, n_meaning : the sample size and what it counts (``"evaluation items shared by every cell"``).
+    meaning : what the error level guarantees, in one sentence.
+    seed : the resolved :class:`assay.seeds.Seed` (or the recorded int / None).
+    tables : name -> DataFrame or dict of columns; the first is the main table unless ``cls`` names another.
+    alpha, delta : exactly one: the miscoverage of intervals (``alpha``) or the error level of
+        certificates and tests (``delta``).
+    warnings : plain sentences the reader must see beside the numbers (duplicates dropped, order kept).
+    info : further JSON-safe diagnostics.
+    """
+    if (alpha is None) == (delta is None):
+        raise TypeError("build() takes exactly one of alpha or delta")
+    name, err = ("alpha", alpha) if alpha is not None else ("delta", delta)
+    level = {name: float(err), "meaning": meaning, "n_meaning": n_meaning}
+    recorded = getattr(seed, "recorded", seed)
+    out_info = dict(info or {})
+    if recorded is None and getattr(seed, "source", None) == "generator":
+        out_info["seed_source"] = "generator"
+    out_info["warnings"] = list(dict.fromkeys(str(w) for w in [*out_info.get("warnings", []), *warnings]))
+    return cls(params=dict(params), level=level, n=int(n), seed=recorded, tables=dict(tables), info=out_info)

@@ -73,7 +73,7 @@ from scipy import stats as _st
 
 from .data import SirenDesign, format_budget, parse_budget, siren_design
 from .errors import AssayInputError
-from .parallel import resolve_seed
+from .seeds import resolve_seed
 from .results import Result
 from .stats import bootstrap as boot
 

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import AssayInputError
-from ..parallel import resolve_seed
+from ..seeds import resolve_seed
 from ..results import Result
 from . import baselines as bl
 from .core import VARIANCES, FAQParams, interval, run_faq

@@ -146,7 +146,7 @@ def run(space, generator, model, *, budget: int, batch: int = 20, seed: int | No
         raise AssayInputError(f"budget ({budget}) is smaller than one batch ({batch}): lower batch= or raise budget=")
     if not 0.0 <= failure_utility <= 1.0:
         raise AssayInputError(f"failure_utility must be in [0, 1]; got {failure_utility!r}")
-    from ..parallel import resolve_seed
+    from ..seeds import resolve_seed
 
     # resolved once, before any work; a Generator gives an integer drawn from it (generation and the search derive
     # their streams from that integer, so the run replays from the recorded value)

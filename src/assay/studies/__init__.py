@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import numpy as np
+
 from ..errors import AssayInputError
 from ..results import Result
 
-__all__ = ["StudyResult", "STUDIES", "run_study", "register"]
+__all__ = ["StudyResult", "STUDIES", "run_study", "register", "check_counts"]
 
 STUDIES: dict[str, Callable[..., "StudyResult"]] = {}
 
@@ -34,6 +36,15 @@ class StudyResult(Result):
         notes = [f"note: {n}" for n in self.info.get("notes", [])]
         extra = [f"{k}: {v}" for k, v in self.info.items() if k != "notes"]
         return "\n".join([head, self.rows.to_string(index=False, float_format=lambda x: f"{x:.4f}"), *extra, *notes])
+
+
+def check_counts(**kw: int) -> None:
+    """Every Monte Carlo count given (trials, gt, n_boot, n_max, ...) is a positive integer; n_boot >= 20."""
+    for k, v in kw.items():
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise AssayInputError(f"{k} must be a positive integer, got {v!r}")
+    if kw.get("n_boot", 100) < 20:
+        raise AssayInputError(f"n_boot must be at least 20, got {kw['n_boot']}")
 
 
 def register(name: str) -> Callable[[Callable[..., StudyResult]], Callable[..., StudyResult]]:

@@ -30,9 +30,10 @@ import pandas as pd
 from scipy.stats import binom
 
 from ..autoeval import effective_observations
-from ..parallel import resolve_seed, run_tasks
+from ..parallel import run_tasks
+from ..seeds import resolve_seed
 from ..stats import betting as bt
-from . import StudyResult, register
+from . import StudyResult, check_counts, register
 
 R_TRUE = 0.1
 ALPHA = 0.12
@@ -181,9 +182,7 @@ def study_example(
     n_boot: int | None = None,
 ) -> StudyResult:
     """Examples 1-2: sample complexity against log(1/delta) and weight concentration (Figs. 2, 3, 5)."""
-    from . import siren as _s
-
-    _s._check_counts(trials=trials, n_max=n_max, n_weights=n_weights)
+    check_counts(trials=trials, n_max=n_max, n_weights=n_weights)
     recorded, ss = resolve_seed(seed)
     chunk = 1000
     configs = [dict(gamma=float(g), betting=b, trials=trials, n_max=n_max, deltas=tuple(map(float, deltas)),

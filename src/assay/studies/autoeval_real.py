@@ -98,7 +98,8 @@ import pandas as pd
 
 from ..autoeval import certify, effective_observations, reliance_factors
 from ..errors import AssayInputError
-from ..parallel import resolve_seed, run_tasks
+from ..parallel import run_tasks
+from ..seeds import resolve_seed
 from ..stats import betting as bt
 from . import StudyResult, register
 

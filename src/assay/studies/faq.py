@@ -91,7 +91,7 @@ def study_leaderboard(
 ) -> StudyResult:
     """FAQ vs uniform sampling and active-inference baselines on leaderboard models absent from the history."""
     from ..faq import protocol
-    from ..parallel import resolve_seed
+    from ..seeds import resolve_seed
 
     df = load_leaderboard(path)
     recorded, ss = resolve_seed(seed)
@@ -181,7 +181,8 @@ def study_stopping(
     FAQ interval has the same mean width: what a user who had guessed the right budget in advance would spend.
     """
     from ..faq import api
-    from ..parallel import get_executor, resolve_seed
+    from ..parallel import get_executor
+    from ..seeds import resolve_seed
 
     df = load_leaderboard(path)
     recorded, ss = resolve_seed(seed)

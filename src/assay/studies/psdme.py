@@ -50,7 +50,8 @@ from scipy.special import chdtr, chdtri
 
 from .. import psdme as ps
 from ..errors import AssayInputError
-from ..parallel import resolve_seed, run_tasks
+from ..parallel import run_tasks
+from ..seeds import resolve_seed
 from ..stats import bands as bd
 from ..stats import calibrate as cal
 from . import StudyResult, register

@@ -160,7 +160,8 @@ def study_scope_sim(
     progress: Callable[[int, int], None] | None = None,
 ) -> StudyResult:
     """COUP vs uniform sampling, certificate validity, repulsion and adaptive certification on known worlds."""
-    from ..parallel import resolve_seed, run_tasks
+    from ..parallel import run_tasks
+    from ..seeds import resolve_seed
 
     if trials < 1 or cert_trials < 1:
         raise AssayInputError("trials and cert_trials must be >= 1")

@@ -36,10 +36,10 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit
 
-from ..errors import AssayInputError
-from ..parallel import resolve_seed, run_tasks
+from ..parallel import run_tasks
+from ..seeds import resolve_seed
 from ..siren import item_bootstrap, repeated_split, split_design
-from . import StudyResult, register
+from . import StudyResult, check_counts, register
 
 PAPER_A_WIDTH = {
     (100, 2): 0.186, (100, 5): 0.148, (100, 10): 0.129,
@@ -200,7 +200,7 @@ def study_a(
     progress: Callable[[int, int], None] | None = None,
 ) -> StudyResult:
     """Study A: coverage and width of the SIREN interval over M, K and R (paper Table 6, Fig. 2-4)."""
-    _check_counts(trials=trials, gt=gt, n_boot=n_boot)
+    check_counts(trials=trials, gt=gt, n_boot=n_boot)
     recorded, ss = resolve_seed(seed)
     configs = []
     for M in Ms:
@@ -326,7 +326,7 @@ def study_b(
     progress: Callable[[int, int], None] | None = None,
 ) -> StudyResult:
     """Study B: hard / soft / adaptive coverage against the quality gap (paper Table 7, Fig. 5-7)."""
-    _check_counts(trials=trials, gt=gt, n_boot=n_boot)
+    check_counts(trials=trials, gt=gt, n_boot=n_boot)
     if gaps is None:
         gaps = tuple(sorted(set(np.round(np.arange(0.0, 0.801, 0.05), 2).tolist()) | {0.06}))
     recorded, ss = resolve_seed(seed)
@@ -420,7 +420,7 @@ def study_c(
     gt: int | None = None,
 ) -> StudyResult:
     """Study C: same-data optimism and false-winner rates with identical artifacts (Table 8, Fig. 8)."""
-    _check_counts(trials=trials, gt=1, n_boot=n_boot)
+    check_counts(trials=trials, gt=1, n_boot=n_boot)
     recorded, ss = resolve_seed(seed)
     configs = [dict(H_A=int(h), H_B=int(H_B), paired=True, M=M, R=R, trials=trials, n_boot=n_boot, alpha=alpha)
                for h in H_A]
@@ -437,14 +437,6 @@ def study_c(
 
 
 # --------------------------------------------------------------------------------------------
-
-
-def _check_counts(**kw: int) -> None:
-    for k, v in kw.items():
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-            raise AssayInputError(f"{k} must be a positive integer, got {v!r}")
-    if kw.get("n_boot", 100) < 20:
-        raise AssayInputError(f"n_boot must be at least 20, got {kw['n_boot']}")
 
 
 def _result(name: str, rows: pd.DataFrame, seed: int | None, params: dict[str, Any], notes: list[str],

@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 import typer
 
-from .errors import AssayError
+from ..errors import AssayError
 
 __all__ = ["guard", "masked_console", "cli_words"]
 
@@ -48,7 +48,7 @@ class _MaskingStream:
         self._stream = stream
 
     def write(self, text: str) -> int:
-        from .models.journal import mask_secrets
+        from ..models.journal import mask_secrets
 
         return self._stream.write(mask_secrets(text))
 
@@ -90,7 +90,7 @@ def guard(fn: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return fn(*args, **kwargs)
         except AssayError as exc:
-            from .models.journal import mask_secrets
+            from ..models.journal import mask_secrets
 
             # plain write: no wrapping, no markup interpretation of the message; never a secret
             sys.stderr.write(f"error: {mask_secrets(cli_words(str(exc)))}\n")

@@ -9,16 +9,15 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import typer
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from ..errors import AssayInputError
-from ..cli_guard import guard as _guard, masked_console
-from .journal import Journal, default_path, mask_secrets
+from .guard import guard as _guard, masked_console
+from ..models.journal import Journal, default_path, mask_secrets
 
 __all__ = ["runs_app"]
 

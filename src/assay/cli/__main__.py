@@ -1,0 +1,5 @@
+"""``python -m assay.cli``."""
+
+from . import main
+
+main()

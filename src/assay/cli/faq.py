@@ -1,0 +1,188 @@
+"""``assay faq``: a new model's benchmark accuracy from a few actively chosen questions (FAQ)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from ..errors import AssayInputError
+from ._common import app, emit as _emit, guard as _guard, out as _out
+
+
+def _read_answers(path: Path, what: str):
+    """A wide (model column or first column = model id, one column per item) or long (model, item, score) table,
+    or an lm-eval / inspect / HELM log (read by assay.ingest)."""
+    import pandas as pd
+
+    from .. import data as d
+
+    table = d.read_table(path, text_columns=("model", "item"))
+    if "source" in table.columns and {"model", "item", "score", "task"} <= set(table.columns):
+        # an lm-eval / inspect / HELM log read by assay.ingest: first repeat, items keyed by task when several
+        t = table[table["repeat"] == table["repeat"].min()] if "repeat" in table.columns else table
+        if "metric" in t.columns and t["metric"].nunique() > 1:
+            t = t[t["metric"] == t["metric"].iloc[0]]
+        item = t["item"] if t["task"].nunique() == 1 else t["task"] + "/" + t["item"]
+        return pd.DataFrame({"model": t["model"].to_numpy(), "item": item.to_numpy(), "score": t["score"].to_numpy()})
+    if {"model", "item", "score"} <= set(table.columns) and table.shape[1] <= 4:
+        return table
+    if table.shape[1] < 2:
+        raise AssayInputError(f"{what} {path}: expected a model id column and one column per item, or long columns "
+                              "model, item, score")
+    key = "model" if "model" in table.columns else table.columns[0]
+    table = table.set_index(key)
+    table.index = table.index.astype(str)
+    return table
+
+
+def _print_faq(result) -> None:
+    p = result.params
+    level = 1 - result.level["alpha"]
+    est = result.estimates
+    kind = str(est["interval"].iloc[0]) if "interval" in est.columns and len(est) else "fixed-budget"
+    t = Table(title=f"FAQ: {p['n_queries']} queries of {p['n_items']} questions ({p['n_queries'] / p['n_items']:.1%}) "
+                    f"at most, {level:.0%} {kind} intervals for the accuracy over the whole bank, seed = {result.seed}",
+              title_justify="left")
+    cols = [c for c in ("model", "estimate", "low", "high", "width", "truth", "n_queries", "gain_vs_uniform")
+            if c in est.columns]
+    for c in cols:
+        t.add_column(c, justify="left" if c == "model" else "right")
+    for row in est[cols].itertuples(index=False):
+        cells = []
+        for c, v in zip(cols, row):
+            if c == "gain_vs_uniform":
+                cells.append("" if v != v else f"{v:.2f}x")
+            elif isinstance(v, float):
+                cells.append(f"{v:.4f}")
+            else:
+                cells.append(escape(str(v)))
+        t.add_row(*cells)
+    _out.print(t)
+    f = result.info.get("factors", {})
+    _out.print(f"factors: k = {f.get('k')}, weight_decay = {f.get('weight_decay')}, train log-loss "
+               f"{f.get('train_logloss', float('nan')):.3f}, held-out {f.get('heldout_logloss', float('nan')):.3f}"
+               + (f" (cached fit: {f.get('cache')})" if f.get("cache") not in (None, "not used") else ""))
+    _out.print("gain_vs_uniform: how many uniformly sampled questions each asked question was worth (estimated)")
+    for w in result.warnings:
+        _out.print(f"note: {escape(w)}")
+
+
+def _parse_budget(text: str):
+    """--budget: '0.05' or '1.0' is a fraction of the bank, '67' a number of queries."""
+    import re
+
+    t = text.strip()
+    if re.fullmatch(r"[0-9]+", t):
+        return int(t)
+    try:
+        return float(t)
+    except ValueError:
+        raise AssayInputError(f"--budget {text!r} is neither a fraction of the bank (0.05, 1.0) nor a number of "
+                              "queries (67)") from None
+
+
+@app.command()
+@_guard
+def faq(
+    history: Path = typer.Option(..., "--history", help="Historical 0/1 answers: wide (model id column + one column per item; empty = missing) or long (model, item, score)."),
+    new: Optional[Path] = typer.Option(None, "--new", help="Offline: the new model(s)' answers on every item (same formats)."),
+    items: Optional[Path] = typer.Option(None, "--items", help="Live: item bank (CSV/JSONL/...) with id, prompt and reference columns."),
+    budget: str = typer.Option("0.05", "--budget", help="A fraction of the bank (0.05; 1.0 = every question) or a number of queries (67). N or more = every question once, exact."),
+    until_width: Optional[float] = typer.Option(None, "--until-width", help="Stop as soon as the (anytime-valid) interval is at most this wide; --budget is then the most to spend."),
+    min_queries: int = typer.Option(20, "--min-queries", help="With --until-width: never stop before this many queries."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Seed of FAQ's draws (recorded; a resumed live run reuses its own)."),
+    alpha: float = typer.Option(0.05, "--alpha", help="1 - confidence level."),
+    tau: Optional[float] = typer.Option(None, "--tau", help="Uniform mixing (every question keeps probability >= tau/N; default 0.5)."),
+    beta0: Optional[float] = typer.Option(None, "--beta0", help="Tempering exponent of the oracle scores (default 1)."),
+    rho: Optional[float] = typer.Option(None, "--rho", help="Active-learning share of the budget (default 0 = off)."),
+    gamma: Optional[float] = typer.Option(None, "--gamma", help="Tempering warm-up share of the budget (default 0)."),
+    design: Optional[str] = typer.Option(None, "--design", help="wor (default: without replacement), wr (the paper's Algorithm 1) or naive-wor (the paper's invalid ablation)."),
+    variance: Optional[str] = typer.Option(None, "--variance", help="conservative (default), increments, model or paper (eq. 8, --design wr)."),
+    quantile: Optional[str] = typer.Option(None, "--quantile", help="t (default) or normal."),
+    factors: Optional[Path] = typer.Option(None, "--factors", help="Load fitted factors (.npz from --save-factors): no fitting."),
+    save_factors: Optional[Path] = typer.Option(None, "--save-factors", help="Save the fitted factors to this .npz."),
+    k: Optional[int] = typer.Option(None, "--k", help="Fixed latent dimension (skips cross-validation; needs --weight-decay)."),
+    weight_decay: Optional[float] = typer.Option(None, "--weight-decay", help="Fixed L2 prior precision (with --k)."),
+    cache: bool = typer.Option(True, "--cache/--no-cache", help="Reuse the default factor fit cached under a hash of the history ($ASSAY_CACHE_DIR or ~/.cache/assay)."),
+    endpoint: Optional[str] = typer.Option(None, "--endpoint", help="Live: OpenAI-compatible base URL."),
+    model: Optional[str] = typer.Option(None, "--model", help="Live: model name as the endpoint knows it."),
+    api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env", help="Environment variable holding the API key."),
+    scorer: str = typer.Option("exact", "--scorer", help="Live: exact, numeric, choice or contains."),
+    policy: str = typer.Option("wrong", "--policy", help="Live: unparseable answers count as wrong, or missing (stop)."),
+    journal: Optional[Path] = typer.Option(None, "--journal", help="Live: SQLite journal (default $ASSAY_JOURNAL or ~/.cache/assay/journal.sqlite)."),
+    run_id: Optional[str] = typer.Option(None, "--run-id", help="Live: resume this run (its seed, budget and factors must match; the seed is reused when omitted)."),
+    timeout: float = typer.Option(60.0, "--timeout", help="Live: per-request timeout in seconds."),
+    max_retries: int = typer.Option(6, "--max-retries", help="Live: retries per request."),
+    temperature: float = typer.Option(0.0, "--temperature"),
+    max_tokens: Optional[int] = typer.Option(None, "--max-tokens"),
+    system_prompt: Optional[str] = typer.Option(None, "--system", help="Live: system message."),
+    id_col: str = typer.Option("id", "--id-col"),
+    prompt_col: str = typer.Option("prompt", "--prompt-col"),
+    reference_col: str = typer.Option("reference", "--reference-col"),
+    queries_out: Optional[Path] = typer.Option(None, "--queries", help="Write the asked questions (model, round, item, answer, q, phi)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Also write the JSON result to this file."),
+    report: Optional[Path] = typer.Option(None, "--report", help="Also write a self-contained HTML report."),
+) -> None:
+    """A new model's accuracy on the whole benchmark from a few adaptively chosen questions (FAQ)."""
+    from .. import faq as faq_mod
+    from ..faq.io import load_factors, save_factors as write_factors
+    from ..progress import progress_reporter
+
+    if (new is None) == (items is None):
+        raise AssayInputError("give exactly one of --new (offline: the new model's answers) or --items (live: an item "
+                              "bank queried through --endpoint/--model)")
+    if items is not None and (endpoint is None or model is None):
+        raise AssayInputError("live mode (--items) needs --endpoint and --model")
+    if (k is None) != (weight_decay is None):
+        raise AssayInputError("--k and --weight-decay go together (a fixed factor model); omit both to cross-validate")
+    bud = _parse_budget(budget)
+    hist = _read_answers(history, "history")
+    fm = None
+    if factors is not None:
+        fm = load_factors(factors)
+    elif k is not None:
+        fm = faq_mod.FactorModel(k=k, weight_decay=weight_decay, seed=0)
+    prm = dict(tau=tau, beta0=beta0, rho=rho, gamma=gamma, variance=variance, quantile=quantile, design=design)
+    answerer = None
+    if new is not None:
+        target = _read_answers(new, "new")
+    else:
+        from ..faq.live import LiveAnswerer
+        from ..models import OpenAIChatModel
+        from ..models.journal import default_path
+
+        llm = OpenAIChatModel(model, base_url=endpoint, api_key_env=api_key_env, temperature=temperature,
+                              max_tokens=max_tokens, timeout=timeout, system_prompt=system_prompt)
+        answerer = LiveAnswerer(llm, items, scorer=scorer, policy=policy, journal=journal or default_path(),
+                                run_id=run_id, timeout=timeout, max_retries=max_retries, id_col=id_col,
+                                prompt_col=prompt_col, reference_col=reference_col)
+        target = answerer
+    with progress_reporter("factor fit (per fold and candidate)") as fit_update, progress_reporter("faq rounds") as update:
+        try:
+            result = faq_mod.evaluate(hist, target, budget=bud, seed=seed, alpha=alpha, factors=fm, cache=cache,
+                                      until_width=until_width, min_queries=min_queries, progress=update,
+                                      fit_progress=fit_update, items=answerer.items if answerer else None, **prm)
+        finally:
+            if answerer is not None and answerer.run_id:
+                sys.stderr.write(f"run id: {answerer.run_id} (resume with --run-id {answerer.run_id}); "
+                                 f"{answerer.n_requests} requests, {answerer.n_cached} from the journal\n")
+    if answerer is not None:
+        result.info["live"] = {"run_id": answerer.run_id, "requests": answerer.n_requests, "cached": answerer.n_cached,
+                               "endpoint": answerer.model.base_url, "model": model, "scorer": scorer, "policy": policy}
+    if save_factors is not None:
+        write_factors(result.factors_, save_factors)
+        sys.stderr.write(f"factors saved to {save_factors}\n")
+    if queries_out is not None:
+        queries_out.parent.mkdir(parents=True, exist_ok=True)
+        q = result.tables["queries"]
+        if queries_out.suffix.lower() in (".parquet", ".pq"):
+            q.to_parquet(queries_out, index=False)
+        else:
+            q.to_csv(queries_out, index=False)
+    _emit(result, as_json, out, report, lambda: _print_faq(result))

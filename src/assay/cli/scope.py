@@ -1,0 +1,121 @@
+"""``assay scope``: certify where a model is reliably weak (QuickScope)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ..errors import AssayInputError
+from ._common import app, emit as _emit, guard as _guard, out as _out
+
+
+@app.command()
+@_guard
+def scope(
+    generator: str = typer.Option("dyval", "--generator", help="Question generator: dyval, grid, reasoning_gym:<task> (optional extra)."),
+    space: Optional[Path] = typer.Option(None, "--space", help="Search space YAML/JSON (default: the generator's own space)."),
+    endpoint: Optional[str] = typer.Option(None, "--endpoint", help="OpenAI-compatible base URL of the model under test."),
+    model: Optional[str] = typer.Option(None, "--model", help="Model name as the endpoint knows it."),
+    simulate: Optional[str] = typer.Option(None, "--simulate", help="No LLM: a simulated world with a known error rate (dyval, dyval-ceiling, grid, plateau)."),
+    budget: int = typer.Option(20000, "--budget", help="Model calls (tickets) to spend."),
+    batch: int = typer.Option(20, "--batch", help="Tickets per batch, evaluated concurrently (App. A)."),
+    certify: Optional[float] = typer.Option(None, "--certify", help="Certify and remove a configuration once its LCB >= tau."),
+    adaptive: Optional[float] = typer.Option(None, "--adaptive", help="Adaptive certification (LUCB-K, rising threshold) from tau."),
+    repulsion: float = typer.Option(0.0, "--repulsion", help="Repulsion strength alpha away from certified configurations (needs a certificate threshold)."),
+    utility: str = typer.Option("error", "--utility", help="error (1 - correct) or cwe (complexity-weighted error)."),
+    delta: float = typer.Option(0.01, "--delta", help="Error probability of all bounds and certificates together."),
+    n0: int = typer.Option(50, "--n0", help="Initial random configurations."),
+    exploration: float = typer.Option(1.0, "--exploration", help="c in the expansion rule eps'^2 < c * gamma."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the search and of every generated question (reuse it to resume)."),
+    top: int = typer.Option(50, "--top", help="Configurations kept in the result's top table."),
+    journal: Optional[Path] = typer.Option(None, "--journal", help="SQLite journal (default $ASSAY_JOURNAL or ~/.cache/assay/journal.sqlite)."),
+    run_id: Optional[str] = typer.Option(None, "--run-id", help="Resume this run (with the same --seed)."),
+    api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env", help="Environment variable holding the API key."),
+    concurrency: int = typer.Option(8, "--concurrency", help="Requests in flight."),
+    timeout: float = typer.Option(120.0, "--timeout", help="Per-request timeout in seconds (paper: 120)."),
+    max_retries: int = typer.Option(4, "--max-retries", help="Retries per request before it is recorded as failed."),
+    temperature: float = typer.Option(0.0, "--temperature"),
+    max_tokens: Optional[int] = typer.Option(None, "--max-tokens"),
+    system_prompt: Optional[str] = typer.Option(None, "--system", help="System message."),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Also write the JSON result to this file."),
+    report: Optional[Path] = typer.Option(None, "--report", help="Also write a self-contained HTML report."),
+) -> None:
+    """Certify where a model is reliably weak in a procedurally generated benchmark (QuickScope / COUP+)."""
+    import numpy as np
+
+    from .. import quickscope as qs
+    from ..progress import progress_reporter
+    from ..quickscope.run import result_from_search
+
+    if certify is not None and adaptive is not None:
+        raise AssayInputError("give at most one of --certify and --adaptive")
+    if (simulate is None) == (endpoint is None and model is None):
+        raise AssayInputError("give either --endpoint and --model (query a model) or --simulate WORLD (no LLM)")
+    if simulate is None and (endpoint is None or model is None):
+        raise AssayInputError("querying a model needs both --endpoint and --model")
+    if batch < 1:
+        raise AssayInputError(f"--batch must be at least 1 ticket; got {batch}")
+    if budget < 1:
+        raise AssayInputError(f"--budget must be at least 1 ticket; got {budget}")
+    if budget < batch:
+        raise AssayInputError(f"--budget ({budget}) is smaller than one --batch ({batch})")
+    if top < 1:
+        raise AssayInputError(f"--top must be at least 1 configuration; got {top}")
+    if utility not in ("error", "cwe"):
+        raise AssayInputError(f"--utility must be error or cwe; got {utility!r}")
+    if space is not None and not space.exists():
+        raise AssayInputError(f"no search space file {str(space)!r}")
+    sp_params = dict(delta=delta, n0=n0, exploration=exploration, repulsion=repulsion,
+                     certify=adaptive if adaptive is not None else certify,
+                     strategy="adaptive" if adaptive is not None else "remove")
+    if simulate is not None:
+        from ..quickscope.simulate import get_world, run_simulated
+
+        world = get_world(simulate)
+        sp = qs.SearchSpace.from_yaml(space) if space is not None else world.space()
+        if space is not None:
+            # the simulated truth reads the world's own parameters: a space without them cannot be simulated
+            probe = sp.sample(1, np.random.default_rng(seed))[0]
+            try:
+                world.truth(probe)
+            except (KeyError, TypeError, ValueError) as e:
+                want = ", ".join(p.name for p in world.space().params)
+                raise AssayInputError(f"the space {str(space)!r} does not fit the simulated world {simulate!r} "
+                                      f"({type(e).__name__}: {e}); its parameters are: {want}") from None
+        search = qs.Search(sp, seed=seed, **sp_params)
+        with progress_reporter("scope tickets") as update:
+            while search.tickets_told < budget:
+                run_simulated(search, world.truth, min(budget, search.tickets_told + 50 * batch), batch=batch,
+                              seed=np.random.default_rng([seed, search.tickets_told]))
+                update(search.tickets_told, budget)
+        arms = search.arms()
+        truth = [world.truth(c) for c in search.configs]
+        top_tab = search.top(top)
+        top_tab["truth"] = [truth[i] for i in top_tab["arm"]]
+        params = {**vars(search.params), "budget": budget, "batch": batch, "utility": "error", "world": simulate,
+                  "seed": seed}
+        result = result_from_search(search, params=params, top=top)
+        result.tables["top"] = top_tab
+        cert = arms[arms["certified"]]
+        result.info["simulated"] = {"world": simulate,
+                                    "false_certifications": int(sum(truth[i] < search.tau for i in cert["arm"]))}
+    else:
+        from ..benchmarks import get_generator
+        from ..models import OpenAIChatModel
+        from ..models.journal import default_path
+
+        gen = get_generator(generator)
+        sp = qs.SearchSpace.from_yaml(space) if space is not None else gen.space()
+        llm = OpenAIChatModel(model, base_url=endpoint, api_key_env=api_key_env, temperature=temperature,
+                              max_tokens=max_tokens, timeout=timeout, system_prompt=system_prompt)
+        with progress_reporter("scope tickets") as update:
+            result = qs.run(sp, gen, llm, budget=budget, batch=batch, seed=seed, utility=utility,
+                            journal=journal or default_path(), run_id=run_id, concurrency=concurrency, timeout=timeout,
+                            max_retries=max_retries, progress=update, **sp_params)
+        sys.stderr.write(f"run id: {result.info.get('run_id')} (resume with --run-id {result.info.get('run_id')} "
+                         f"--seed {seed})\n")
+    _emit(result, as_json, out, report, lambda: _out.print(result.summary(), highlight=False))

@@ -1,0 +1,84 @@
+"""``assay study``: the papers' simulation studies."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from ..errors import AssayInputError
+from ._common import app, emit as _emit, guard as _guard, out as _out
+
+_QUICK = {"trials": 200, "gt": 300, "n_boot": 200}
+
+
+@app.command()
+@_guard
+def study(
+    name: str = typer.Argument(..., help="siren-a, siren-b, siren-c, autoeval-example, autoeval-quant, psdme-ridge, faq-leaderboard, faq-stopping, scope-sim."),
+    trials: Optional[int] = typer.Option(None, "--trials", help="Monte Carlo trials per configuration (paper: 2000)."),
+    gt: Optional[int] = typer.Option(None, "--gt", help="Replications for the ground-truth target (paper: 3000)."),
+    boot: Optional[int] = typer.Option(None, "--boot", help="Bootstrap draws per trial (paper: 500)."),
+    seed: int = typer.Option(0, "--seed", help="Root seed; child seeds are spawned per configuration."),
+    workers: int = typer.Option(1, "--workers", help="Worker processes / Ray CPUs (results do not depend on it)."),
+    executor: Optional[str] = typer.Option(None, "--executor", help="serial, processes or ray (default: processes when --workers > 1)."),
+    address: Optional[str] = typer.Option(None, "--address", help="Ray cluster: 'auto' (the cluster this machine is in) or ray://host:10001 (default: a local Ray)."),
+    quick: bool = typer.Option(False, "--quick", help="A small version for a smoke test (200 trials)."),
+    as_json: bool = typer.Option(False, "--json", help="Print {\"rows\": [...], ...} as JSON on stdout."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Also write the JSON result to this file."),
+) -> None:
+    """Reproduce a paper's simulation study (coverage, width, optimism)."""
+    from ..progress import progress_reporter
+    from ..studies import available, run_study
+
+    if name not in available():
+        raise AssayInputError(f"unknown study {name!r}; available: {', '.join(available())}")
+    kwargs: dict[str, Any] = dict(_QUICK) if quick else {}
+    if trials is not None:
+        kwargs["trials"] = trials
+    if gt is not None:
+        kwargs["gt"] = gt
+    if boot is not None:
+        kwargs["n_boot"] = boot
+    if name == "siren-c" or name.startswith(("autoeval", "psdme")):
+        kwargs.pop("gt", None)
+    if name.startswith("psdme"):
+        kwargs.pop("n_boot", None)
+        if quick:
+            kwargs["trials"] = 20
+    if name.startswith("faq"):
+        kwargs.pop("gt", None)
+        kwargs.pop("n_boot", None)
+        if quick and name == "faq-leaderboard":
+            kwargs.update(trials=2, budgets=(0.025, 0.1), n_models=300, splits=2,
+                          methods=("faq", "faq_paper", "uniform", "ht_uniform"))
+        elif quick:
+            kwargs.update(trials=1, widths=(0.15,), n_models=300, splits=2, fixed_budgets=(0.025, 0.05, 0.1))
+    if name.startswith("scope"):
+        kwargs.pop("gt", None)
+        kwargs.pop("n_boot", None)
+        if quick:
+            kwargs.update(trials=2, cert_trials=20, budgets=(2000,), cert_budget=2000, region_budget=2000)
+    if name.startswith("autoeval"):
+        kwargs.pop("n_boot", None)
+        if quick:
+            kwargs.update(trials=10, grid=1000)
+            if name == "autoeval-example":
+                kwargs.update(n_max=20_000)
+    from ..parallel import use_executor
+
+    if address is not None and executor not in (None, "ray"):
+        raise AssayInputError("--address is for --executor ray")
+    with use_executor(executor or ("ray" if address else None), address), progress_reporter(f"study {name}") as update, \
+            progress_reporter("factor fit (per fold and candidate)") as fit_update:
+        if name.startswith("faq"):
+            kwargs["fit_progress"] = fit_update
+        result = run_study(name, seed=seed, workers=workers, progress=update, **kwargs)
+    result.info["executor"] = {"kind": executor or ("ray" if address else ("processes" if workers > 1 else "serial")),
+                               "workers": workers, "address": address}
+
+    def human() -> None:
+        _out.print(result.summary(), highlight=False)
+
+    _emit(result, as_json, out, None, human)
