@@ -9,7 +9,8 @@ import pytest
 from assay.errors import AssayInputError
 from assay.quickscope import Categorical, Integer, Search, SearchSpace
 from assay.quickscope.coup import _ucb_scalar
-from assay.quickscope.simulate import get_world, run_simulated, uniform_baseline
+from assay.benchmarks.worlds import get_world
+from assay.quickscope.simulate import run_simulated, uniform_baseline
 from assay.stats.bounds import coup_bounds, kl_ucb
 
 
@@ -109,7 +110,7 @@ def test_bound_coverage_and_top_list_beats_uniform():
         arms = s.arms()
         arms = arms[arms["n"] > 0]
         th = np.array([w.truth(s.configs[i]) for i in arms["arm"]])
-        cover.append(((th >= arms["lcb"]) & (th <= arms["ucb"])).mean())
+        cover.append(((th >= arms["ci_low"]) & (th <= arms["ci_high"])).mean())
         top = s.top(10)
         coup_top.append(np.mean([w.truth(s.configs[i]) for i in top["arm"]]))
         unif_top.append(uniform_baseline(w.space(), w.truth, 2000, seed=200 + seed).head(10)["truth"].mean())
@@ -152,7 +153,7 @@ def test_certified_arms_leave_the_active_set():
     last = s.ask(20)
     assert not any(s._cert[t.arm] for t in last)
     # the certificate is the anytime LCB crossing tau, recorded with its ticket count
-    assert (cert["lcb"] >= 0.9).all() and (cert["certified_at_ticket"] > 0).all()
+    assert (cert["ci_low"] >= 0.9).all() and (cert["certified_at_ticket"] > 0).all()
 
 
 def test_exhausted_space_raises_instead_of_stalling():
@@ -208,7 +209,8 @@ def test_pool_keeps_growing_when_the_first_templates_are_all_mediocre():
     """Simulated DyVal world, seed 33: none of the first 50 templates is hard, the best are ~0.5 and close, so the
     paper's expansion rule (eps'^2 < c gamma) never fires. With min_growth=0 (the paper's rule alone) the pool stays
     at 55 templates for 2,000 tickets; the growth floor keeps adding, and the search finds the hard region."""
-    from assay.quickscope.simulate import get_world, run_simulated
+    from assay.benchmarks.worlds import get_world
+    from assay.quickscope.simulate import run_simulated
 
     world = get_world("dyval")
     cols = [p.name for p in world.space().params]

@@ -82,7 +82,7 @@ def test_run_finds_the_hard_templates_and_resumes_from_the_journal(tmp_path):
     # resume: same seed and run id -> the same batches, every answer from the journal
     res2 = run(gen.space(), gen, CallableModel(model, name="adder"), run_id=res.info["run_id"], **kw)
     assert model.calls == 600
-    assert res2.table[["hard", "n", "mean"]].equals(res.table[["hard", "n", "mean"]])
+    assert res2.table[["hard", "n", "estimate"]].equals(res.table[["hard", "n", "estimate"]])
     back = ScopeResult.from_json(res.to_json())
     assert back.info["tickets"] == 600 and list(back.table["hard"]) == list(top["hard"])
 

@@ -7,7 +7,7 @@ the call descends from.
 
 * ``int``: recorded as given; ``SeedSequence(int)`` (so ``np.random.default_rng(int)`` and
   ``np.random.default_rng(SeedSequence(int))`` agree).
-* ``None``: fresh OS entropy, recorded as an int, so the run can be repeated exactly from its result.
+* ``None``: a fresh 63-bit int drawn from OS entropy, recorded, so the run can be repeated exactly from its result.
 * ``SeedSequence``: used as given; recorded when its entropy is an int.
 * ``Generator``: the caller owns that stream. The call draws its own ``SeedSequence`` from it (four 64-bit
   words), so its numbers follow the generator's state; the result records ``None`` with
@@ -57,8 +57,10 @@ def resolve_seed(seed: Any) -> Seed:
     if isinstance(seed, Seed):
         return seed
     if seed is None:
-        ss = np.random.SeedSequence()
-        return Seed(int(ss.entropy), ss)
+        # 63 bits of OS entropy: enough to never collide in practice, and the recorded int fits an int64 column
+        # (a DataFrame or a JSON reader in another language keeps it exactly)
+        value = int(np.random.SeedSequence().generate_state(1, np.uint64)[0] >> np.uint64(1))
+        return Seed(value, np.random.SeedSequence(value))
     if isinstance(seed, np.random.SeedSequence):
         return Seed(int(seed.entropy) if isinstance(seed.entropy, int) and not seed.spawn_key else None, seed)
     if isinstance(seed, np.random.Generator):

@@ -21,6 +21,9 @@ Protocol (duck-typed; :class:`Generator` documents it):
 Shipped: ``dyval`` (DyVal-style DAG reasoning written here from the DyVal paper's description; the 4,440-template
 space of QuickScope App. C) and, with the optional ``reasoning-gym`` extra, ``reasoning_gym:<task>`` for any
 reasoning-gym task and ``grid`` (shortest_path + largest_island, QuickScope's Grid Reasoning).
+
+:mod:`.worlds` holds simulated worlds (a space and a known error rate per template) for validating QuickScope
+without an LLM: ``assay.benchmarks.worlds.get_world("dyval-ceiling")``.
 """
 
 from __future__ import annotations
@@ -32,7 +35,16 @@ import numpy as np
 
 from ..errors import AssayInputError
 
-__all__ = ["Instance", "Generator", "register_generator", "get_generator", "generator_names"]
+__all__ = ["Instance", "Generator", "register_generator", "get_generator", "generator_names", "worlds"]
+
+
+def __getattr__(name: str) -> Any:
+    # the submodules load on first use (``assay.benchmarks.worlds`` after ``import assay``)
+    if name in ("worlds", "dyval", "reasoning_gym"):
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass

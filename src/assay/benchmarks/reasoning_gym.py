@@ -192,7 +192,7 @@ class GridGenerator:
         self._gens = {t: ReasoningGymGenerator(t, **kwargs) for t in ("shortest_path", "largest_island")}
 
     def space(self):
-        from ..quickscope.simulate import grid_space
+        from .worlds import grid_space
 
         return grid_space()
 

@@ -18,7 +18,7 @@ from .faq import _print_faq
 @app.command()
 @_guard
 def demo(
-    out: Path = typer.Option(Path("demo-out"), "--out", help="Folder for results.json and report.html."),
+    out: Path = typer.Option(Path("demo-out"), "-o", "--out", help="Folder for results.json and report.html."),
     seed: int = typer.Option(0, "--seed", help="Random seed."),
     as_json: bool = typer.Option(False, "--json", help="Print results.json on stdout."),
 ) -> None:
@@ -29,8 +29,8 @@ def demo(
 
     from .. import autoeval as ae, faq as faq_mod, psdme as ps, quickscope as qs, siren as siren_mod
     from ..datasets import load_llmperf, load_siren_law, simulated_faq, synthetic_autoeval
-    from ..quickscope.run import result_from_search
-    from ..quickscope.simulate import get_world, run_simulated
+    from ..benchmarks.worlds import get_world
+    from ..quickscope.simulate import simulate as qs_simulate
     from ..report import render_html
 
     out.mkdir(parents=True, exist_ok=True)
@@ -58,12 +58,7 @@ def demo(
     fres.info["data"] = ("simulation: 0/1 answers drawn from sigmoid(U V^T) with the FAQ paper's fitted MMLU-Pro math "
                          "factors; 300 historical and 5 new simulated models")
     step(5, "QuickScope on a simulated model over the DyVal space (known error rates)")
-    world = get_world("dyval-ceiling")
-    search = qs.Search(world.space(), seed=seed, certify=0.9)
-    run_simulated(search, world.truth, 3000, batch=20, seed=np.random.default_rng(seed))
-    qres = result_from_search(search, params={**vars(search.params), "budget": 3000, "batch": 20, "utility": "error",
-                                              "world": "dyval-ceiling", "seed": seed})
-    qres.tables["top"]["truth"] = [world.truth(search.configs[i]) for i in qres.tables["top"]["arm"]]
+    qres = qs_simulate(get_world("dyval-ceiling"), budget=3000, batch=20, seed=seed, certify=0.9)
     qres.info["data"] = "simulation: a model whose error rate on each DyVal template is a known function (no LLM)"
     allres = [sres, ares, pres, fres, qres]
     results = {"siren": sres.to_dict(), "autoeval": ares.to_dict(), "psdme": pres.to_dict(), "faq": fres.to_dict(),

@@ -35,7 +35,7 @@ def query(
     reference_col: Optional[str] = typer.Option(None, "--reference-col", help="Reference answers: score the responses."),
     scorer: str = typer.Option("exact", "--scorer", help="exact, numeric, choice or contains."),
     policy: str = typer.Option("missing", "--policy", help="Score of timeouts / failures / unparseable answers: missing, wrong or correct."),
-    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write one row per prompt (CSV/Parquet/JSONL by extension)."),
+    output: Optional[Path] = typer.Option(None, "-o", "--out", "--output", help="Write one row per prompt (CSV/Parquet/JSONL by extension)."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON summary (and rows) on stdout."),
 ) -> None:
     """Send prompts to an OpenAI-compatible endpoint through the crash-safe journal; optionally score them."""

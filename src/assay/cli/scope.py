@@ -26,7 +26,7 @@ def scope(
     adaptive: Optional[float] = typer.Option(None, "--adaptive", help="Adaptive certification (LUCB-K, rising threshold) from tau."),
     repulsion: float = typer.Option(0.0, "--repulsion", help="Repulsion strength alpha away from certified configurations (needs a certificate threshold)."),
     utility: str = typer.Option("error", "--utility", help="error (1 - correct) or cwe (complexity-weighted error)."),
-    delta: float = typer.Option(0.01, "--delta", help="Error probability of all bounds and certificates together."),
+    delta: float = typer.Option(0.01, "--alpha", "--delta", help="Error level: probability that any bound or certificate is wrong (the paper's delta; --delta is an alias)."),
     n0: int = typer.Option(50, "--n0", help="Initial random configurations."),
     exploration: float = typer.Option(1.0, "--exploration", help="c in the expansion rule eps'^2 < c * gamma."),
     seed: int = typer.Option(0, "--seed", help="Seed of the search and of every generated question (reuse it to resume)."),
@@ -41,15 +41,12 @@ def scope(
     max_tokens: Optional[int] = typer.Option(None, "--max-tokens"),
     system_prompt: Optional[str] = typer.Option(None, "--system", help="System message."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Also write the JSON result to this file."),
+    out: Optional[Path] = typer.Option(None, "-o", "--out", help="Also write the JSON result to this file."),
     report: Optional[Path] = typer.Option(None, "--report", help="Also write a self-contained HTML report."),
 ) -> None:
     """Certify where a model is reliably weak in a procedurally generated benchmark (QuickScope / COUP+)."""
-    import numpy as np
-
     from .. import quickscope as qs
     from ..progress import progress_reporter
-    from ..quickscope.run import result_from_search
 
     if certify is not None and adaptive is not None:
         raise AssayInputError("give at most one of --certify and --adaptive")
@@ -73,36 +70,14 @@ def scope(
                      certify=adaptive if adaptive is not None else certify,
                      strategy="adaptive" if adaptive is not None else "remove")
     if simulate is not None:
-        from ..quickscope.simulate import get_world, run_simulated
+        from ..benchmarks.worlds import get_world
+        from ..quickscope.simulate import simulate as run_world
 
         world = get_world(simulate)
-        sp = qs.SearchSpace.from_yaml(space) if space is not None else world.space()
-        if space is not None:
-            # the simulated truth reads the world's own parameters: a space without them cannot be simulated
-            probe = sp.sample(1, np.random.default_rng(seed))[0]
-            try:
-                world.truth(probe)
-            except (KeyError, TypeError, ValueError) as e:
-                want = ", ".join(p.name for p in world.space().params)
-                raise AssayInputError(f"the space {str(space)!r} does not fit the simulated world {simulate!r} "
-                                      f"({type(e).__name__}: {e}); its parameters are: {want}") from None
-        search = qs.Search(sp, seed=seed, **sp_params)
+        sp = qs.SearchSpace.from_yaml(space) if space is not None else None
         with progress_reporter("scope tickets") as update:
-            while search.tickets_told < budget:
-                run_simulated(search, world.truth, min(budget, search.tickets_told + 50 * batch), batch=batch,
-                              seed=np.random.default_rng([seed, search.tickets_told]))
-                update(search.tickets_told, budget)
-        arms = search.arms()
-        truth = [world.truth(c) for c in search.configs]
-        top_tab = search.top(top)
-        top_tab["truth"] = [truth[i] for i in top_tab["arm"]]
-        params = {**vars(search.params), "budget": budget, "batch": batch, "utility": "error", "world": simulate,
-                  "seed": seed}
-        result = result_from_search(search, params=params, top=top)
-        result.tables["top"] = top_tab
-        cert = arms[arms["certified"]]
-        result.info["simulated"] = {"world": simulate,
-                                    "false_certifications": int(sum(truth[i] < search.tau for i in cert["arm"]))}
+            result = run_world(world, budget=budget, batch=batch, seed=seed, top=top, space=sp, progress=update,
+                               **sp_params)
     else:
         from ..benchmarks import get_generator
         from ..models import OpenAIChatModel

@@ -25,8 +25,13 @@ def study(
     executor: Optional[str] = typer.Option(None, "--executor", help="serial, processes or ray (default: processes when --workers > 1)."),
     address: Optional[str] = typer.Option(None, "--address", help="Ray cluster: 'auto' (the cluster this machine is in) or ray://host:10001 (default: a local Ray)."),
     quick: bool = typer.Option(False, "--quick", help="A small version for a smoke test (200 trials)."),
+    M: Optional[list[int]] = typer.Option(None, "--M", help="One cell: items M (repeat for several; siren-a/b/c, psdme-ridge)."),
+    K: Optional[list[int]] = typer.Option(None, "--K", help="One cell: artifacts / configurations K (siren-a, psdme-ridge)."),
+    R: Optional[list[int]] = typer.Option(None, "--R", help="One cell: repeated splits R (siren-a/b/c)."),
+    betting: Optional[list[str]] = typer.Option(None, "--betting", help="One cell: betting strategy wsr or up (autoeval-example, autoeval-quant)."),
+    deltas: Optional[str] = typer.Option(None, "--deltas", help="Comma-separated error levels, e.g. 0.1,0.05 (autoeval-example)."),
     as_json: bool = typer.Option(False, "--json", help="Print {\"rows\": [...], ...} as JSON on stdout."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Also write the JSON result to this file."),
+    out: Optional[Path] = typer.Option(None, "-o", "--out", help="Also write the JSON result to this file."),
 ) -> None:
     """Reproduce a paper's simulation study (coverage, width, optimism)."""
     from ..progress import progress_reporter
@@ -66,6 +71,7 @@ def study(
             kwargs.update(trials=10, grid=1000)
             if name == "autoeval-example":
                 kwargs.update(n_max=20_000)
+    kwargs.update(_cells(name, {"--M": M, "--K": K, "--R": R, "--betting": betting, "--deltas": _floats(deltas)}))
     from ..parallel import use_executor
 
     if address is not None and executor not in (None, "ray"):
@@ -82,3 +88,45 @@ def study(
         _out.print(result.summary(), highlight=False)
 
     _emit(result, as_json, out, None, human)
+
+
+# A single cell instead of the whole grid: each flag maps to the study's plural parameter (a list of values) or, when
+# the study only has the singular one, to that (one value).
+_CELL_PARAMS = {"--M": ("Ms", "M"), "--K": ("Ks", "K"), "--R": ("Rs", "R"), "--betting": ("bettings", "betting"),
+                "--deltas": ("deltas", "delta")}
+
+
+def _floats(text: Optional[str]) -> Optional[list[float]]:
+    if text is None:
+        return None
+    try:
+        vals = [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise AssayInputError(f"--deltas takes comma-separated numbers such as 0.1,0.05; got {text!r}") from None
+    if not vals or not all(0.0 < v < 1.0 for v in vals):
+        raise AssayInputError(f"--deltas must be numbers in (0, 1); got {text!r}")
+    return vals
+
+
+def _cells(name: str, given: dict[str, Optional[list]]) -> dict[str, Any]:
+    import inspect
+
+    from ..studies import STUDIES
+
+    params = inspect.signature(STUDIES[name]).parameters
+    kwargs: dict[str, Any] = {}
+    for flag, values in given.items():
+        if not values:
+            continue
+        plural, singular = _CELL_PARAMS[flag]
+        if plural in params:
+            kwargs[plural] = tuple(values)
+        elif singular in params:
+            if len(values) != 1:
+                raise AssayInputError(f"study {name} takes one value of {flag}; got {len(values)}")
+            kwargs[singular] = values[0]
+        else:
+            fits = [n for n, fn in sorted(STUDIES.items())
+                    if plural in inspect.signature(fn).parameters or singular in inspect.signature(fn).parameters]
+            raise AssayInputError(f"{flag} does not apply to study {name}; it applies to: {', '.join(fits)}")
+    return kwargs

@@ -63,6 +63,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import AssayInputError
+from ..seeds import resolve_seed
 from ..stats.bounds import coup_bounds, coup_radius, kl_lcb, kl_ucb, samples_to_certify
 from .space import SearchSpace
 
@@ -232,8 +233,14 @@ class Search:
             base = COUPParams(**{**asdict(base), "surrogate": None})
         self.params = base.validate()
         self.space = space
-        self.seed = seed
-        self.rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+        # one seed rule (assay.seeds): resolved here, before any draw; an int (given, or drawn from OS entropy for
+        # None) is recorded in self.seed and gives the stream of np.random.default_rng(int); a Generator is used as
+        # the search's own stream (recorded None: its state is not an int)
+        if isinstance(seed, np.random.Generator):
+            self.seed, self.rng = None, seed
+        else:
+            resolved = resolve_seed(seed)
+            self.seed, self.rng = resolved.recorded, resolved.rng()
         self.tau = self.params.certify
         self.configs: list[dict] = []
         self._key_index: dict[str, int] = {}
@@ -713,14 +720,16 @@ class Search:
                 "failures": self.failures, "epsilon": eps_star, "tau": self.tau, "refits": self.n_refits}
 
     def arms(self) -> pd.DataFrame:
-        """One row per configuration in the pool: parameters, samples, mean, LCB, UCB, certified, origin."""
+        """One row per configuration in the pool: its parameters, ``n`` (tickets told), ``estimate`` (mean utility),
+        ``ci_low`` / ``ci_high`` (the anytime KL bounds LCB / UCB, simultaneous over all configurations and times at
+        level delta), ``certified``, ``certified_at_ticket``, ``origin`` and ``key``."""
         n = self.n
         df = pd.DataFrame(self.configs)
         df.insert(0, "arm", np.arange(n))
         df["n"] = self._m[:n].astype(int)
-        df["mean"] = np.where(self._m[:n] > 0, self._means(), np.nan)
-        df["lcb"] = self._lcb[:n]
-        df["ucb"] = self._ucb[:n]
+        df["estimate"] = np.where(self._m[:n] > 0, self._means(), np.nan)
+        df["ci_low"] = self._lcb[:n]
+        df["ci_high"] = self._ucb[:n]
         df["certified"] = self._cert[:n]
         df["certified_at_ticket"] = np.where(self._cert[:n], self._cert_ticket[:n], -1)
         df["origin"] = self._origin
@@ -728,10 +737,10 @@ class Search:
         return df
 
     def top(self, k: int = 10) -> pd.DataFrame:
-        """The ``k`` sampled configurations with the highest LCB (ties: higher mean, then more samples)."""
+        """The ``k`` sampled configurations with the highest LCB ``ci_low`` (ties: higher mean, then more samples)."""
         df = self.arms()
         df = df[df["n"] > 0]
-        return df.sort_values(["lcb", "mean", "n"], ascending=False, kind="mergesort").head(k).reset_index(drop=True)
+        return df.sort_values(["ci_low", "estimate", "n"], ascending=False, kind="mergesort").head(k).reset_index(drop=True)
 
     def certified(self) -> pd.DataFrame:
         df = self.arms()

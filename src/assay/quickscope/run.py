@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import AssayBackendError, AssayInputError
-from ..results import Result
+from ..results import Result, build
 from .coup import COUPParams, Search
 
 __all__ = ["ScopeResult", "run", "make_utility", "result_from_search"]
@@ -89,13 +89,13 @@ def result_from_search(search: Search, *, params: Mapping, tickets: pd.DataFrame
             "epsilon": st["epsilon"], "refits": st["refits"], "exhausted": search.exhausted,
             "failures": dict(failures or {}), "events": search.events[-500:]}
     info.update(extra or {})
+    warnings = info.pop("warnings", [])
     tables = {"top": search.top(top), "certified": search.certified(), "trace": pd.DataFrame(search.trace),
               "evaluations": tickets if tickets is not None else pd.DataFrame()}
-    seed = search.seed if isinstance(search.seed, (int, np.integer)) or search.seed is None else None
-    level = {"delta": search.params.delta,
-             "meaning": "all [LCB, UCB] bounds of all configurations hold at all times, and every certificate "
-                        "(LCB >= tau) is correct, with probability >= 1 - delta"}
-    return ScopeResult(params=dict(params), level=level, n=st["tickets"], seed=seed, tables=tables, info=info)
+    return build(ScopeResult, params=params, n=st["tickets"], n_meaning="tickets (model calls) told to the search",
+                 meaning="all [ci_low, ci_high] bounds (LCB, UCB) of all configurations hold at all times, and every "
+                         "certificate (LCB >= tau) is correct, with probability >= 1 - delta",
+                 seed=search.seed, tables=tables, delta=search.params.delta, warnings=warnings, info=info)
 
 
 def check_space(space, generator, *, seed=0, n: int = 20) -> list[str]:

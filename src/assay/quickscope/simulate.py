@@ -1,124 +1,88 @@
-"""Simulated worlds with a known truth, for validating QuickScope without an LLM (studies, tests, benchmarks).
+"""Drive a QuickScope search against a simulated model with a known truth (no LLM).
 
-A world is a search space plus ``truth(config) -> theta`` in [0, 1]: a ticket for configuration x returns
-utility 1 with probability theta(x) (an error), else 0. Because theta is known, certificates, bound coverage and
-the true hardness of each method's top list can be checked exactly.
+The worlds themselves (a search space plus the true error rate of each configuration) live in
+:mod:`assay.benchmarks.worlds`; this module only needs an object with ``space()`` and ``truth(config)``, so the search
+layer does not depend on the benchmarks.
 
-* ``dyval``: the 4,440-template DyVal space with the error rate the research notes used to run the released
-  code on this machine (notes quickscope.md Sec. 9): theta = sigmoid(1.2 (depth - 7) + 0.3 (children - 2) +
-  0.2 extra_links + 0.1 add_rand_desc + 0.15 [order = random] + offset(type)), offsets arithmetic 0,
-  linear_equation -1, bool_logic -2, deductive -3, abductive -2.5. 73 templates have theta >= 0.9; max 0.986.
-* ``dyval-ceiling``: the same, with every arithmetic template of depth >= 9 at theta = 1 (as in the paper's real
-  DyVal runs, where deep arithmetic templates were failed every time): certification becomes possible.
-* ``plateau``: a 600-template world where 400 templates sit just below tau (theta = 0.86-0.89) and 20 above
-  (0.99): a flawed bound certifies the plateau; a valid one must not.
-* ``grid``: QuickScope's Grid Reasoning space (shortest_path / largest_island, rows and cols 5-25, a continuous
-  blocking probability, island count and size), with a hardness that grows with the grid's area and, for
-  shortest_path, peaks at mid blocking (high blocking makes "infeasible" an easy answer); written here.
+* :func:`simulate`: the one simulated driver behind ``assay scope --simulate``, the demo and the tests: a seeded
+  :class:`Search` on the world's space, Bernoulli(truth) outcomes, packaged as a :class:`ScopeResult` whose ``top``
+  table carries each configuration's true error rate and whose ``info["simulated"]`` counts false certificates.
+* :func:`run_simulated`: the bare loop on a :class:`Search` the caller built (the studies use it with their own
+  seed streams).
+* :func:`uniform_baseline`: the paper's uniform-sampling baseline.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
-from typing import Callable, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 import pandas as pd
 
 from ..errors import AssayInputError
-from .space import Categorical, Float, Integer, SearchSpace
+from ..seeds import resolve_seed
+from .coup import Search
+from .run import ScopeResult, result_from_search
+from .space import SearchSpace
 
-__all__ = ["World", "get_world", "world_names", "run_simulated", "uniform_baseline", "grid_space"]
-
-_OFFSET = {"arithmetic": 0.0, "linear_equation": -1.0, "bool_logic": -2.0, "deductive_logic": -3.0, "abductive_logic": -2.5}
-
-
-def _sigmoid(z: float) -> float:
-    return 1.0 / (1.0 + math.exp(-z))
+__all__ = ["simulate", "run_simulated", "uniform_baseline"]
 
 
-def dyval_truth(c: Mapping) -> float:
-    z = (1.2 * (c["depth"] - 7) + 0.3 * (c["children"] - 2) + 0.2 * c["extra_links"] + 0.1 * c["add_rand_desc"]
-         + 0.15 * (c["order"] == "random") + _OFFSET[c["dataset_type"]])
-    return _sigmoid(z)
+def simulate(world: Any, *, budget: int, batch: int = 20, seed: Any = 0, top: int = 50, space: SearchSpace | None = None,
+             progress: Callable[[int, int], None] | None = None, **search_params: Any) -> ScopeResult:
+    """Run QuickScope for ``budget`` tickets against a simulated model whose error rate is ``world.truth(config)``.
 
-
-def dyval_ceiling_truth(c: Mapping) -> float:
-    if c["dataset_type"] == "arithmetic" and c["depth"] >= 9:
-        return 1.0
-    return dyval_truth(c)
-
-
-def grid_space() -> SearchSpace:
-    """QuickScope's Grid Reasoning space (App. C): task, rows, cols, then task-specific parameters."""
-    return SearchSpace([
-        Categorical("task", ["shortest_path", "largest_island"]),
-        Integer("rows", 5, 25),
-        Integer("cols", 5, 25),
-        Float("p_blocked", 0.1, 0.9, when={"task": ["shortest_path"]}),
-        Integer("num_islands", 1, 10, when={"task": ["largest_island"]}),
-        Integer("island_size", 1, 20, when={"task": ["largest_island"]}),
-    ])
-
-
-def grid_truth(c: Mapping) -> float:
-    area = math.log2(c["rows"] * c["cols"])  # 4.64 .. 9.29
-    if c["task"] == "shortest_path":
-        p = c["p_blocked"]
-        z = 1.6 * (area - 8.0) + 1.5 - 12.0 * (p - 0.4) ** 2
+    Parameters
+    ----------
+    world : a :class:`assay.benchmarks.worlds.World` (or any object with ``space()``, ``truth(config)`` and ``name``).
+    budget, batch : tickets to spend and tickets per batch (each ticket's outcome is Bernoulli(truth)).
+    seed : int, Generator or None (resolved once; see :mod:`assay.seeds`). An int ``s`` seeds the search with ``s`` and
+        the outcomes with ``default_rng(s)``; a Generator or None gives two spawned streams.
+    top : rows of the ``top`` table.
+    space : a space to search instead of the world's own (it must carry the parameters ``truth`` reads).
+    progress : ``progress(tickets_told, budget)`` after every 50 batches.
+    search_params : :class:`~assay.quickscope.COUPParams` fields (``certify``, ``strategy``, ``repulsion``, ``delta``...).
+    """
+    if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 1:
+        raise AssayInputError(f"budget must be a positive number of tickets; got {budget!r}")
+    if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or batch < 1:
+        raise AssayInputError(f"batch must be a positive integer; got {batch!r}")
+    if isinstance(top, bool) or not isinstance(top, (int, np.integer)) or top < 1:
+        raise AssayInputError(f"top must be a positive integer; got {top!r}")
+    s = resolve_seed(seed)
+    if s.recorded is not None:
+        search_seed, rng = s.recorded, np.random.default_rng(s.recorded)
     else:
-        z = 1.3 * (area - 8.0) + 0.25 * (c["num_islands"] - 5) + 0.08 * (c["island_size"] - 10)
-    return _sigmoid(z)
-
-
-def plateau_space() -> SearchSpace:
-    return SearchSpace([Integer("template", 0, 599)])
-
-
-def plateau_truth(c: Mapping) -> float:
-    t = c["template"]
-    if t < 20:
-        return 0.99
-    if t < 420:
-        return 0.86 + 0.03 * ((t - 20) % 4) / 3  # 0.86, 0.87, 0.88, 0.89
-    return 0.3
-
-
-@dataclass(frozen=True)
-class World:
-    name: str
-    space_fn: Callable[[], SearchSpace]
-    truth: Callable[[Mapping], float]
-    description: str
-
-    def space(self) -> SearchSpace:
-        return self.space_fn()
-
-
-def _dyval_space() -> SearchSpace:
-    from ..benchmarks.dyval import DyValGenerator
-
-    return DyValGenerator().space()
-
-
-_WORLDS = {
-    "dyval": World("dyval", _dyval_space, dyval_truth, "DyVal space, research-notes error rate (max 0.986)"),
-    "dyval-ceiling": World("dyval-ceiling", _dyval_space, dyval_ceiling_truth,
-                           "DyVal space, deep arithmetic always failed (theta = 1)"),
-    "grid": World("grid", grid_space, grid_truth, "Grid Reasoning space (continuous p_blocked), area-driven hardness"),
-    "plateau": World("plateau", plateau_space, plateau_truth, "600 templates: 400 just below 0.9, 20 at 0.99"),
-}
-
-
-def world_names() -> list[str]:
-    return sorted(_WORLDS)
-
-
-def get_world(name: str) -> World:
-    if name not in _WORLDS:
-        raise AssayInputError(f"unknown simulated world {name!r}; available: {', '.join(sorted(_WORLDS))}")
-    return _WORLDS[name]
+        a, b = s.spawn(2)
+        search_seed, rng = np.random.default_rng(a), np.random.default_rng(b)
+    sp = space if space is not None else world.space()
+    if space is not None:
+        probe = sp.sample(1, np.random.default_rng(s.spawn(1)[0]))[0]
+        try:
+            world.truth(probe)
+        except (KeyError, TypeError, ValueError) as e:
+            want = ", ".join(p.name for p in world.space().params)
+            raise AssayInputError(f"the space does not fit the simulated world {getattr(world, 'name', world)!r} "
+                                  f"({type(e).__name__}: {e}); its parameters are: {want}") from None
+    search = Search(sp, seed=search_seed, **search_params)
+    while search.tickets_told < budget:
+        # chunks of whole batches on one outcome stream: the same draws as a single call
+        run_simulated(search, world.truth, min(int(budget), search.tickets_told + 50 * int(batch)), batch=int(batch),
+                      seed=rng)
+        if progress is not None:
+            progress(search.tickets_told, int(budget))
+    truth = [world.truth(c) for c in search.configs]
+    name = getattr(world, "name", "custom")
+    params = {**vars(search.params), "budget": int(budget), "batch": int(batch), "utility": "error", "world": name,
+              "seed": s.recorded}
+    arms = search.arms()
+    cert = arms[arms["certified"]]
+    res = result_from_search(search, params=params, top=int(top), extra={
+        "simulated": {"world": name, "false_certifications": int(sum(truth[i] < search.tau for i in cert["arm"]))}})
+    res.tables["top"]["truth"] = [truth[i] for i in res.tables["top"]["arm"]]
+    if s.recorded is None:
+        res.info["seed_source"] = "generator"
+    return res
 
 
 def run_simulated(search, truth: Callable[[Mapping], float], budget: int, *, batch: int = 20, seed=None):

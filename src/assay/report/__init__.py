@@ -355,15 +355,15 @@ def quickscope_figure(result: Result) -> str:
 
     top = result.tables["top"].head(20)
     trace = result.tables.get("trace", pd.DataFrame())
-    skip = {"arm", "n", "mean", "lcb", "ucb", "certified", "certified_at_ticket", "origin", "key", "truth"}
+    skip = {"arm", "n", "estimate", "ci_low", "ci_high", "certified", "certified_at_ticket", "origin", "key", "truth"}
     names = [c for c in top.columns if c not in skip]
     fig, (a1, a2, a3) = plt.subplots(1, 3, figsize=(14, 4.2), gridspec_kw={"width_ratios": [1.4, 1, 1]})
     y = np.arange(len(top))[::-1]
     if len(top):
         cert = top["certified"].astype(bool).to_numpy()
         col = np.where(cert, "#c0392b", "#2c6fbb")
-        a1.hlines(y, top["lcb"], top["ucb"], colors=col, lw=2.5, alpha=0.7)
-        a1.plot(top["mean"], y, "k|", ms=8, label="empirical mean")
+        a1.hlines(y, top["ci_low"], top["ci_high"], colors=col, lw=2.5, alpha=0.7)
+        a1.plot(top["estimate"], y, "k|", ms=8, label="empirical mean")
         if "truth" in top:
             a1.plot(top["truth"], y, "x", color="#27ae60", ms=5, label="true value (simulation)")
         if result.info.get("tau") is not None:
@@ -386,7 +386,7 @@ def quickscope_figure(result: Result) -> str:
     if len(names) >= 1 and len(full):
         g0 = names[0]
         if len(names) >= 2 and full[names[1]].nunique() <= 25:
-            piv = full.pivot_table(index=g0, columns=names[1], values="mean", aggfunc="mean")
+            piv = full.pivot_table(index=g0, columns=names[1], values="estimate", aggfunc="mean")
             im = a3.imshow(piv.to_numpy(dtype=float), aspect="auto", cmap="Reds", vmin=0, vmax=1)
             a3.set_yticks(range(len(piv.index)))
             a3.set_yticklabels([str(v)[:14] for v in piv.index], fontsize=6)
@@ -395,7 +395,7 @@ def quickscope_figure(result: Result) -> str:
             a3.set_xlabel(names[1])
             fig.colorbar(im, ax=a3, fraction=0.05)
         else:
-            m = full.groupby(g0)["mean"].mean()
+            m = full.groupby(g0)["estimate"].mean()
             a3.barh([str(v)[:14] for v in m.index], m.to_numpy())
             a3.set_xlabel("mean utility")
     a3.set_title("hard regions among the top configurations", fontsize=9)

@@ -49,7 +49,8 @@ def _cumulative(reeval: np.ndarray) -> dict:
 
 def _topk_task(task: dict, ss: np.random.SeedSequence) -> dict:
     from ..quickscope import Search
-    from ..quickscope.simulate import get_world, run_simulated, uniform_baseline
+    from ..benchmarks.worlds import get_world
+    from ..quickscope.simulate import run_simulated, uniform_baseline
 
     world = get_world(task["world"])
     space = world.space()
@@ -75,7 +76,7 @@ def _topk_task(task: dict, ss: np.random.SeedSequence) -> dict:
     truth = np.array([world.truth({k: v for k, v in r.items() if not (isinstance(v, float) and np.isnan(v))})
                       for r in top[cfg_cols].to_dict("records")])
     re = rng_re.binomial(200, truth) / 200
-    lcb, ucb = top["lcb"].to_numpy(), top["ucb"].to_numpy()
+    lcb, ucb = top["ci_low"].to_numpy(), top["ci_high"].to_numpy()
     arms = search.arms()
     cert_truth = np.array([world.truth(search.configs[i]) for i in arms.index[arms["certified"]]])
     cum = _cumulative(re)
@@ -90,7 +91,8 @@ def _topk_task(task: dict, ss: np.random.SeedSequence) -> dict:
 
 def _certify_task(task: dict, ss: np.random.SeedSequence) -> dict:
     from ..quickscope import Search
-    from ..quickscope.simulate import get_world, run_simulated
+    from ..benchmarks.worlds import get_world
+    from ..quickscope.simulate import run_simulated
 
     world = get_world(task["world"])
     space = world.space()
@@ -107,7 +109,8 @@ def _certify_task(task: dict, ss: np.random.SeedSequence) -> dict:
 
 def _region_task(task: dict, ss: np.random.SeedSequence) -> dict:
     from ..quickscope import Search
-    from ..quickscope.simulate import get_world, run_simulated
+    from ..benchmarks.worlds import get_world
+    from ..quickscope.simulate import run_simulated
 
     world = get_world(task["world"])
     space = world.space()
