@@ -8,7 +8,7 @@ One data model, five methods, one command line:
 * :mod:`assay.psdme` (PS-DME): KPI distribution bands for configurations pre-selected on the same data;
 * :mod:`assay.quickscope` (QuickScope): certified-hard regions of a generated benchmark.
 
-Around them: :mod:`assay.data` (reading and validating tables), :mod:`assay.ingest` (lm-eval / inspect / HELM
+Around them: :mod:`assay.data` (reading and validating tables; :mod:`assay.ingest` reads lm-eval / inspect / HELM
 logs), :mod:`assay.models` (querying models, journaled), :mod:`assay.stats` (method-free mathematics),
 :mod:`assay.results` (the Result every method returns), :mod:`assay.report`, :mod:`assay.studies`.
 
@@ -21,7 +21,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 #: public submodules, loaded on first attribute access
 _SUBMODULES = ("autoeval", "benchmarks", "data", "datasets", "errors", "faq", "ingest", "models", "parallel",

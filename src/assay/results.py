@@ -157,7 +157,7 @@ class Result:
         info: dict[str, Any] | None = None,
         version: str | None = None,
     ) -> None:
-        from . import __version__
+        from ._version import __version__
 
         self.params = dict(params)
         self.level = dict(level)

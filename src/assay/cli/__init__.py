@@ -18,7 +18,7 @@ __all__ = ["app", "main"]
 def main() -> None:
     """Console entry point."""
     if sys.argv[1:] in (["--version"], ["-V"]):
-        from .. import __version__
+        from .._version import __version__
 
         sys.stdout.write(f"assay {__version__}\n")
         return

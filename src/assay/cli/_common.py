@@ -8,7 +8,7 @@ from typing import Any, Callable, Optional
 
 import typer
 
-from .. import __version__
+from .._version import __version__
 from .guard import guard, masked_console
 
 __all__ = ["app", "out", "emit", "fmt_budget", "guard"]

@@ -86,7 +86,7 @@ def autoeval(
     epoch_note = None
     if {"score_original", "score_human", "source"} <= set(table.columns) and human_col not in table.columns:
         # an inspect log: the scorer's original values are the judge labels, human score edits the human labels
-        from ..ingest import to_autoeval
+        from ..data.logs import to_autoeval
 
         if table["metric"].nunique() > 1:
             raise AssayInputError(f"{data}: the log has several scorers ({', '.join(sorted(table['metric'].unique()))}); "

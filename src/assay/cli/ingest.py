@@ -29,7 +29,7 @@ def ingest(
     as_json: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
 ) -> None:
     """Read evaluation logs you already have into assay's tidy table (model, task, variant, item, repeat, metric, score)."""
-    from ..ingest import read_any
+    from ..data.logs import read_any
 
     kw = {"metric": metric, "filter": filt, "scorer": scorer, "split": split, "perturbation": perturbation,
           "model": model, "variant": variant}

@@ -6,7 +6,7 @@
 * One module per method with its ``prepare`` step (tidy table -> the arrays its core takes): :mod:`.siren`,
   :mod:`.autoeval`.
 
-:func:`read_table` reads any of them, and evaluation logs (lm-eval, inspect, HELM) through :mod:`assay.ingest`.
+:func:`read_table` reads any of them, and evaluation logs (lm-eval, inspect, HELM) through :mod:`assay.data.logs` (also importable as :mod:`assay.ingest`).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def read_table(
     format : {"csv", "tsv", "parquet", "jsonl", "json", "siren-release", "lmeval", "inspect", "helm"}, optional
         Overrides detection from the file name. lm-eval ``--log_samples`` folders / ``samples_*.jsonl``, inspect
         ``.eval`` / ``.json`` logs and HELM ``per_instance_stats.json`` are detected and read by
-        :mod:`assay.ingest` (default metric, filter and scorer; use ``assay ingest`` to choose them).
+        :mod:`assay.data.logs` (default metric, filter and scorer; use ``assay ingest`` to choose them).
     text_columns : sequence of str
         Columns to read as text from CSV / TSV / JSON, so that ids such as "007" are not turned
         into the number 7 (and collide with an id "7").
@@ -51,14 +51,14 @@ def read_table(
     kind = format if format in _LOG_FORMATS else "table"
     if format is None and (p.is_dir() or p.suffix in (".eval", ".json") or p.name.startswith("samples_")
                            or p.name == "per_instance_stats.json"):
-        from ..ingest import detect_format
+        from .logs import detect_format
 
         try:
             kind = detect_format(p)
         except AssayInputError:  # e.g. a SIREN release folder: read below
             kind = "table"
     if kind != "table":
-        from ..ingest import read_any
+        from .logs import read_any
 
         return read_any(p, format=kind)
     return read_plain(p, format=format, text_columns=text_columns)

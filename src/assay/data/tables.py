@@ -5,7 +5,7 @@ reads such tables from files, renames the user's columns to assay's canonical na
 keys, NaN, out-of-range values). Problems raise :class:`~assay.errors.AssayInputError` naming the rows and saying
 what would be accepted. Missing data stays missing: it is never silently turned into 0.
 
-It never imports a method or a log reader: :mod:`assay.ingest` builds on it, and :func:`assay.data.read_table`
+It never imports a method or a log reader: :mod:`assay.data.logs` builds on it, and :func:`assay.data.read_table`
 dispatches between the two.
 """
 

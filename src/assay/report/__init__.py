@@ -438,7 +438,7 @@ def render_html(results: Iterable[Result], title: str = "assay report") -> str:
             body.append(f"<section><h2>{html.escape(r.method)}</h2>{_table_html(r.table)}</section>")
         else:
             body.append(section(r))
-    from .. import __version__
+    from .._version import __version__
 
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
