@@ -115,7 +115,10 @@ def test_nan_and_inf_in_tables_survive(result):
     text = r.to_json()
     d = json.loads(text, parse_constant=_no_constants)
     assert d["cells"][0]["ci_low"] is None
-    assert d["cells"][1]["ci_high"] == "inf" and d["cells"][2]["band_low"] == "-inf"
+    # numbers stay numbers: infinities are null in the table, flagged by path at the top level
+    assert d["cells"][1]["ci_high"] is None and d["cells"][2]["band_low"] is None
+    assert d["infinite"] == {"cells.1.ci_high": "+inf", "cells.2.band_low": "-inf"}
+    assert pd.DataFrame(d["cells"])["ci_high"].dtype == np.float64
     back = siren.SirenResult.from_json(text)
     assert math.isnan(back.cells.loc[0, "ci_low"])
     assert back.cells.loc[1, "ci_high"] == np.inf
@@ -157,7 +160,8 @@ def test_round_trip_keeps_table_order():
 
 def test_round_trip_of_entropy_seed():
     r = run(seed=None, contrasts=())
-    assert isinstance(r.seed, int) and r.seed > 2**64  # 128-bit OS entropy
+    assert isinstance(r.seed, int) and 0 <= r.seed < 2**63  # OS entropy, fits an int64 column
+    assert pd.DataFrame([{"seed": r.seed}])["seed"].dtype == np.int64
     back = siren.SirenResult.from_json(r.to_json())
     assert back.seed == r.seed
 
@@ -181,8 +185,9 @@ def test_to_jsonable_scalars():
     assert to_jsonable(np.bool_(True)) is True
     assert to_jsonable(True) is True  # not turned into 1
     assert to_jsonable(np.float64("nan")) is None
-    assert to_jsonable(float("inf")) == "inf"
-    assert to_jsonable(np.float64("-inf")) == "-inf"
+    assert to_jsonable(float("inf")) is None
+    flags = {}
+    assert to_jsonable({"a": [1.0, np.float64("-inf")]}, flags) == {"a": [1.0, None]} and flags == {"a.1": "-inf"}
     assert to_jsonable(pd.NA) is None
     assert to_jsonable(None) is None
     assert to_jsonable(np.str_("x")) == "x"
@@ -194,8 +199,10 @@ def test_to_jsonable_containers():
         3: (np.int32(1), [np.float64(0.25)]),
         ("s", 1.0): {"inner": np.arange(3)},
     }
-    out = to_jsonable(obj)
-    assert out == {"a": [[1.0, None], ["inf", 2.5]], "3": [1, [0.25]], "('s', 1.0)": {"inner": [0, 1, 2]}}
+    flags = {}
+    out = to_jsonable(obj, flags)
+    assert out == {"a": [[1.0, None], [None, 2.5]], "3": [1, [0.25]], "('s', 1.0)": {"inner": [0, 1, 2]}}
+    assert flags == {"a.1.0": "+inf"}
     assert all(type(v) is int for v in out["('s', 1.0)"]["inner"])
     json.dumps(out, allow_nan=False)  # strict JSON
 

@@ -5,8 +5,11 @@ what it means, the sample size, the seed, the library version, and tidy tables (
 DataFrames). ``to_json()`` round-trips through :meth:`Result.from_json`; the CLI's ``--json``
 prints exactly ``to_json()``.
 
-JSON has no NaN or infinity: NaN is written as ``null`` and +-infinity as the strings ``"inf"`` /
-``"-inf"``; :meth:`Result.from_dict` restores both in numeric columns.
+JSON has no NaN or infinity, and a number stays a number: NaN is written as ``null``; +-infinity is written as
+``null`` too, and its place is flagged in the top-level ``"infinite"`` object, which maps a path (``"configs.3.width"``:
+table ``configs``, row 3, column ``width``; ``"info_key.sub"`` for a scalar) to ``"+inf"`` or ``"-inf"``. A
+DataFrame built from a table's records therefore has numeric columns (NaN where JSON says null), and
+:meth:`Result.from_dict` puts every flagged infinity back. The key is absent when nothing is infinite.
 """
 
 from __future__ import annotations
@@ -60,18 +63,24 @@ class Interval:
         return f"{pairs} ({self.level:.0%})"
 
 
-def to_jsonable(obj: Any) -> Any:
-    """Convert numpy / pandas scalars and containers into plain JSON-safe Python objects."""
+def to_jsonable(obj: Any, infinite: dict[str, str] | None = None, _path: str = "") -> Any:
+    """Convert numpy / pandas scalars and containers into plain JSON-safe Python objects.
+
+    NaN and +-infinity become ``None``; when ``infinite`` is a dict, each infinity's dotted path is recorded in it
+    (``{"configs.3.width": "+inf"}``), which is how :meth:`Result.to_dict` keeps them recoverable."""
+    def sub(key: Any) -> str:
+        return f"{_path}.{key}" if _path else str(key)
+
     if isinstance(obj, dict):
-        return {str(k): to_jsonable(v) for k, v in obj.items()}
+        return {str(k): to_jsonable(v, infinite, sub(k)) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [to_jsonable(v) for v in obj]
+        return [to_jsonable(v, infinite, sub(i)) for i, v in enumerate(obj)]
     if isinstance(obj, np.ndarray):
-        return [to_jsonable(v) for v in obj.tolist()]
+        return [to_jsonable(v, infinite, sub(i)) for i, v in enumerate(obj.tolist())]
     if isinstance(obj, pd.DataFrame):
-        return [to_jsonable(r) for r in obj.to_dict(orient="records")]
+        return [to_jsonable(r, infinite, sub(i)) for i, r in enumerate(obj.to_dict(orient="records"))]
     if isinstance(obj, Interval):
-        return obj.to_dict()
+        return to_jsonable(obj.to_dict(), infinite, _path)
     if isinstance(obj, (bool, np.bool_)):
         return bool(obj)
     if isinstance(obj, (int, np.integer)):
@@ -81,7 +90,9 @@ def to_jsonable(obj: Any) -> Any:
         if math.isnan(x):
             return None
         if math.isinf(x):
-            return "inf" if x > 0 else "-inf"
+            if infinite is not None:
+                infinite[_path] = "+inf" if x > 0 else "-inf"
+            return None
         return x
     if obj is None or isinstance(obj, str):
         return obj
@@ -90,10 +101,28 @@ def to_jsonable(obj: Any) -> Any:
     return str(obj)
 
 
+def _put_infinities(d: dict[str, Any], infinite: Mapping[str, str]) -> None:
+    """Undo :func:`to_jsonable`'s ``None`` for every flagged infinity of a JSON dict (in place)."""
+    for path, sign in infinite.items():
+        keys = path.split(".")
+        node: Any = d
+        try:
+            for k in keys[:-1]:
+                node = node[int(k)] if isinstance(node, list) else node[k]
+            last = keys[-1]
+            value = float("inf") if sign == "+inf" else float("-inf")
+            if isinstance(node, list):
+                node[int(last)] = value
+            else:
+                node[last] = value
+        except (KeyError, IndexError, ValueError, TypeError):
+            continue  # a path that no longer exists (hand-edited JSON): leave it as null
+
+
 def _restore_column(values: list[Any]) -> Any:
     """Numeric columns come back as float arrays with NaN / inf restored; others stay as they are."""
     def numeric(v: Any) -> bool:
-        return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) or v in ("inf", "-inf")
+        return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) or v in ("inf", "-inf")  # old files
 
     if values and all(v is None for v in values):
         return np.full(len(values), np.nan)
@@ -229,15 +258,23 @@ class Result:
             "seed": self.seed,
         }
         out.update(self.info)
+        out.pop("infinite", None)
         for name, frame in self.tables.items():
             out[name] = frame
-        return to_jsonable(out)
+        infinite: dict[str, str] = {}
+        d = to_jsonable(out, infinite)
+        if infinite:
+            d["infinite"] = infinite
+        return d
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Result":
+        if d.get("infinite"):
+            d = json.loads(json.dumps(d))  # a copy: the caller's dict stays as it was
+            _put_infinities(d, d.pop("infinite"))
         method = d.get("method", cls.method)
         target = _REGISTRY.get(method, cls)
         table_names = target._table_names()
