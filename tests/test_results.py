@@ -294,3 +294,15 @@ def test_same_seed_same_tables(result):
     tuned = result.cells["K"] > 1
     assert not np.allclose(other.cells.loc[tuned, "estimate"], result.cells.loc[tuned, "estimate"])
     assert not np.allclose(other.cells["ci_low"], result.cells["ci_low"])
+
+
+def test_repr_html_shows_guarantee_warnings_and_escaped_names():
+    r = run(contrasts=())
+    cells = r.cells.copy()
+    cells.loc[0, "system"] = "<script>m[a]</script>"
+    r2 = siren.SirenResult(params=r.params, level=r.level, n=r.n, seed=r.seed, tables={"cells": cells},
+                           info={**r.info, "warnings": ["a & b"]})
+    h = r2._repr_html_()
+    assert "SirenResult" in h and f"seed = {r.seed}" in h and "alpha = 0.05" in h
+    assert "evaluation items" in h and "Guarantee" in h
+    assert "&lt;script&gt;" in h and "<script>" not in h and "a &amp; b" in h

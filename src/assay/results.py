@@ -313,6 +313,32 @@ class Result:
         lines.append(self.table.to_string(index=False))
         return "\n".join(lines)
 
+    def _repr_html_(self) -> str:
+        """How a result shows itself in a notebook: what it guarantees, its size and seed, warnings, the main table."""
+        import html
+
+        esc = html.escape
+        lvl = self.level
+        err = next(((k, lvl[k]) for k in ("alpha", "delta") if k in lvl), None)
+        head = f"<b>{esc(type(self).__name__)}</b> (assay {esc(str(self.version))})"
+        meta = [f"n = {self.n}" + (f" ({esc(self.n_meaning)})" if self.n_meaning else ""),
+                f"seed = {esc(str(self.seed))}"]
+        if err is not None:
+            meta.insert(0, f"{esc(err[0])} = {float(err[1]):g}")
+        parts = [f"<div class='assay-result'><p>{head}<br>{' &middot; '.join(meta)}</p>"]
+        if lvl.get("meaning"):
+            parts.append(f"<p><i>Guarantee:</i> {esc(str(lvl['meaning']))}</p>")
+        if self.warnings:
+            items = "".join(f"<li>{esc(w)}</li>" for w in self.warnings)
+            parts.append(f"<p><b>Warnings</b></p><ul>{items}</ul>")
+        t = self.table
+        shown = t.head(30)
+        parts.append(shown.to_html(index=False, escape=True, float_format=lambda x: f"{x:.4g}", na_rep=""))
+        if len(t) > len(shown):
+            parts.append(f"<p>{len(t) - len(shown)} more rows: <code>.table</code> has all {len(t)}.</p>")
+        parts.append("</div>")
+        return "".join(parts)
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__} method={self.method!r} n={self.n} rows={len(self.table)}>"
 
