@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 
-.PHONY: demo test fuzz bench studies clean chromium
+.PHONY: demo test docs fuzz bench studies clean chromium
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,6 +17,10 @@ demo: $(STAMP)
 
 test: $(STAMP) chromium
 	$(PY) -m pytest -q -n 2 tests
+
+# The documentation site (mkdocs-material + mkdocstrings) into site/; strict: any warning fails the build.
+docs: $(STAMP)
+	$(VENV)/bin/mkdocs build --strict --site-dir site
 
 # The long fuzz run: >= 10,000 generated inputs across every public entry point and CLI command, in counting
 # mode; prints the number of non-AssayError exceptions (must be 0) and fails otherwise.
@@ -35,4 +39,4 @@ bench: $(STAMP)
 	$(PY) bench/siren.py
 
 clean:
-	rm -rf $(VENV) demo-out .pytest_cache build src/*.egg-info
+	rm -rf $(VENV) demo-out site dist .pytest_cache build src/*.egg-info

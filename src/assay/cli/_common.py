@@ -31,6 +31,20 @@ try:  # typer prints usage errors through this function; one line instead
 except ImportError:  # pragma: no cover - typer without rich
     pass
 
+try:  # flags show as flags in --help (typer 0.29 with click 8.5 labels every one of them "<bool>")
+    from typer.core import TyperOption as _TyperOption
+
+    _display_type_rich = _TyperOption.display_type_rich
+
+    def _flag_without_type(self, ctx):
+        if getattr(self, "is_flag", False) and self.metavar is None:
+            return None
+        return _display_type_rich(self, ctx)
+
+    _TyperOption.display_type_rich = _flag_without_type
+except (ImportError, AttributeError):  # pragma: no cover - other typer versions render flags plainly
+    pass
+
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,

@@ -87,13 +87,38 @@ def guard(fn: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except AssayError as exc:
-            from ..models.journal import mask_secrets
+        import warnings
 
-            # plain write: no wrapping, no markup interpretation of the message; never a secret
-            sys.stderr.write(f"error: {mask_secrets(cli_words(str(exc)))}\n")
-            raise typer.Exit(code=exc.exit_code) from None
+        from ..models.journal import mask_secrets
+
+        # Python warnings (a file path and line, advice in Python's terms) never reach a CLI user raw: assay's own
+        # are printed once each as "warning: ..." in the CLI's words; third-party numerical chatter is dropped
+        # (every number a command prints carries its own notes)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                return fn(*args, **kwargs)
+            except AssayError as exc:
+                # plain write: no wrapping, no markup interpretation of the message; never a secret
+                sys.stderr.write(f"error: {mask_secrets(cli_words(str(exc)))}\n")
+                raise typer.Exit(code=exc.exit_code) from None
+            finally:
+                seen: set[str] = set()
+                for w in caught:
+                    if not _from_assay(w.filename):
+                        continue
+                    text = mask_secrets(cli_words(str(w.message)))
+                    if text not in seen:
+                        seen.add(text)
+                        sys.stderr.write(f"warning: {text}\n")
 
     return wrapper
+
+
+def _from_assay(filename: str) -> bool:
+    from pathlib import Path
+
+    try:
+        return Path(filename).resolve().is_relative_to(Path(__file__).resolve().parents[1])
+    except (OSError, ValueError):
+        return False
