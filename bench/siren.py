@@ -14,9 +14,10 @@ What is measured
                               repeated splits with item contributions, bootstrap draws with the
                               default ``engine="exact"``, quantiles, result tables). This is what a
                               user pays, library overhead included.
-   * ``siren core``         -- only the numerical pipeline: ``split_design`` + ``repeated_split``
-                              (with influence) + ``bootstrap.draw`` + ``np.quantile``. The gap to
-                              the row above is library overhead (validation, pandas tables).
+   * ``siren core``         -- only the numerical pipeline on arrays: ``split_design`` +
+                              ``assay.siren.core`` (repeated splits with item contributions,
+                              bootstrap draws, quantiles, band). The gap to the row above is
+                              library overhead (validation, pandas tables, baselines off).
    * ``... multipliers``    -- the same two with ``engine="multipliers"``: the literal B x M matrix
                               of N(0, 1) multipliers, one per item (SIREN eq. 72). Same law as the
                               exact engine, O(B M C) instead of O(M C^2 + B C^2).
@@ -82,7 +83,6 @@ import numpy as np  # noqa: E402
 
 import assay  # noqa: E402
 from assay import siren  # noqa: E402
-from assay.stats import bootstrap as boot  # noqa: E402
 
 # The paper's simulation cell (Section 5 / Appendix C.1)
 M_CELL, K_CELL, R_CELL, TAU, RHO, B_CELL, ALPHA = 500, 10, 5, 0.1, 0.5, 1000, 0.05
@@ -132,16 +132,12 @@ def siren_evaluate(Z: np.ndarray, seed: int, engine: str = "exact") -> tuple[flo
 
 
 def siren_core(Z: np.ndarray, seed: int, engine: str = "exact") -> tuple[float, float]:
-    """Split design + repeated split with item contributions + multiplier draws + quantile."""
+    """Split design + the public core on arrays (item contributions, multiplier draws, quantiles)."""
     rng = np.random.default_rng(seed)
-    M = Z.shape[0]
-    in_score = siren.split_design(M, R_CELL, RHO, rng)
-    res = siren.repeated_split(Z, in_score, selector="softmax", temperature=TAU)
-    psi = boot.center((res["psi_heldout"] + res["psi_selection"]).T)  # (M, 1)
-    G = boot.draw(psi, B_CELL, rng, engine=engine)
-    half = np.quantile(np.abs(G[:, 0]), 1.0 - ALPHA) / np.sqrt(M)
-    theta = float(res["theta"][0])
-    return theta - half, theta + half
+    in_score = siren.split_design(Z.shape[0], R_CELL, RHO, rng)
+    fit = siren.core([Z], in_score, alpha=ALPHA, rng=rng, n_boot=B_CELL, selector="softmax", temperature=TAU,
+                     engine=engine)
+    return float(fit.ci_low[0]), float(fit.ci_high[0])
 
 
 def item_bootstrap(Z: np.ndarray, seed: int) -> tuple[float, float]:

@@ -67,6 +67,21 @@ def test_siren_json_has_the_documented_shape(tmp_path):
     assert again.stdout == res.stdout
 
 
+def test_siren_flag_words(tmp_path):
+    """--temperature is the only name of the softmax temperature, --delta is an alias of --alpha, -o writes the
+    JSON result."""
+    path = tidy(tmp_path)
+    base = ["siren", str(path), "--json", "--seed", "2", "--boot", "200"]
+    res = run(base + ["--temperature", "0.5", "--alpha", "0.1"])
+    assert res.exit_code == 0, res.output
+    alias = run(base + ["--temperature", "0.5", "--delta", "0.1", "-o", str(tmp_path / "r.json")])
+    assert alias.exit_code == 0 and alias.stdout == res.stdout
+    assert json.loads((tmp_path / "r.json").read_text()) == json.loads(res.stdout)
+    out = json.loads(res.stdout)
+    assert out["params"]["temperature"] == 0.5 and out["level"]["alpha"] == 0.1
+    assert run(base + ["--tau", "0.5"]).exit_code == 2
+
+
 def test_siren_column_mapping_and_human_output(tmp_path):
     path = tidy(tmp_path, "s.parquet", rename={"system": "model", "score": "acc", "item": "doc_id"})
     res = run(["siren", str(path), "--system-col", "model", "--score-col", "acc", "--item-col", "doc_id",
@@ -145,7 +160,7 @@ def test_study_progress_degrades_to_plain_lines(tmp_path):
 
 @pytest.mark.skipif(not LAW.exists(), reason="../shared/data/siren/law not present")
 def test_full_law_set_through_the_cli():
-    res = run(["siren", str(LAW), "--tau", "1.0", "--contrast", "tuned-vs-default", "--json", "--seed", "42"])
+    res = run(["siren", str(LAW), "--temperature", "1.0", "--contrast", "tuned-vs-default", "--json", "--seed", "42"])
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
     assert len(out["cells"]) == 110 and len(out["contrasts"]) == 88

@@ -415,3 +415,63 @@ def test_constant_cell_with_several_artifacts_warns_despite_float_residue():
     assert 0 < r.cells.se[0] < 1e-12  # float residue, not an exact zero
     assert any(w.startswith("a@1: every item has the same score") for w in r.info["warnings"])
     assert not any(w.startswith("b@1") for w in r.info["warnings"])
+
+
+# --------------------------------------------------------------------------------------------
+# The three layers: prepare -> core (arrays only) -> build
+# --------------------------------------------------------------------------------------------
+
+
+def _grid(rng, M=150):
+    delta = rng.uniform(-2, 2, size=(M, 1))
+    cell = lambda K, shift: (rng.random((M, K)) < expit(np.linspace(0, 0.3, K)[None, :] + shift - delta)).astype(float)  # noqa: E731
+    return {("A", 0): cell(1, 0.0), ("A", 1000): cell(4, 0.1), ("B", 0): cell(1, -0.1), ("B", 1000): cell(3, 0.2)}
+
+
+def test_evaluate_is_prepare_then_core_then_build():
+    """The public core on arrays, fed the same split design and bootstrap stream, gives evaluate's numbers."""
+    table = _grid(np.random.default_rng(4))
+    res = siren.evaluate(table, seed=11, reps=6, n_boot=400, contrasts=["tuned-vs-default"])
+    design = siren.prepare(table)
+    assert design.cells == [("A", 0.0), ("A", 1000.0), ("B", 0.0), ("B", 1000.0)]
+    rng_split, rng_boot, _ = (np.random.default_rng(s) for s in np.random.SeedSequence(11).spawn(3))
+    in_score = siren.split_design(design.n_items, 6, 0.5, rng_split)
+    fit = siren.core([design.scores[c] for c in design.cells], in_score, alpha=0.05, rng=rng_boot, n_boot=400)
+    assert isinstance(fit, siren.SirenEstimate)
+    cells = res.cells
+    for col, arr in (("estimate", fit.theta), ("ci_low", fit.ci_low), ("ci_high", fit.ci_high), ("se", fit.se),
+                     ("band_low", fit.band_low), ("band_high", fit.band_high), ("pi_win", fit.pi_win)):
+        assert np.array_equal(cells[col].to_numpy(), arr), col
+    assert fit.psi.shape == (150, 4) and fit.draws.shape == (400, 4) and fit.omega.shape == (4, 4)
+    assert np.allclose(fit.psi.sum(axis=0), 0.0, atol=1e-9)
+    assert list(fit.selector) == ["none", "softmax", "none", "softmax"]
+    W = np.array([[-1.0, 1.0, 0.0, 0.0], [0.0, 0.0, -1.0, 1.0]])
+    con = siren.contrast_core(fit, W, alpha=0.05)
+    assert np.array_equal(res.contrasts["estimate"].to_numpy(), con.estimate)
+    assert np.array_equal(res.contrasts["simultaneous_low"].to_numpy(), con.simultaneous_low)
+    assert res.info["contrast_band"]["critical_simultaneous"] == con.critical_simultaneous
+    assert res.level["n_meaning"] == res.n_meaning == "evaluation items shared by every cell"
+
+
+def test_core_takes_plain_arrays_and_checks_shapes():
+    rng = np.random.default_rng(0)
+    Z = (rng.random((3, 80, 5)) < 0.6).astype(float)
+    D = siren.split_design(80, 4, 0.5, rng)
+    stacked = siren.core(Z, D, rng=1, n_boot=200)
+    listed = siren.core(list(Z), D, rng=np.random.default_rng(1), n_boot=200)
+    assert np.array_equal(stacked.theta, listed.theta) and np.array_equal(stacked.draws, listed.draws)
+    with pytest.raises(AssayInputError, match="in_score"):
+        siren.core(Z, D[:, :70])
+    with pytest.raises(AssayInputError, match="selector"):
+        siren.core(Z, D, selector="best")
+    with pytest.raises(AssayInputError, match="one column per cell"):
+        siren.contrast_core(stacked, np.ones((1, 2)))
+
+
+def test_seed_generator_and_none_are_recorded():
+    table = _grid(np.random.default_rng(5), M=60)
+    res = siren.evaluate(table, seed=np.random.default_rng(3), reps=3, n_boot=200)
+    assert res.seed is None and res.info["seed_source"] == "generator"
+    drawn = siren.evaluate(table, seed=None, reps=3, n_boot=200)
+    assert isinstance(drawn.seed, int)
+    assert drawn.cells.equals(siren.evaluate(table, seed=drawn.seed, reps=3, n_boot=200).cells)

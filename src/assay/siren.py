@@ -23,6 +23,20 @@ among the shortlist on data, then deploy", not the score of the winner on the da
   comparisons, cross-budget gains). See :mod:`assay.stats.bootstrap` for the two equivalent
   engines that draw it.
 
+Layers
+------
+:func:`evaluate` is three steps, each usable on its own:
+
+1. :func:`prepare` (from :mod:`assay.data.siren`): a tidy table, a dict of arrays or one array ->
+   :class:`~assay.data.SirenDesign`, one items x artifacts array per cell on shared items;
+2. :func:`split_design` draws the splits, :func:`core` takes the arrays and the splits and returns a
+   :class:`SirenEstimate` (theta~, psi, Omega_hat, bootstrap draws, intervals, band; no pandas), and
+   :func:`contrast_core` turns it into :class:`SirenContrasts` for a contrast matrix W;
+3. :func:`assay.results.build` packages the numbers into a :class:`SirenResult`.
+
+:func:`repeated_split` is the batched estimator underneath :func:`core` (N independent problems at once),
+which the simulation studies and the item bootstrap call directly.
+
 Selectors
 ---------
 ``"softmax"`` (default): q = softmax(S / tau). Its Jacobian is (diag(q) - q q') / tau, so the
@@ -65,20 +79,26 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 import pandas as pd
 from scipy import stats as _st
 
-from .data import SirenDesign, format_budget, parse_budget, siren_design
+from .data import SirenDesign, format_budget, parse_budget
+from .data.siren import prepare
 from .errors import AssayInputError
+from .results import Result, build
 from .seeds import resolve_seed
-from .results import Result
 from .stats import bootstrap as boot
 
 __all__ = [
     "evaluate",
+    "prepare",
+    "core",
+    "contrast_core",
+    "SirenEstimate",
+    "SirenContrasts",
     "SirenResult",
     "Contrast",
     "split_design",
@@ -240,6 +260,286 @@ def repeated_split(
     out["psi_heldout"] = psi_E
     out["psi_selection"] = psi_D
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# The pure core: a grid of cells sharing M items -> estimates, contributions, bootstrap
+# --------------------------------------------------------------------------------------------
+
+
+class SirenEstimate(NamedTuple):
+    """What :func:`core` computes for C cells sharing M items (arrays in the order the cells were given).
+
+    Attributes
+    ----------
+    theta : (C,) array
+        The repeated-split estimate theta~ of each cell (eq. 6).
+    psi : (M, C) array
+        Centred item contributions psi_i - psi_bar, the summands of G* (eq. 24, 72).
+    psi_heldout, psi_selection : (M, C) arrays
+        The two terms of psi_i before centring: the held-out effect q_r'Gamma^T_i and the selection effect
+        T_r' Dg(S_r) Gamma^S_i, summed over splits with weights omega_r (eq. 24).
+    omega : (C, C) array
+        Omega_hat = M^-1 sum_i (psi_i - psi_bar)(psi_i - psi_bar)', the covariance of the bootstrap law (eq. 76).
+    se : (C,) array
+        Standard error sqrt(Omega_cc / M) of each estimate.
+    se_heldout, se_selection : (C,) arrays
+        The standard error each term of psi would give alone (their sum of squares is not se^2: they covary).
+    K : (C,) int array
+        Shortlisted artifacts per cell.
+    selector : (C,) object array
+        The selector each cell used: ``"none"`` (K = 1: no selection), ``"hard"`` or ``"softmax"``.
+    pi_win : (C,) array
+        Winner instability: 1 - share of the splits won by the modal argmax winner.
+    eff_artifacts : (C,) array
+        Effective number of artifacts 1 / sum_k q_rk^2, averaged over the splits.
+    naive_max : (C,) array
+        M1: the best artifact's mean over all M items (the same items that chose it).
+    draws : (B, C) array
+        Bootstrap replicates of G* = M^-1/2 sum_i zeta_i (psi_i - psi_bar), one multiplier per item shared by
+        every cell (eq. 72; exactly N(0, Omega_hat) given psi, eq. 75).
+    critical : (C,) array
+        Pointwise critical values: the (1 - alpha) quantile of |G*_c|.
+    ci_low, ci_high : (C,) arrays
+        Pointwise intervals theta -+ critical / sqrt(M).
+    band_critical : float
+        The (1 - alpha) quantile of max_c |G*_c| / s_c (s_c = sqrt(Omega_cc) for the studentized band, 1 for
+        the raw band; cells with s_c = 0 are left out).
+    band_low, band_high : (C,) arrays
+        The simultaneous band theta -+ band_critical * s_c / sqrt(M), covering every cell at once.
+    """
+
+    theta: np.ndarray
+    psi: np.ndarray
+    psi_heldout: np.ndarray
+    psi_selection: np.ndarray
+    omega: np.ndarray
+    se: np.ndarray
+    se_heldout: np.ndarray
+    se_selection: np.ndarray
+    K: np.ndarray
+    selector: np.ndarray
+    pi_win: np.ndarray
+    eff_artifacts: np.ndarray
+    naive_max: np.ndarray
+    draws: np.ndarray
+    critical: np.ndarray
+    ci_low: np.ndarray
+    ci_high: np.ndarray
+    band_critical: float
+    band_low: np.ndarray
+    band_high: np.ndarray
+
+
+def _cell_arrays(scores: Any) -> tuple[list[np.ndarray], list[str] | None]:
+    """Cells as a list of (M, K_c) float arrays (and their names when given as a mapping)."""
+    names = None
+    if isinstance(scores, Mapping):
+        names = [str(k) for k in scores]
+        scores = list(scores.values())
+    elif isinstance(scores, np.ndarray) and scores.ndim == 3:
+        scores = list(scores)
+    elif isinstance(scores, np.ndarray):
+        scores = [scores]
+    Zs = [np.asarray(Z, dtype=float) for Z in scores]
+    Zs = [Z[:, None] if Z.ndim == 1 else Z for Z in Zs]
+    if not Zs:
+        raise AssayInputError("no cells given")
+    M = Zs[0].shape[0]
+    for j, Z in enumerate(Zs):
+        if Z.ndim != 2 or Z.shape[0] != M or Z.shape[1] < 1:
+            raise AssayInputError(f"cell {j}: expected an items x artifacts array with {M} items, got shape {Z.shape}")
+    return Zs, names
+
+
+def core(
+    scores: Any,
+    in_score: np.ndarray,
+    *,
+    alpha: float = 0.05,
+    rng: np.random.Generator | int | None = None,
+    n_boot: int = 2000,
+    selector: str = "softmax",
+    temperature: float = 0.1,
+    split_weights: str | Sequence[float] = "eval_size",
+    instability_threshold: float = 0.10,
+    band: str = "studentized",
+    engine: str = "exact",
+    labels: Sequence[str] | None = None,
+) -> SirenEstimate:
+    """SIREN on arrays: estimates, item contributions and the shared multiplier bootstrap for a grid of cells.
+
+    For each cell c with score matrix Z (M items x K artifacts) and the split design ``in_score`` (D_r):
+    S_r, T_r are the artifacts' means on D_r and E_r (eq. 4-5), q_r = g(S_r), Y_r = q_r'T_r and
+    theta~ = sum_r omega_r Y_r (eq. 6); psi_i adds the item's held-out and selection effects (eq. 24). A cell
+    with one artifact has no selection: theta = mean of Z, psi_i = Z_i - theta. The contributions of all cells,
+    centred, give Omega_hat (eq. 76) and the bootstrap draws G* with one multiplier per item (eq. 72), from
+    which come the pointwise intervals and the simultaneous band. No pandas: arrays in, arrays out.
+
+    Parameters
+    ----------
+    scores : sequence of (M, K_c) arrays, (C, M, K) array or mapping name -> (M, K_c) array
+        Scores in [0, 1], every cell on the same M items in the same order.
+    in_score : bool array (R, M)
+        Scoring-set membership of each split (True = in D_r), e.g. from :func:`split_design`.
+    alpha : float, default 0.05
+        Miscoverage of each pointwise interval and of the band.
+    rng : Generator, int or None
+        Randomness of the bootstrap draws (the split design is an input).
+    n_boot : int, default 2000
+        Bootstrap draws B.
+    selector, temperature, split_weights, instability_threshold
+        As in :func:`evaluate` (``temperature`` is ignored by ``"hard"``).
+    band : {"studentized", "raw"}, default "studentized"
+        Simultaneous band on max_c |G*_c| / sd_c or on max_c |G*_c| (the paper's raw form).
+    engine : {"exact", "multipliers"}, default "exact"
+        How G* is drawn (same law; see :mod:`assay.stats.bootstrap`).
+    labels : sequence of str, optional
+        Cell names used in error messages.
+
+    Returns
+    -------
+    SirenEstimate
+    """
+    Zs, names = _cell_arrays(scores)
+    _check_core_params(n_boot, alpha, temperature, selector, band, engine, instability_threshold)
+    M, C = Zs[0].shape[0], len(Zs)
+    D = np.asarray(in_score)
+    if D.ndim != 2 or D.shape[1] != M or D.shape[0] < 1:
+        raise AssayInputError(f"in_score must be a (splits, {M}) boolean array, got shape {D.shape}")
+    reps = D.shape[0]
+    labels = list(labels) if labels is not None else (names or [f"cell {j}" for j in range(C)])
+    rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    tau = float(temperature) if _is_real(temperature) else float("nan")  # unused by "hard"
+    sel_kw = dict(selector=selector, temperature=tau, split_weights=split_weights,
+                  instability_threshold=instability_threshold)
+
+    theta = np.empty(C)
+    psi_E = np.empty((M, C))
+    psi_D = np.empty((M, C))
+    K_of = np.array([Z.shape[1] for Z in Zs])
+    selector_used = np.empty(C, dtype=object)
+    pi_win = np.zeros(C)
+    eff_k = np.ones(C)
+    naive_max = np.array([Z.mean(axis=0).max() for Z in Zs])
+
+    # Cells with one artifact: no selection, the full-pool mean (see the module docstring).
+    for j in np.flatnonzero(K_of == 1):
+        z = Zs[j][:, 0]
+        theta[j] = z.mean()
+        psi_E[:, j] = z - theta[j]
+        psi_D[:, j] = 0.0
+        selector_used[j] = "none"
+    # Cells with K > 1, batched by K through the vectorised estimator (memory-bounded chunks).
+    per = max(1, 4_000_000 // (M * max(int(K_of.max()), reps)))
+    for K in sorted(set(K_of[K_of > 1].tolist())):
+        idx = np.flatnonzero(K_of == K)
+        for start in range(0, len(idx), per):
+            js = idx[start : start + per]
+            res = repeated_split(np.stack([Zs[j] for j in js]), D, **sel_kw)
+            theta[js] = res["theta"]
+            psi_E[:, js] = res["psi_heldout"].T
+            psi_D[:, js] = res["psi_selection"].T
+            selector_used[js] = np.where(res["hard"], "hard", "softmax")
+            pi_win[js] = res["pi_win"]
+            eff_k[js] = res["eff_k"]
+
+    psi = boot.center(psi_E + psi_D)
+    omega_hat = boot.covariance(psi)
+    if not (np.isfinite(theta).all() and np.isfinite(omega_hat).all()):
+        bad = [labels[j] for j in np.flatnonzero(~np.isfinite(theta) | ~np.isfinite(np.diag(omega_hat)))]
+        raise AssayInputError(f"the estimate or its variance is not finite for {', '.join(bad[:3])}: at temperature "
+                              f"{tau:g} the softmax's derivative overflows (near-tied artifacts); use a larger "
+                              "temperature (e.g. 0.1) or selector='hard' / 'adaptive'")
+    G = boot.draw(psi, n_boot, rng, engine=engine)
+    root = math.sqrt(M)
+    sd = np.sqrt(np.clip(np.diag(omega_hat), 0.0, None))
+    critical = boot.pointwise_critical(G, alpha)
+    half = critical / root
+    scale = sd if band == "studentized" else np.ones(C)
+    crit = boot.simultaneous_critical(G, alpha, scale=scale)
+    band_half = crit * scale / root
+    return SirenEstimate(
+        theta=theta,
+        psi=psi,
+        psi_heldout=psi_E,
+        psi_selection=psi_D,
+        omega=omega_hat,
+        se=sd / root,
+        se_heldout=np.linalg.norm(boot.center(psi_E), axis=0) / M,
+        se_selection=np.linalg.norm(boot.center(psi_D), axis=0) / M,
+        K=K_of,
+        selector=selector_used,
+        pi_win=pi_win,
+        eff_artifacts=eff_k,
+        naive_max=naive_max,
+        draws=G,
+        critical=critical,
+        ci_low=theta - half,
+        ci_high=theta + half,
+        band_critical=crit,
+        band_low=theta - band_half,
+        band_high=theta + band_half,
+    )
+
+
+class SirenContrasts(NamedTuple):
+    """Inference for L linear contrasts W theta over the cells (:func:`contrast_core`).
+
+    Attributes
+    ----------
+    estimate : (L,) array
+        W theta~.
+    se : (L,) array
+        sqrt(w' Omega_hat w / M), the exact standard deviation of w'G* / sqrt(M) given psi (eq. 75).
+    ci_low, ci_high : (L,) arrays
+        Pointwise symmetric intervals from the (1 - alpha) quantile of |w'G*|: each valid for one contrast
+        chosen in advance.
+    simultaneous_low, simultaneous_high : (L,) arrays
+        Studentized simultaneous intervals from the quantile of max_l |w_l'G*| / sd_l: valid for all at once.
+    critical_simultaneous : float
+        That quantile.
+    """
+
+    estimate: np.ndarray
+    se: np.ndarray
+    ci_low: np.ndarray
+    ci_high: np.ndarray
+    simultaneous_low: np.ndarray
+    simultaneous_high: np.ndarray
+    critical_simultaneous: float
+
+
+def contrast_core(fit: SirenEstimate, W: np.ndarray, *, alpha: float = 0.05) -> SirenContrasts:
+    """Pre-specified linear contrasts of the cells, on the same bootstrap draws as the cells (eq. 72, 75).
+
+    Because every cell shares one multiplier per item, w'G* carries the covariance of cells scored on the same
+    items, so a paired comparison (tuned vs default, two systems at one budget, two budgets of one system) is
+    much tighter than two separate intervals.
+
+    Parameters
+    ----------
+    fit : SirenEstimate
+        The output of :func:`core` (its ``theta``, ``draws``, ``omega`` and ``psi``).
+    W : (L, C) array
+        One row of cell weights per contrast (e.g. ``[1, -1, 0, ...]`` for cell 0 minus cell 1).
+    alpha : float, default 0.05
+        Miscoverage of each interval (pointwise) and of the family (simultaneous).
+    """
+    W = np.atleast_2d(np.asarray(W, dtype=float))
+    if W.ndim != 2 or W.shape[1] != len(fit.theta):
+        raise AssayInputError(f"W must have one column per cell ({len(fit.theta)}), got shape {W.shape}")
+    ci = boot.contrast_inference(fit.theta, W, fit.draws, fit.omega, fit.psi.shape[0], alpha)
+    est = ci["estimate"]
+    return SirenContrasts(
+        estimate=est,
+        se=ci["se"],
+        ci_low=est - ci["half"],
+        ci_high=est + ci["half"],
+        simultaneous_low=est - ci["half_simultaneous"],
+        simultaneous_high=est + ci["half_simultaneous"],
+        critical_simultaneous=float(ci["critical_simultaneous"]),
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -540,54 +840,6 @@ class SirenResult(Result):
 # --------------------------------------------------------------------------------------------
 
 
-def _as_design(table: Any, columns, on_missing) -> SirenDesign:
-    if isinstance(table, SirenDesign):
-        return table
-    if isinstance(table, pd.DataFrame):
-        return siren_design(table, columns=columns, on_missing=on_missing)
-    if isinstance(table, np.ndarray):
-        table = {("system", 1.0): table}
-    if isinstance(table, Mapping):
-        scores, arts, cells = {}, {}, []
-        M = None
-        for key, Z in table.items():
-            if isinstance(key, tuple) and len(key) != 2:
-                raise AssayInputError(f"cell key {key!r}: use (system, budget) or a system name")
-            system, budget = key if isinstance(key, tuple) else (key, 1.0)
-            budget = parse_budget(budget)
-            try:
-                Z = np.asarray(Z, dtype=float)
-            except (TypeError, ValueError) as exc:
-                raise AssayInputError(f"cell {key!r}: scores must be numbers in [0, 1] ({exc})") from None
-            if Z.ndim == 1:
-                Z = Z[:, None]
-            if Z.ndim != 2:
-                raise AssayInputError(f"cell {key!r}: expected an items x artifacts array, got shape {Z.shape}")
-            if M is None:
-                M = Z.shape[0]
-            if Z.shape[0] != M:
-                raise AssayInputError(
-                    f"ragged design: cell {key!r} has {Z.shape[0]} items, the first cell has {M}; every cell needs the same items"
-                )
-            if not np.all(np.isfinite(Z)):
-                bad = np.argwhere(~np.isfinite(Z))[:3].tolist()
-                raise AssayInputError(f"cell {key!r} has NaN/inf scores at (item, artifact) {bad}; scores must be in [0, 1]")
-            if (Z < 0).any() or (Z > 1).any():
-                bad = np.argwhere((Z < 0) | (Z > 1))[:3].tolist()
-                raise AssayInputError(f"cell {key!r} has scores outside [0, 1] at (item, artifact) {bad}")
-            cell = (str(system), budget)
-            if cell in scores:
-                raise AssayInputError(f"duplicate cell {cell!r}")
-            scores[cell], arts[cell] = Z, [f"a{k}" for k in range(Z.shape[1])]
-            cells.append(cell)
-        if not cells:
-            raise AssayInputError("no cells given")
-        if M < 4:
-            raise AssayInputError(f"only {M} items; SIREN needs at least 4")
-        return SirenDesign(items=list(map(str, range(M))), cells=cells, scores=scores, artifacts=arts)
-    raise AssayInputError(f"cannot evaluate a {type(table).__name__}: give a tidy DataFrame, a dict of arrays or an array")
-
-
 def _is_real(x: Any) -> bool:
     return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_)) and math.isfinite(float(x))
 
@@ -616,6 +868,13 @@ def _check_params(reps, score_fraction, n_boot, alpha, temperature, selector, ba
         raise AssayInputError(f"reps must be a positive integer, got {reps!r}")
     if not (0 < score_fraction < 1):
         raise AssayInputError(f"score_fraction must be in (0, 1), got {score_fraction!r}")
+    _check_core_params(n_boot, alpha, temperature, selector, band, engine, threshold)
+
+
+def _check_core_params(n_boot, alpha, temperature, selector, band, engine, threshold) -> None:
+    for name, v in (("alpha", alpha), ("instability_threshold", threshold)):
+        if not _is_real(v):
+            raise AssayInputError(f"{name} must be a number, got {v!r}")
     if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 100:
         raise AssayInputError(f"n_boot must be an integer >= 100 (quantiles need draws), got {n_boot!r}")
     if not (0 < alpha < 1):
@@ -658,6 +917,10 @@ def evaluate(
 ) -> SirenResult:
     """Selection-aware estimates and intervals for every (system, budget) cell (SIREN, eq. 6, 24, 72).
 
+    The three layers: :func:`prepare` (table -> :class:`SirenDesign`), :func:`split_design` and :func:`core`
+    (arrays -> :class:`SirenEstimate`), :func:`contrast_core` for the contrasts, then
+    :func:`assay.results.build`.
+
     Parameters
     ----------
     table : DataFrame, dict of arrays, SirenDesign or array
@@ -695,156 +958,33 @@ def evaluate(
         If > 0, also run the nonparametric item bootstrap with this many replicates per cell.
     include_baselines : bool, default True
         Compute M1-M4 and the shortlist mean.
+
+    Returns
+    -------
+    SirenResult
+        Main table ``cells`` (one row per cell; ``n`` = the M evaluation items shared by every cell).
     """
     _check_params(reps, score_fraction, n_boot, alpha, temperature, selector, band, engine, instability_threshold)
-    design = _as_design(table, columns, on_missing)
+    seed = resolve_seed(seed)
+    design = prepare(table, columns=columns, on_missing=on_missing)
+    contrast_list = _resolve_contrasts(contrasts, design.cells)
     M = design.n_items
-    recorded_seed, ss = resolve_seed(seed)
-    rng_split, rng_boot, rng_item = (np.random.default_rng(s) for s in ss.spawn(3))
+    rng_split, rng_boot, rng_item = (np.random.default_rng(s) for s in seed.spawn(3))
     in_score = split_design(M, reps, score_fraction, rng_split)
-    m, l = split_sizes(M, score_fraction)
     tau = float(temperature) if _is_real(temperature) else float("nan")  # unused by "hard"
-    core = dict(selector=selector, temperature=tau, split_weights=split_weights,
-                instability_threshold=instability_threshold)
+    sel_kw = dict(selector=selector, temperature=tau, split_weights=split_weights,
+                  instability_threshold=instability_threshold)
 
-    cells = design.cells
-    C = len(cells)
-    theta = np.empty(C)
-    psi_E = np.empty((M, C))
-    psi_D = np.empty((M, C))
-    K_of = np.array([design.scores[c].shape[1] for c in cells])
-    selector_used = np.empty(C, dtype=object)
-    pi_win = np.zeros(C)
-    eff_k = np.ones(C)
-    naive_max = np.array([design.scores[c].mean(axis=0).max() for c in cells])
-
-    # Cells with one artifact: no selection, the full-pool mean (see the module docstring).
-    for j in np.flatnonzero(K_of == 1):
-        z = design.scores[cells[j]][:, 0]
-        theta[j] = z.mean()
-        psi_E[:, j] = z - theta[j]
-        psi_D[:, j] = 0.0
-        selector_used[j] = "none"
-    # Cells with K > 1, batched by K through the vectorised core (memory-bounded chunks).
-    per = max(1, 4_000_000 // (M * max(int(K_of.max()), reps)))
-    for K in sorted(set(K_of[K_of > 1].tolist())):
-        idx = np.flatnonzero(K_of == K)
-        for start in range(0, len(idx), per):
-            js = idx[start : start + per]
-            res = repeated_split(np.stack([design.scores[cells[j]] for j in js]), in_score, **core)
-            theta[js] = res["theta"]
-            psi_E[:, js] = res["psi_heldout"].T
-            psi_D[:, js] = res["psi_selection"].T
-            selector_used[js] = np.where(res["hard"], "hard", "softmax")
-            pi_win[js] = res["pi_win"]
-            eff_k[js] = res["eff_k"]
-
-    warnings: list[str] = []
-    for j in np.flatnonzero((selector_used == "hard") & (pi_win > instability_threshold)):
-        warnings.append(
-            f"{_label(cells[j])}: hard selection with winner instability pi_win = {pi_win[j]:.2f} > "
-            f"{instability_threshold}: the interval ignores the winner jumping between splits and can "
-            "undercover (use selector='softmax')."
-        )
-    base: dict[str, list[dict[str, Any]]] = {}
-    if include_baselines or item_bootstrap_draws:
-        for cell in cells:
-            Z = design.scores[cell]
-            if include_baselines:
-                for name, (est, lo, hi) in baselines(Z, in_score, alpha).items():
-                    base.setdefault(name, []).append(
-                        {"system": cell[0], "budget": cell[1], "estimate": est, "ci_low": lo, "ci_high": hi}
-                    )
-            if item_bootstrap_draws:
-                ib = item_bootstrap(Z, in_score, int(item_bootstrap_draws), rng_item, alpha=alpha, **core)
-                base.setdefault("item_bootstrap", []).append(
-                    {"system": cell[0], "budget": cell[1], "estimate": float(ib["draws"].mean()),
-                     "ci_low": ib["ci_low"], "ci_high": ib["ci_high"]}
-                )
-
-    psi = boot.center(psi_E + psi_D)
-    omega_hat = boot.covariance(psi)
-    if not (np.isfinite(theta).all() and np.isfinite(omega_hat).all()):
-        bad = [_label(cells[j]) for j in np.flatnonzero(~np.isfinite(theta) | ~np.isfinite(np.diag(omega_hat)))]
-        raise AssayInputError(f"the estimate or its variance is not finite for {', '.join(bad[:3])}: at temperature "
-                              f"{tau:g} the softmax's derivative overflows (near-tied artifacts); use a larger "
-                              "temperature (e.g. 0.1) or selector='hard' / 'adaptive'")
-    m_score, _ = split_sizes(M, score_fraction)
-    for j, cell in enumerate(cells):
-        Z = design.scores[cell]
-        if np.ptp(Z) == 0 or np.diag(omega_hat)[j] <= 1e-24:
-            # judged on the data (a constant cell with K > 1 leaves float residue ~1e-33 in the variance)
-            warnings.append(
-                f"{_label(cell)}: every item has the same score, so the interval has zero width; the "
-                "normal approximation says nothing here (score more items or report an exact binomial bound)."
-            )
-        elif selector_used[j] == "softmax" and tau < 0.25 * _selection_noise(Z, m_score):
-            warnings.append(
-                f"{_label(cell)}: temperature {tau:g} is far below the split-to-split noise of the two best "
-                f"artifacts' selection scores ({_selection_noise(Z, m_score):.3g}): the softmax acts as a hard switch "
-                "driven by noise, and its linearised interval is unreliable (it can reach outside the scores' "
-                "range). Use a temperature of at least that noise, or selector='hard' / 'adaptive'."
-            )
-    G = boot.draw(psi, n_boot, rng_boot, engine=engine)
-    root = math.sqrt(M)
-    sd = np.sqrt(np.clip(np.diag(omega_hat), 0.0, None))
-    half = boot.pointwise_critical(G, alpha) / root
-    for j in np.flatnonzero((theta - half < -1e-9) | (theta + half > 1 + 1e-9)):
-        warnings.append(f"{_label(cells[j])}: the interval [{theta[j] - half[j]:.3f}, {theta[j] + half[j]:.3f}] reaches "
-                        "outside the scores' range [0, 1]; the normal approximation is strained for this cell")
-    scale = sd if band == "studentized" else np.ones(C)
-    crit = boot.simultaneous_critical(G, alpha, scale=scale)
-    band_half = crit * scale / root
-    cells_cols = (
-        {
-            "system": [c[0] for c in cells],
-            "budget": [c[1] for c in cells],
-            "K": K_of,
-            "selector": selector_used,
-            "estimate": theta,
-            "ci_low": theta - half,
-            "ci_high": theta + half,
-            "band_low": theta - band_half,
-            "band_high": theta + band_half,
-            "se": sd / root,
-            "se_heldout": np.linalg.norm(boot.center(psi_E), axis=0) / M,
-            "se_selection": np.linalg.norm(boot.center(psi_D), axis=0) / M,
-            "pi_win": pi_win,
-            "eff_artifacts": eff_k,
-            "naive_max": naive_max,
-            "optimism": naive_max - theta,
-        }
-    )
-
-    contrast_list = _resolve_contrasts(contrasts, cells)
+    fit = core([design.scores[c] for c in design.cells], in_score, alpha=alpha, rng=rng_boot, n_boot=n_boot,
+               band=band, engine=engine, labels=[_label(c) for c in design.cells], **sel_kw)
+    tables = {"cells": _cells_table(design.cells, fit)}
+    contrast_info: dict[str, Any] = {}
     if contrast_list:
-        index = {c: j for j, c in enumerate(cells)}
-        W = np.zeros((len(contrast_list), C))
-        for i, con in enumerate(contrast_list):
-            for cell, w in con.weights.items():
-                W[i, index[cell]] += w
-        ci = boot.contrast_inference(theta, W, G, omega_hat, M, alpha)
-        est = ci["estimate"]
-        con_df = {
-            "contrast": [c.name for c in contrast_list],
-            "kind": [c.kind for c in contrast_list],
-            "estimate": est,
-            "se": ci["se"],
-            "ci_low": est - ci["half"],
-            "ci_high": est + ci["half"],
-            "simultaneous_low": est - ci["half_simultaneous"],
-            "simultaneous_high": est + ci["half_simultaneous"],
-        }
-        # one verdict per interval: the pointwise one answers a single contrast chosen in advance; a reader who
-        # scans several contrasts for a finding must use the simultaneous one (it holds for all at once)
-        for kind, lo, hi in (("pointwise", "ci_low", "ci_high"), ("simultaneous", "simultaneous_low", "simultaneous_high")):
-            con_df[f"verdict_{kind}"] = np.where(con_df[lo] > 0, "positive",
-                                                 np.where(con_df[hi] < 0, "negative", "inconclusive"))
-        contrast_info = {"critical_simultaneous": float(ci["critical_simultaneous"])}
-    else:
-        con_df = None
-        contrast_info = {}
+        con = contrast_core(fit, _contrast_matrix(contrast_list, design.cells), alpha=alpha)
+        tables["contrasts"] = _contrasts_table(contrast_list, con)
+        contrast_info = {"critical_simultaneous": con.critical_simultaneous}
 
+    m, l = split_sizes(M, score_fraction)
     params = {
         "reps": int(reps),
         "score_fraction": float(score_fraction),
@@ -859,22 +999,129 @@ def evaluate(
         "on_missing": on_missing,
     }
     info = {
-        "design": {"items": M, "score_size": m, "heldout_size": l, "cells": C,
+        "design": {"items": M, "score_size": m, "heldout_size": l, "cells": len(design.cells),
                    "dropped_items": len(design.dropped_items)},
-        "band": {"type": band, "critical": crit, "level": 1 - alpha},
+        "band": {"type": band, "critical": fit.band_critical, "level": 1 - alpha},
         "contrast_band": contrast_info,
-        "baselines": base,
-        "warnings": warnings,
+        "baselines": _baseline_rows(design, in_score, alpha, include_baselines, int(item_bootstrap_draws),
+                                    rng_item, sel_kw),
     }
-    level = {
-        "alpha": float(alpha),
-        "meaning": (
+    return build(
+        SirenResult,
+        params=params,
+        n=M,
+        n_meaning="evaluation items shared by every cell",
+        meaning=(
             f"each [ci_low, ci_high] covers its cell's procedure-level score with probability "
             f"about {1 - alpha:.0%} (asymptotic, given the frozen shortlist); [band_low, band_high] "
             f"cover every cell at once with probability about {1 - alpha:.0%}"
         ),
-        "n_meaning": "evaluation items shared by every cell",
+        seed=seed,
+        tables=tables,
+        alpha=alpha,
+        warnings=_warnings(design, fit, tau, instability_threshold, m),
+        info=info,
+    )
+
+
+def _cells_table(cells: Sequence[tuple[str, float | str]], fit: SirenEstimate) -> dict[str, Any]:
+    return {
+        "system": [c[0] for c in cells],
+        "budget": [c[1] for c in cells],
+        "K": fit.K,
+        "selector": fit.selector,
+        "estimate": fit.theta,
+        "ci_low": fit.ci_low,
+        "ci_high": fit.ci_high,
+        "band_low": fit.band_low,
+        "band_high": fit.band_high,
+        "se": fit.se,
+        "se_heldout": fit.se_heldout,
+        "se_selection": fit.se_selection,
+        "pi_win": fit.pi_win,
+        "eff_artifacts": fit.eff_artifacts,
+        "naive_max": fit.naive_max,
+        "optimism": fit.naive_max - fit.theta,
     }
-    return SirenResult(params=params, level=level, n=M, seed=recorded_seed,
-                       tables={"cells": cells_cols} if con_df is None else {"cells": cells_cols, "contrasts": con_df},
-                       info=info)
+
+
+def _contrast_matrix(contrast_list: Sequence[Contrast], cells: Sequence[tuple[str, float | str]]) -> np.ndarray:
+    index = {c: j for j, c in enumerate(cells)}
+    W = np.zeros((len(contrast_list), len(cells)))
+    for i, con in enumerate(contrast_list):
+        for cell, w in con.weights.items():
+            W[i, index[cell]] += w
+    return W
+
+
+def _contrasts_table(contrast_list: Sequence[Contrast], con: SirenContrasts) -> dict[str, Any]:
+    table: dict[str, Any] = {
+        "contrast": [c.name for c in contrast_list],
+        "kind": [c.kind for c in contrast_list],
+        "estimate": con.estimate,
+        "se": con.se,
+        "ci_low": con.ci_low,
+        "ci_high": con.ci_high,
+        "simultaneous_low": con.simultaneous_low,
+        "simultaneous_high": con.simultaneous_high,
+    }
+    # one verdict per interval: the pointwise one answers a single contrast chosen in advance; a reader who
+    # scans several contrasts for a finding must use the simultaneous one (it holds for all at once)
+    for kind, lo, hi in (("pointwise", "ci_low", "ci_high"), ("simultaneous", "simultaneous_low", "simultaneous_high")):
+        table[f"verdict_{kind}"] = np.where(table[lo] > 0, "positive", np.where(table[hi] < 0, "negative", "inconclusive"))
+    return table
+
+
+def _baseline_rows(design: SirenDesign, in_score: np.ndarray, alpha: float, include_baselines: bool,
+                   item_draws: int, rng_item: np.random.Generator, sel_kw: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """M1-M4 and the shortlist mean (:func:`baselines`) and the item bootstrap, as rows per baseline name."""
+    base: dict[str, list[dict[str, Any]]] = {}
+    if not (include_baselines or item_draws):
+        return base
+    for cell in design.cells:
+        Z = design.scores[cell]
+        if include_baselines:
+            for name, (est, lo, hi) in baselines(Z, in_score, alpha).items():
+                base.setdefault(name, []).append(
+                    {"system": cell[0], "budget": cell[1], "estimate": est, "ci_low": lo, "ci_high": hi}
+                )
+        if item_draws:
+            ib = item_bootstrap(Z, in_score, item_draws, rng_item, alpha=alpha, **sel_kw)
+            base.setdefault("item_bootstrap", []).append(
+                {"system": cell[0], "budget": cell[1], "estimate": float(ib["draws"].mean()),
+                 "ci_low": ib["ci_low"], "ci_high": ib["ci_high"]}
+            )
+    return base
+
+
+def _warnings(design: SirenDesign, fit: SirenEstimate, tau: float, threshold: float, m_score: int) -> list[str]:
+    """The sentences a reader must see beside the numbers: unstable hard selection, degenerate cells, a
+    temperature below the selection noise, intervals reaching outside [0, 1]."""
+    cells = design.cells
+    out: list[str] = []
+    for j in np.flatnonzero((fit.selector == "hard") & (fit.pi_win > threshold)):
+        out.append(
+            f"{_label(cells[j])}: hard selection with winner instability pi_win = {fit.pi_win[j]:.2f} > "
+            f"{threshold}: the interval ignores the winner jumping between splits and can "
+            "undercover (use selector='softmax')."
+        )
+    variance = np.diag(fit.omega)
+    for j, cell in enumerate(cells):
+        Z = design.scores[cell]
+        if np.ptp(Z) == 0 or variance[j] <= 1e-24:
+            # judged on the data (a constant cell with K > 1 leaves float residue ~1e-33 in the variance)
+            out.append(
+                f"{_label(cell)}: every item has the same score, so the interval has zero width; the "
+                "normal approximation says nothing here (score more items or report an exact binomial bound)."
+            )
+        elif fit.selector[j] == "softmax" and tau < 0.25 * _selection_noise(Z, m_score):
+            out.append(
+                f"{_label(cell)}: temperature {tau:g} is far below the split-to-split noise of the two best "
+                f"artifacts' selection scores ({_selection_noise(Z, m_score):.3g}): the softmax acts as a hard switch "
+                "driven by noise, and its linearised interval is unreliable (it can reach outside the scores' "
+                "range). Use a temperature of at least that noise, or selector='hard' / 'adaptive'."
+            )
+    for j in np.flatnonzero((fit.ci_low < -1e-9) | (fit.ci_high > 1 + 1e-9)):
+        out.append(f"{_label(cells[j])}: the interval [{fit.ci_low[j]:.3f}, {fit.ci_high[j]:.3f}] reaches "
+                   "outside the scores' range [0, 1]; the normal approximation is strained for this cell")
+    return out

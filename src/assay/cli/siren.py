@@ -62,9 +62,9 @@ def siren(
     reps: int = typer.Option(10, "--reps", help="Repeated splits R."),
     score_fraction: float = typer.Option(0.5, "--score-fraction", help="Share of items in each split's scoring part (rho)."),
     selector: str = typer.Option("softmax", "--selector", help="softmax, hard or adaptive."),
-    tau: float = typer.Option(0.1, "--tau", "--temperature", help="Softmax temperature on the score scale (0.1: soft argmax; 1.0: near-uniform)."),
+    temperature: float = typer.Option(0.1, "--temperature", help="Softmax temperature on the score scale (0.1: soft argmax; 1.0: near-uniform)."),
     boot: int = typer.Option(2000, "--boot", help="Bootstrap draws B."),
-    alpha: float = typer.Option(0.05, "--alpha", help="Miscoverage (0.05 -> 95% intervals)."),
+    alpha: float = typer.Option(0.05, "--alpha", "--delta", help="Miscoverage of each interval and of the band (0.05 -> 95%); --delta is an alias."),
     seed: Optional[int] = typer.Option(None, "--seed", help="Random seed (recorded; drawn when absent)."),
     contrast: list[str] = typer.Option([], "--contrast", help="'A@1.5M - A@0', or tuned-vs-default, budget-gains, pairwise. Repeatable."),
     band: str = typer.Option("studentized", "--band", help="studentized or raw simultaneous band."),
@@ -74,7 +74,7 @@ def siren(
     item_bootstrap: int = typer.Option(0, "--item-bootstrap", help="Also run the nonparametric item bootstrap with N replicates."),
     drop_incomplete: bool = typer.Option(False, "--drop-incomplete", help="Drop items with missing scores from every cell instead of failing."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Also write the JSON result to this file."),
+    out: Optional[Path] = typer.Option(None, "-o", "--out", help="Also write the JSON result to this file."),
     report: Optional[Path] = typer.Option(None, "--report", help="Also write a self-contained HTML report."),
 ) -> None:
     """Selection-aware intervals for tuned systems (SIREN) over a (system x budget) grid."""
@@ -84,7 +84,7 @@ def siren(
     result = siren_mod.evaluate(
         table,
         columns={"system": system_col, "budget": budget_col, "artifact": artifact_col, "item": item_col, "score": score_col},
-        reps=reps, score_fraction=score_fraction, selector=selector, temperature=tau, n_boot=boot, alpha=alpha,
+        reps=reps, score_fraction=score_fraction, selector=selector, temperature=temperature, n_boot=boot, alpha=alpha,
         seed=seed, contrasts=contrast, band=band, engine=engine, split_weights=split_weights,
         instability_threshold=instability_threshold, item_bootstrap_draws=item_bootstrap,
         on_missing="drop-items" if drop_incomplete else "error",

@@ -1,5 +1,5 @@
 """SIREN's data layer: validate a tidy (system, budget, artifact, item, score) table and pivot it into one
-items x artifacts array per (system, budget) cell (:func:`prepare`)."""
+items x artifacts array per (system, budget) cell (:func:`prepare`, :func:`siren_design`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pandas as pd
 from ..errors import AssayInputError, describe_rows
 from .tables import check_scores, check_unique, format_budget, map_columns, parse_budget
 
-__all__ = ["SirenDesign", "siren_design", "SIREN_COLUMNS"]
+__all__ = ["SirenDesign", "prepare", "siren_design", "SIREN_COLUMNS"]
 
 SIREN_COLUMNS = ("system", "budget", "artifact", "item", "score")
 
@@ -166,3 +166,81 @@ def siren_design(
         artifacts[(s, b)] = arts
     return SirenDesign(items=items, cells=cells, scores=scores, artifacts=artifacts,
                        dropped_items=sorted(dropped))
+
+
+def prepare(
+    table: Any,
+    *,
+    columns: Mapping[str, str | None] | None = None,
+    on_missing: str = "error",
+) -> SirenDesign:
+    """SIREN's ``prepare`` step: whatever the caller holds -> a validated :class:`SirenDesign`.
+
+    Parameters
+    ----------
+    table : DataFrame, mapping, ndarray or SirenDesign
+        * a tidy long DataFrame (``system, budget, artifact, item, score``; see :func:`siren_design`, which
+          ``columns`` and ``on_missing`` are passed to);
+        * a mapping ``{(system, budget): Z}`` or ``{system: Z}`` (budget 1) where ``Z`` is an items x artifacts
+          array of scores in [0, 1] (a 1-D array is one artifact), every cell on the same items in the same
+          order; artifacts are named ``a0, a1, ...`` and items ``0 .. M-1``;
+        * one items x artifacts array (a single cell ``("system", 1.0)``);
+        * a :class:`SirenDesign`, returned as it is.
+
+    Returns
+    -------
+    SirenDesign
+        One ``M x K_c`` array per cell, cells in the order given (tables: system order of appearance, then
+        budget).
+    """
+    if isinstance(table, SirenDesign):
+        return table
+    if isinstance(table, pd.DataFrame):
+        return siren_design(table, columns=columns, on_missing=on_missing)
+    if isinstance(table, np.ndarray):
+        table = {("system", 1.0): table}
+    if isinstance(table, Mapping):
+        return _design_from_arrays(table)
+    raise AssayInputError(f"cannot evaluate a {type(table).__name__}: give a tidy DataFrame, a dict of arrays or an array")
+
+
+def _design_from_arrays(table: Mapping[Any, Any]) -> SirenDesign:
+    scores: dict[tuple[str, float | str], np.ndarray] = {}
+    arts: dict[tuple[str, float | str], list[str]] = {}
+    cells: list[tuple[str, float | str]] = []
+    M = None
+    for key, Z in table.items():
+        if isinstance(key, tuple) and len(key) != 2:
+            raise AssayInputError(f"cell key {key!r}: use (system, budget) or a system name")
+        system, budget = key if isinstance(key, tuple) else (key, 1.0)
+        budget = parse_budget(budget)
+        try:
+            Z = np.asarray(Z, dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise AssayInputError(f"cell {key!r}: scores must be numbers in [0, 1] ({exc})") from None
+        if Z.ndim == 1:
+            Z = Z[:, None]
+        if Z.ndim != 2:
+            raise AssayInputError(f"cell {key!r}: expected an items x artifacts array, got shape {Z.shape}")
+        if M is None:
+            M = Z.shape[0]
+        if Z.shape[0] != M:
+            raise AssayInputError(
+                f"ragged design: cell {key!r} has {Z.shape[0]} items, the first cell has {M}; every cell needs the same items"
+            )
+        if not np.all(np.isfinite(Z)):
+            bad = np.argwhere(~np.isfinite(Z))[:3].tolist()
+            raise AssayInputError(f"cell {key!r} has NaN/inf scores at (item, artifact) {bad}; scores must be in [0, 1]")
+        if (Z < 0).any() or (Z > 1).any():
+            bad = np.argwhere((Z < 0) | (Z > 1))[:3].tolist()
+            raise AssayInputError(f"cell {key!r} has scores outside [0, 1] at (item, artifact) {bad}")
+        cell = (str(system), budget)
+        if cell in scores:
+            raise AssayInputError(f"duplicate cell {cell!r}")
+        scores[cell], arts[cell] = Z, [f"a{k}" for k in range(Z.shape[1])]
+        cells.append(cell)
+    if not cells:
+        raise AssayInputError("no cells given")
+    if M < 4:
+        raise AssayInputError(f"only {M} items; SIREN needs at least 4")
+    return SirenDesign(items=list(map(str, range(M))), cells=cells, scores=scores, artifacts=arts)
