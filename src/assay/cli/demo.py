@@ -13,6 +13,7 @@ from .siren import _print_siren
 from .autoeval import _print_autoeval
 from .psdme import _print_psdme
 from .faq import _print_faq
+from .scope import _print_scope
 
 
 @app.command()
@@ -25,9 +26,8 @@ def demo(
     """Run every method on data shipped inside the package; write DIR/results.json and DIR/report.html."""
     import time
 
-    import numpy as np
 
-    from .. import autoeval as ae, faq as faq_mod, psdme as ps, quickscope as qs, siren as siren_mod
+    from .. import autoeval as ae, faq as faq_mod, psdme as ps, siren as siren_mod
     from ..datasets import load_llmperf, load_siren_law, simulated_faq, synthetic_autoeval
     from ..benchmarks.worlds import get_world
     from ..quickscope.simulate import simulate as qs_simulate
@@ -79,5 +79,5 @@ def demo(
                "paper's factors)[/]")
     _print_faq(fres)
     _out.print("\n[bold]QuickScope: certified-hard DyVal templates of a SIMULATED model (3,000 calls)[/]")
-    _out.print(qres.summary(), highlight=False)
+    _print_scope(qres, rows=10)
     _out.print(f"\nwrote {out / 'results.json'}\nreport: {(out / 'report.html').resolve()}")

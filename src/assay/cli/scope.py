@@ -12,6 +12,71 @@ from ..errors import AssayInputError
 from ._common import app, emit as _emit, guard as _guard, out as _out
 
 
+def _num(v, fmt: str = ".3f") -> str:
+    """A table cell: integers as integers, floats as floats, missing as blank."""
+    import math
+
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return ""
+    if isinstance(v, bool):
+        return "yes" if v else ""
+    if isinstance(v, int) or (isinstance(v, float) and v.is_integer() and fmt != ".3f"):
+        return str(int(v))
+    if isinstance(v, float):
+        return format(v, fmt)
+    return str(v)
+
+
+def _print_scope(result, rows: int = 15) -> None:
+    """The top configurations as a table (configuration parameters, tickets, estimate, bounds, certificate)."""
+    import numpy as np
+    import pandas as pd
+    from rich.table import Table
+    from rich.text import Text
+
+    i, p = result.info, result.params
+    level = 1 - float(result.level["delta"])
+    tau = i.get("tau")
+    head = (f"QuickScope: {i.get('tickets')} tickets, {i.get('pool')} configurations tried, {i.get('n_certified')} "
+            + (f"certified at tau = {tau:g}" if tau is not None else "certified (no certificate threshold: --certify)")
+            + f", seed = {result.seed}")
+    top = result.table.head(rows)
+    fixed = ["n", "estimate", "ci_low", "ci_high", "certified", "certified_at_ticket", "truth"]
+    hidden = {"arm", "key", "origin", *fixed}
+    names = [c for c in top.columns if c not in hidden and not top[c].isna().all()]
+    t = Table(title=Text(head), title_justify="left")
+    for c in names:
+        t.add_column(Text(str(c)), justify="right" if pd.api.types.is_numeric_dtype(top[c]) else "left")
+    t.add_column("n", justify="right")
+    what = "error rate" if p.get("utility", "error") == "error" else "mean utility"
+    t.add_column(what, justify="right")
+    t.add_column(f"{level:.0%} bounds (all at once)", justify="right")
+    t.add_column("certified at", justify="right")
+    has_truth = "truth" in top.columns
+    if has_truth:
+        t.add_column("truth (sim.)", justify="right")
+    for r in top.to_dict("records"):
+        cert = f"ticket {int(r['certified_at_ticket'])}" if r.get("certified") else ""
+        cells = [Text(_num(r[c].item() if isinstance(r[c], np.generic) else r[c], ".3g")) for c in names]
+        cells += [str(int(r["n"])), f"{r['estimate']:.3f}", f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]", cert]
+        if has_truth:
+            cells.append(f"{r['truth']:.3f}")
+        t.add_row(*cells)
+    _out.print(t)
+    fails = i.get("failures") or {}
+    if any(fails.values()):
+        _out.print(Text("failures (counted as utility %s): %s" % (
+            p.get("failure_utility"), ", ".join(f"{k} {v}" for k, v in fails.items() if v))))
+    if "simulated" in i:
+        _out.print(Text(f"simulated world {i['simulated']['world']}: {i['simulated']['false_certifications']} "
+                        "false certificate(s) (a certified configuration whose true error rate is below tau)"))
+    for w in result.warnings:
+        _out.print(Text(f"warning: {w}"))
+    _out.print(Text(f"Rows: configurations ranked by their lower bound; '{what}' is the mean over the configuration's tickets; the "
+                    f"bounds hold for every configuration at every time together with probability >= {level:.0%}; a "
+                    "configuration is certified once its lower bound reaches tau."))
+
+
 @app.command()
 @_guard
 def scope(
@@ -93,4 +158,4 @@ def scope(
                             max_retries=max_retries, progress=update, **sp_params)
         sys.stderr.write(f"run id: {result.info.get('run_id')} (resume with --run-id {result.info.get('run_id')} "
                          f"--seed {seed})\n")
-    _emit(result, as_json, out, report, lambda: _out.print(result.summary(), highlight=False))
+    _emit(result, as_json, out, report, lambda: _print_scope(result))

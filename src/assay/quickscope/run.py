@@ -53,9 +53,10 @@ class ScopeResult(Result):
 
     def summary(self) -> str:
         p, i = self.params, self.info
+        cert = (f"{i.get('n_certified')} certified at tau = {i['tau']:g}" if i.get("tau") is not None
+                else "no certificate threshold")
         lines = [f"QuickScope (assay {self.version}): {i.get('tickets')} tickets, {i.get('pool')} configurations tried, "
-                 f"{i.get('n_certified')} certified at tau = {i.get('tau')}; bounds hold simultaneously w.p. >= "
-                 f"{1 - p.get('delta', 0.01):.2%}"]
+                 f"{cert}; bounds hold simultaneously w.p. >= {1 - p.get('delta', 0.01):.0%}"]
         fails = i.get("failures") or {}
         if any(fails.values()):
             lines.append("failures (utility %s): %s" % (p.get("failure_utility"),
@@ -63,7 +64,9 @@ class ScopeResult(Result):
         top = self.tables["top"]
         if len(top):
             keep = [c for c in top.columns if c not in ("arm", "key", "certified_at_ticket", "origin")]
-            lines.append(top[keep].head(10).to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+            shown = top[keep].head(10)
+            shown = shown.loc[:, ~shown.isna().all()]
+            lines.append(shown.to_string(index=False, float_format=lambda x: f"{x:.3f}", na_rep=""))
         lines += [f"note: {w}" for w in i.get("warnings", [])]
         return "\n".join(lines)
 
