@@ -85,9 +85,50 @@ def study(
                                "workers": workers, "address": address}
 
     def human() -> None:
-        _out.print(result.summary(), highlight=False)
+        _print_study(result)
 
     _emit(result, as_json, out, None, human)
+
+
+def _cell(v: Any, integral: bool) -> str:
+    import math
+
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return ""
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, float):
+        return str(int(v)) if integral else f"{v:.4f}"
+    return str(v)
+
+
+def _print_study(result) -> None:
+    """A study's rows as a table: integer counts as integers, empty columns left out, the notes as a legend."""
+    import numpy as np
+    import pandas as pd
+    from rich.table import Table
+    from rich.text import Text
+
+    rows = result.rows
+    rows = rows.loc[:, ~rows.isna().all()]
+    name = result.params.get("study", "study")
+    t = Table(title=Text(f"{name}: {result.params.get('trials')} trials per row, seed = {result.seed}"),
+              title_justify="left")
+    for c in rows.columns:
+        t.add_column(Text(str(c)), justify="right" if pd.api.types.is_numeric_dtype(rows[c]) else "left")
+    # a column is printed as integers when every value in it is a whole number (counts, sizes), else with 4 decimals
+    integral = {c: pd.api.types.is_numeric_dtype(rows[c]) and not pd.api.types.is_bool_dtype(rows[c])
+                and bool(np.all(np.mod(rows[c].dropna().to_numpy(dtype=float), 1) == 0)) for c in rows.columns}
+    for rec in rows.to_dict("records"):
+        t.add_row(*[Text(_cell(v.item() if isinstance(v, np.generic) else v, integral[c])) for c, v in rec.items()])
+    _out.print(t)
+    for k, v in result.info.items():
+        if k not in ("notes", "warnings"):
+            _out.print(Text(f"{k}: {v}"))
+    for w in result.warnings:
+        _out.print(Text(f"warning: {w}"))
+    for n in result.info.get("notes", []):
+        _out.print(Text(f"note: {n}"))
 
 
 # A single cell instead of the whole grid: each flag maps to the study's plural parameter (a list of values) or, when
