@@ -731,7 +731,9 @@ class Search:
         df["ci_low"] = self._lcb[:n]
         df["ci_high"] = self._ucb[:n]
         df["certified"] = self._cert[:n]
-        df["certified_at_ticket"] = np.where(self._cert[:n], self._cert_ticket[:n], -1)
+        # missing (not -1) for configurations never certified: a count column stays a count
+        df["certified_at_ticket"] = pd.array(np.where(self._cert[:n], self._cert_ticket[:n], 0), dtype="Int64")
+        df.loc[~self._cert[:n], "certified_at_ticket"] = pd.NA
         df["origin"] = self._origin
         df["key"] = [self.space.key(c) for c in self.configs]
         return df

@@ -69,6 +69,7 @@ def siren_figure(result: Result) -> str:
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
+figure svg{max-width:100%;height:auto} .scroll{max-width:100%;overflow-x:auto}
 h1{font-size:1.6em} h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:2em}
 table{border-collapse:collapse;font-size:.85em;margin:1em 0} td,th{border:1px solid #ddd;padding:3px 7px;text-align:right}
 th{background:#f4f6f8} td:first-child,th:first-child{text-align:left}
@@ -79,13 +80,20 @@ figure{margin:1em 0} figcaption{font-size:.9em;color:#444;max-width:900px}
 
 def _table_html(df: pd.DataFrame, floats: str = "{:.4f}") -> str:
     def fmt(v):
+        if v is None or v is pd.NA:
+            return ""
+        if isinstance(v, (bool, np.bool_)):
+            return "yes" if v else ""
+        if isinstance(v, (int, np.integer)):
+            return str(int(v))
         if isinstance(v, (float, np.floating)):
             return "" if np.isnan(v) else floats.format(v)
         return html.escape(str(v))
 
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
     body = "".join("<tr>" + "".join(f"<td>{fmt(v)}</td>" for v in row) + "</tr>" for row in df.itertuples(index=False))
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    # a wide table scrolls inside the page instead of running past it
+    return f"<div class='scroll'><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
 
 
 def _siren_section(result: Result) -> str:
@@ -344,6 +352,13 @@ def _config_label(row: pd.Series, names: list[str]) -> str:
     return " / ".join(parts)[:48]
 
 
+def _tick(v) -> str:
+    """A tick label: whole numbers without decimals, other floats with 2, text in full."""
+    if isinstance(v, (float, np.floating)):
+        return str(int(v)) if float(v).is_integer() else f"{v:.2f}"
+    return str(v)
+
+
 def quickscope_figure(result: Result) -> str:
     """Left: the top configurations by LCB with their [LCB, UCB] whiskers and means (certified in red, the true
     value as a cross when the run was simulated). Middle: certified configurations and pool size against tickets.
@@ -355,6 +370,7 @@ def quickscope_figure(result: Result) -> str:
 
     top = result.tables["top"].head(20)
     trace = result.tables.get("trace", pd.DataFrame())
+    utility = "error rate" if result.params.get("utility", "error") == "error" else "utility"
     skip = {"arm", "n", "estimate", "ci_low", "ci_high", "certified", "certified_at_ticket", "origin", "key", "truth"}
     names = [c for c in top.columns if c not in skip]
     fig, (a1, a2, a3) = plt.subplots(1, 3, figsize=(14, 4.2), gridspec_kw={"width_ratios": [1.4, 1, 1]})
@@ -371,15 +387,23 @@ def quickscope_figure(result: Result) -> str:
         a1.set_yticks(y)
         a1.set_yticklabels([f"{_config_label(r, names)}  (n={int(r['n'])})" for _, r in top.iterrows()], fontsize=6)
         a1.set_xlim(0, 1.02)
-        a1.set_xlabel("utility (e.g. error rate)")
+        a1.set_xlabel(utility)
         a1.legend(fontsize=6, loc="lower left")
     a1.set_title("top configurations by LCB", fontsize=9)
     if len(trace):
+        from matplotlib.ticker import MaxNLocator
+
         a2.plot(trace["tickets"], trace["certified"], color="#c0392b", label="certified")
         a2.set_ylabel("certified configurations", color="#c0392b")
+        # counts: whole-number ticks, and an axis from 0 even when nothing was certified
+        a2.set_ylim(0, max(1, int(trace["certified"].max())) * 1.08)
+        a2.yaxis.set_major_locator(MaxNLocator(integer=True))
         b2 = a2.twinx()
         b2.plot(trace["tickets"], trace["pool"], color="#7f8c8d", lw=0.8)
         b2.set_ylabel("configurations tried", color="#7f8c8d")
+        b2.set_ylim(0, max(1, int(trace["pool"].max())) * 1.08)
+        b2.yaxis.set_major_locator(MaxNLocator(integer=True))
+        a2.xaxis.set_major_locator(MaxNLocator(integer=True))
         a2.set_xlabel("tickets (model calls)")
     a2.set_title("certification over time", fontsize=9)
     full = result.tables["top"]
@@ -389,15 +413,17 @@ def quickscope_figure(result: Result) -> str:
             piv = full.pivot_table(index=g0, columns=names[1], values="estimate", aggfunc="mean")
             im = a3.imshow(piv.to_numpy(dtype=float), aspect="auto", cmap="Reds", vmin=0, vmax=1)
             a3.set_yticks(range(len(piv.index)))
-            a3.set_yticklabels([str(v)[:14] for v in piv.index], fontsize=6)
+            a3.set_yticklabels([_tick(v) for v in piv.index], fontsize=6)
             a3.set_xticks(range(len(piv.columns)))
-            a3.set_xticklabels([str(v)[:6] for v in piv.columns], fontsize=6, rotation=90)
+            a3.set_xticklabels([_tick(v) for v in piv.columns], fontsize=6, rotation=90)
             a3.set_xlabel(names[1])
-            fig.colorbar(im, ax=a3, fraction=0.05)
+            a3.set_ylabel(g0)
+            cb = fig.colorbar(im, ax=a3, fraction=0.05)
+            cb.set_label(f"mean {utility}", fontsize=7)
         else:
             m = full.groupby(g0)["estimate"].mean()
-            a3.barh([str(v)[:14] for v in m.index], m.to_numpy())
-            a3.set_xlabel("mean utility")
+            a3.barh([_tick(v) for v in m.index], m.to_numpy())
+            a3.set_xlabel(f"mean {utility}")
     a3.set_title("hard regions among the top configurations", fontsize=9)
     fig.tight_layout()
     return _svg(fig)
