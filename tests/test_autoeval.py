@@ -1037,3 +1037,99 @@ def test_json_round_trip_nothing_certified():
     assert res.certified == []
     back = Result.from_json(res.to_json())
     pd.testing.assert_frame_equal(back.candidates, res.candidates, check_dtype=False)
+
+
+# ============================================================================================
+# 10. Three layers: prepare (data layer) -> core (arrays) -> build (Result)
+# ============================================================================================
+
+
+def test_core_on_arrays_reproduces_certify():
+    """certify = prepare + core per candidate + build: the core on the prepared arrays gives the same numbers."""
+    from assay.data.autoeval import prepare
+    from assay.seeds import resolve_seed
+
+    df = small_table(seed=81, risks=(0.04, 0.09), n=60, N=400, kind="flip0.1")
+    res = certify(df, risk_target=TARGET, delta=0.1, seed=9, interval=True, select="holm")
+    prep = prepare(df, shuffle=True, rng=resolve_seed(9).rng())
+    assert prep.candidates == ["m0", "m1"]
+    t = res.candidates.set_index("candidate")
+    for cand in prep.candidates:
+        d = prep.data[cand]
+        assert res.info["order"][cand] == {"labelled": d.labelled_items, "unlabelled": d.unlabelled_items}
+        c = ae.core(d.loss_human, d.judge_labelled, d.judge_unlabelled, risk_target=TARGET, delta=0.1 / 2,
+                    interval=True)
+        assert isinstance(c, ae.Certificate)
+        np.testing.assert_array_equal(np.exp(c.log_e), res.path(cand))
+        assert c.log_e_s.shape == (10, 60) and c.r == 6 and c.unused_unlabelled == 40
+        np.testing.assert_array_equal(c.log_e, bt.mixture_log_wealth(c.log_e_s))
+        for field in ("p_value", "risk_upper", "ci_low", "ci_high", "rho_weighted"):
+            assert getattr(c, field) == t.loc[cand, field], field
+        assert c.weights.tolist() == res.info["paths"][cand]["weights"]
+
+
+def test_core_without_pandas_and_r_eval_needs_no_judge():
+    rng = np.random.default_rng(5)
+    h = (rng.random(200) < 0.03).astype(float)
+    c = ae.core(h.tolist(), risk_target=TARGET, method="r-eval", bounds=False)
+    assert c.rhos.tolist() == [0.0] and c.r == 0 and np.isnan(c.risk_upper) and np.isnan(c.ci_low)
+    # R-Eval ignores judge arrays even when given
+    c2 = ae.core(h, np.full(200, np.nan), None, risk_target=TARGET, method="r-eval", bounds=False)
+    np.testing.assert_array_equal(c.log_e, c2.log_e)
+    assert c.certified == (c.p_value <= 0.1) and (c.certified_at > 0 if c.certified else np.isnan(c.certified_at))
+    # the mixture e-process works on any leading shape (the studies run all candidates at once)
+    q = np.stack([effective_observations(h, h, np.tile(h, 3), RHOS)[0]] * 3)
+    _, batched = ae.mixture_e_process(q, RHOS, risk_target=TARGET, delta=0.1, horizon=200)
+    _, single = ae.mixture_e_process(q[0], RHOS, risk_target=TARGET, delta=0.1, horizon=200)
+    np.testing.assert_array_equal(batched[2], single)
+
+
+@pytest.mark.parametrize("kw,match", [
+    (dict(loss_human=[0.1, 0.2], judge_labelled=[0.1], judge_unlabelled=[0.0, 0.0]), "has 1 values, but loss_human has 2"),
+    (dict(loss_human=[0.1, 1.5], judge_labelled=[0.1, 0.1], judge_unlabelled=[0.0, 0.0]), r"loss_human must hold losses in \[0, 1\]"),
+    (dict(loss_human=[0.1, 0.2], judge_labelled=[0.1, 0.1], judge_unlabelled=[0.0]), "judge_unlabelled has 1 values for 2"),
+    (dict(loss_human=[0.1, 0.2]), "needs judge_labelled and judge_unlabelled"),
+    (dict(loss_human=[]), "loss_human is empty"),
+    (dict(loss_human=[[0.1]]), "one-dimensional"),
+    (dict(loss_human=[0.1], method="r-eval", delta=2), "delta must be"),
+])
+def test_core_bad_input(kw, match):
+    with pytest.raises(AssayInputError, match=match):
+        ae.core(risk_target=TARGET, **kw)
+
+
+def test_result_packaging_and_vocabulary(good_df):
+    res = certify(good_df, risk_target=TARGET, seed=0, bounds=False)
+    assert res.level["n_meaning"] == res.n_meaning == "labelled (human-scored) examples per candidate"
+    assert res.n == 20 and res.warnings == [] and res.confidence == 0.9
+    with pytest.raises(AssayInputError, match="interval=True"):
+        res.confidence_interval()
+    ci = certify(good_df, risk_target=TARGET, seed=0, interval=True).confidence_interval()
+    assert ci.low.shape == (2,) and (ci.low <= ci.high).all() and ci.level == 0.9
+    # different n per candidate: n is the first candidate's, and the meaning says so
+    uneven = good_df.drop(good_df.index[(good_df["candidate"] == "m1") & good_df["loss_human"].notna()][:5])
+    r2 = certify(uneven, risk_target=TARGET, seed=0, bounds=False)
+    assert r2.n == 20 and "differ between candidates" in r2.n_meaning
+    # a Generator: its draws give the order, the result records no int seed and says why
+    g = certify(good_df, risk_target=TARGET, seed=np.random.default_rng(4), bounds=False)
+    assert g.seed is None and g.info["seed_source"] == "generator"
+
+
+def test_seed_is_resolved_before_the_table_is_read(good_df):
+    with pytest.raises(AssayInputError, match="seed must be"):
+        certify(good_df.iloc[:0], risk_target=TARGET, seed=-3)
+
+
+def test_select_uses_the_shared_procedures():
+    from assay.stats import multiple
+
+    rng = np.random.default_rng(8)
+    names = [f"m{k}" for k in range(6)]
+    for _ in range(50):
+        p = rng.random(6) ** 4
+        t = pd.DataFrame({"p_value": p}, index=names)
+        assert ae._select(t, "bonferroni", names, 0.1) == [c for c, m in zip(names, multiple.bonferroni(p, 0.1)) if m]
+        assert ae._select(t, "holm", names, 0.1) == [c for c, m in zip(names, multiple.holm(p, 0.1)) if m]
+        order = ["m3", "m0", "m5"]
+        mask = multiple.fixed_sequence(p, 0.1, order=[3, 0, 5])
+        assert ae._select(t, "fst", order, 0.1) == [c for c in order if mask[names.index(c)]]

@@ -208,7 +208,25 @@ def test_autoeval_two_files_and_bad_input(tmp_path):
     assert res.exit_code == 2 and "only in the human-label file: q8" in res.stderr
     res = run(["autoeval", str(tmp_path / "h.csv"), "--judge", str(tmp_path / "j.csv"), "--risk-target", "0.1",
                "--delta", "1.5"])
-    assert res.exit_code == 2 and "delta" in res.stderr
+    assert res.exit_code == 2 and "--alpha (--delta) must be strictly between 0 and 1" in res.stderr
+    res = run(["autoeval", str(tmp_path / "h.csv"), "--judge", str(tmp_path / "j.csv"), "--risk-target", "0.1",
+               "--reliance-levels", "1"])
+    assert res.exit_code == 2 and "--reliance-levels must be at least 2" in res.stderr
+
+
+def test_autoeval_flags_alpha_delta_alias_reliance_levels_and_out(tmp_path):
+    """--alpha is the error level (the paper's delta; --delta is an alias), --reliance-levels the number of rho
+    values (--factors is gone: in ``assay faq`` it names a file), -o / --out the output file."""
+    path = _autoeval_csv(tmp_path)
+    base = ["autoeval", str(path), "--risk-target", "0.1", "--seed", "2", "--reliance-levels", "4"]
+    a = run([*base, "--alpha", "0.05", "-o", str(tmp_path / "a.json")])
+    d = run([*base, "--delta", "0.05", "--out", str(tmp_path / "d.json")])
+    assert a.exit_code == 0 and d.exit_code == 0, a.output + d.output
+    ja, jd = (json.loads((tmp_path / f).read_text()) for f in ("a.json", "d.json"))
+    assert ja == jd and ja["level"]["delta"] == 0.05 and ja["params"]["factors"] == 4
+    assert len(ja["params"]["rhos"]) == 4
+    res = run(["autoeval", str(path), "--risk-target", "0.1", "--factors", "4"])
+    assert res.exit_code == 2 and "No such option" in res.stderr
 
 
 def test_autoeval_study_json_rows():

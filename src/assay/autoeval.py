@@ -12,46 +12,57 @@ N - r n left over are not used and are reported). With a reliance factor rho (eq
     q_{rho,i} = rho * mean(judge losses of block i) + l_i - rho * l~_i   in [-rho, 1 + rho],
 
 an unbiased estimate of the risk R for every rho. R-Eval uses rho = 0 (human labels only),
-R-AutoEval rho = 1 (PPI), and R-AutoEval+ a grid 0 = rho_1 < ... < rho_S = 1 (S = 10) whose
-e-processes are mixed by exponential weights (eq. 11-13). The null "R > risk_target" is rejected,
-and the candidate certified, when the mixture wealth reaches 1/delta at some step (Ville, eq. 19):
-P(certify | R > risk_target) <= delta, whatever the judge's quality. The mixture's sample
-complexity is at most the best rho's (Theorem 3), so a useless judge costs at most a factor
+R-AutoEval rho = 1 (PPI, eq. 8), and R-AutoEval+ a grid 0 = rho_1 < ... < rho_S = 1 (eq. 9, S = 10)
+whose e-processes (eq. 12) are mixed by exponential weights (eq. 11, 13). The null "R > risk_target"
+is rejected, and the candidate certified, when the mixture wealth reaches 1/delta at some step
+(Ville, eq. 19): P(certify | R > risk_target) <= delta, whatever the judge's quality. The mixture's
+sample complexity is at most the best rho's (Theorem 3, eq. 18), so a useless judge costs at most
 log S in evidence compared with human labels alone.
 
-Model selection with family-wise error <= delta: fixed-sequence testing in a given order (each
-test at delta, stop at the first failure), Bonferroni (each at delta / K), or Holm (step-down on
-the anytime p-values p = min(1, 1 / max_i E_i), bets tuned at delta / K). The certified candidate
-with the lowest user-given cost is reported as the best; when nothing is certified the result
-says so (the paper's released code silently fell back to the largest model).
+Model selection with family-wise error <= delta (:mod:`assay.stats.multiple`): fixed-sequence testing
+in a given order (each test at delta, stop at the first failure), Bonferroni (each at delta / K), or
+Holm (step-down on the anytime p-values p = min(1, 1 / max_i E_i), bets tuned at delta / K). The
+certified candidate with the lowest user-given cost is reported as the best; when nothing is certified
+the result says so (the paper's released code silently fell back to the largest model).
 
 The data order is arbitrary but matters for a sequential test: by default a seeded random
 permutation of the items (shared by all candidates), recorded in the result for auditing.
+
+Layers
+------
+* :func:`assay.data.autoeval.prepare`: the long table -> per-candidate arrays in processing order;
+* :func:`core`: one candidate's test on numpy arrays (no pandas), in the paper's notation, built from
+  :func:`effective_observations` (eq. 10) and :func:`mixture_e_process` (eq. 11-13);
+* :func:`certify`: check the parameters, resolve the seed, prepare, run the core per candidate, apply
+  the family-wise procedure, and package the :class:`AutoEvalResult` with :func:`assay.results.build`.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 import numpy as np
 import pandas as pd
 
-from .data import check_scores, map_columns
-from .errors import AssayInputError, describe_rows
+from .data.autoeval import AUTOEVAL_COLUMNS, prepare
+from .errors import AssayInputError
+from .results import Result, build
 from .seeds import resolve_seed
-from .results import Result
 from .stats import betting as bt
+from .stats import multiple
 
-__all__ = ["certify", "AutoEvalResult", "effective_observations", "METHODS", "reliance_factors"]
+__all__ = ["certify", "core", "Certificate", "AutoEvalResult", "effective_observations", "mixture_e_process",
+           "reliance_factors", "METHODS", "SELECTIONS", "COLUMNS"]
 
 METHODS = ("r-eval", "r-autoeval", "r-autoeval+")
 SELECTIONS = ("fst", "bonferroni", "holm")
-COLUMNS = ("candidate", "item", "loss_human", "loss_judge")
+COLUMNS = AUTOEVAL_COLUMNS
 
 
 def reliance_factors(method: str, factors: int = 10) -> np.ndarray:
-    """rho grid: [0] (R-Eval), [1] (R-AutoEval), linspace(0, 1, S) (R-AutoEval+, eq. 9)."""
+    """The reliance factors rho_s of a method: [0] (R-Eval), [1] (R-AutoEval), linspace(0, 1, S) (R-AutoEval+,
+    eq. 9, S = ``factors`` >= 2)."""
     if method == "r-eval":
         return np.array([0.0])
     if method == "r-autoeval":
@@ -66,7 +77,19 @@ def reliance_factors(method: str, factors: int = 10) -> np.ndarray:
 def effective_observations(
     human: np.ndarray, judge_labelled: np.ndarray, judge_unlabelled: np.ndarray, rhos: np.ndarray
 ) -> tuple[np.ndarray, int, int]:
-    """q_{s,i} (eq. 10) for every rho_s: array (S, n); also r and the number of unused unlabelled."""
+    """Effective observations q_{s,i} = l^f_{s,i} (eq. 10; eq. 8 at rho = 1) for every rho_s.
+
+    Labelled example i is paired with the i-th block of r = floor(N / n) unlabelled judge losses.
+
+    Returns
+    -------
+    q : ndarray (S, n)
+        q_{s,i} in [-rho_s, 1 + rho_s], unbiased for the risk.
+    r : int
+        Unlabelled examples per labelled one.
+    unused : int
+        N - r n unlabelled examples left over.
+    """
     n = len(human)
     N = len(judge_unlabelled)
     r = N // n if n else 0
@@ -77,6 +100,184 @@ def effective_observations(
     rhos = np.asarray(rhos, dtype=float)[:, None]
     q = rhos * block[None, :] + human[None, :] - rhos * judge_labelled[None, :]
     return q, r, N - r * n
+
+
+def mixture_e_process(
+    q: np.ndarray,
+    rhos: np.ndarray,
+    *,
+    risk_target: float,
+    delta: float,
+    betting: str = "wsr",
+    horizon: int | None = None,
+    grid: int = 10_000,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The e-processes of the test of H0: R > ``risk_target``, per reliance factor and mixed.
+
+    Parameters
+    ----------
+    q : ndarray (..., S, n)
+        Effective observations (:func:`effective_observations`); row s lies in [-rho_s, 1 + rho_s].
+    rhos : ndarray (S,)
+        The reliance factors.
+    risk_target : float
+        alpha of the paper.
+    delta : float
+        Level the WSR bets are tuned to (eq. 21: log(1/delta)); UP bets do not depend on it.
+    betting : {"wsr", "up"}
+        Waudby-Smith-Ramdas bets (eq. 21-22, c = 3/4) or the universal portfolio (eq. 20) on ``grid`` points.
+    horizon : int, optional
+        n of eq. 21 (the fixed-n schedule); None uses the anytime schedule i log(i + 1).
+
+    Returns
+    -------
+    log_e_s : ndarray (..., S, n)
+        log E_{s,i}, the wealth of each factor alone (eq. 12).
+    log_e : ndarray (..., n)
+        log E_i of R-AutoEval+ (eq. 11 with the weights of eq. 13 and w_{s,0} = 1/S), which equals
+        log sum_s w_{s,0} E_{s,i}.
+    """
+    rhos = np.asarray(rhos, dtype=float)
+    log_e_s = bt.e_process(q, risk_target, lo=-rhos, hi=1.0 + rhos, betting=betting, delta=delta, horizon=horizon,
+                           grid=grid)
+    return log_e_s, bt.mixture_log_wealth(log_e_s)
+
+
+class Certificate(NamedTuple):
+    """One candidate's R-AutoEval+ test (:func:`core`)."""
+
+    rhos: np.ndarray  #: (S,) reliance factors rho_s (eq. 9)
+    r: int  #: unlabelled examples per labelled one, floor(N / n)
+    unused_unlabelled: int  #: N - r n unlabelled examples not used
+    log_e_s: np.ndarray  #: (S, n) log E_{s,i}, each factor's e-process (eq. 12)
+    log_e: np.ndarray  #: (n,) log E_i, the mixture e-process (eq. 11, 13)
+    weights: np.ndarray  #: (S,) weights w_{s,n+1} over rho after the last example (eq. 13)
+    rho_weighted: float  #: sum_s w_{s,n+1} rho_s: how much the test relies on the judge at the end
+    p_value: float  #: anytime p-value min(1, 1 / max_i E_i)
+    certified: bool  #: H0: R > risk_target rejected (eq. 19): p_value <= delta
+    certified_at: float  #: first i (1-based) with E_i >= 1/delta; NaN when not certified
+    risk_upper: float  #: (1 - delta) upper confidence bound on R (NaN when bounds=False)
+    ci_low: float  #: two-sided (1 - delta) interval for R, lower end (NaN unless interval=True)
+    ci_high: float  #: upper end of that interval
+
+
+def _check_level(name: str, v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not (0 < float(v) < 1):
+        raise AssayInputError(f"{name} must be a number strictly between 0 and 1, got {v!r}")
+    return float(v)
+
+
+def _check_betting(betting: Any, grid: Any) -> None:
+    if betting not in ("wsr", "up"):
+        raise AssayInputError(f"betting must be 'wsr' or 'up', got {betting!r}")
+    if isinstance(grid, bool) or not isinstance(grid, (int, np.integer)) or grid < 10:
+        raise AssayInputError(f"grid must be an integer >= 10, got {grid!r}")
+
+
+def _losses(name: str, v: Any, size: int | None = None) -> np.ndarray:
+    arr = np.asarray(v, dtype=float)
+    if arr.ndim != 1:
+        raise AssayInputError(f"{name} must be a one-dimensional array of losses, got shape {arr.shape}")
+    if size is not None and arr.size != size:
+        raise AssayInputError(f"{name} has {arr.size} values, but loss_human has {size}")
+    if not np.isfinite(arr).all() or (arr < 0).any() or (arr > 1).any():
+        raise AssayInputError(f"{name} must hold losses in [0, 1] (no NaN)")
+    return arr
+
+
+def core(
+    loss_human: np.ndarray,
+    judge_labelled: np.ndarray | None = None,
+    judge_unlabelled: np.ndarray | None = None,
+    *,
+    risk_target: float,
+    delta: float = 0.1,
+    method: str = "r-autoeval+",
+    factors: int = 10,
+    betting: str = "wsr",
+    grid: int = 10_000,
+    bounds: bool = True,
+    interval: bool = False,
+) -> Certificate:
+    """R-Eval / R-AutoEval / R-AutoEval+ for one candidate on arrays (Algorithm 1 of the paper).
+
+    The examples are processed in the order given (:func:`certify` shuffles them first).
+
+    1. effective observations q_{s,i} for each reliance factor rho_s (eq. 10, 9);
+    2. each factor's e-process E_{s,i} = prod_{j<=i} (1 - lambda_{s,j} (q_{s,j} - alpha)) (eq. 12) with WSR
+       (eq. 21-22, horizon n) or UP (eq. 20) bets;
+    3. the mixture E_i with exponential weights w_{s,i} proportional to w_{s,0} E_{s,i-1} (eq. 11, 13);
+    4. Ville's test max_i E_i >= 1/delta (eq. 19), i.e. the anytime p-value min(1, 1 / max_i E_i) <= delta,
+       with P(certified | R > alpha) <= delta (eq. 2);
+    5. optionally the (1 - delta) upper confidence bound on R (the smallest target the test rejects, bets
+       free of the target: cap 1/(hi - lo), App. E.5) and a two-sided interval (hedged capital process).
+
+    Parameters
+    ----------
+    loss_human : array (n,)
+        Human losses l_i of the labelled examples, in [0, 1].
+    judge_labelled : array (n,), optional
+        Judge losses l~_i on the same examples. Not needed (ignored) for ``method="r-eval"``.
+    judge_unlabelled : array (N,), optional
+        Judge losses of the unlabelled examples, N >= n. Not needed (ignored) for ``method="r-eval"``.
+    risk_target : float
+        alpha of the paper, strictly between 0 and 1.
+    delta : float, default 0.1
+        Error level of the test (and of the bounds).
+    method : {"r-eval", "r-autoeval", "r-autoeval+"}
+    factors : int, default 10
+        S, the number of reliance factors of R-AutoEval+ (uniform initial weights).
+    betting : {"wsr", "up"}
+    grid : int, default 10,000
+        Bet grid of the universal portfolio; bounds use at most 2,000 points (any grid gives a valid bound).
+    bounds : bool, default True
+        Compute ``risk_upper``.
+    interval : bool, default False
+        Compute ``ci_low`` / ``ci_high``.
+
+    Returns
+    -------
+    Certificate
+    """
+    risk_target = _check_level("risk_target", risk_target)
+    delta = _check_level("delta", delta)
+    _check_betting(betting, grid)
+    rhos = reliance_factors(method, factors)
+    human = _losses("loss_human", loss_human)
+    n = human.size
+    if n == 0:
+        raise AssayInputError("loss_human is empty: the test needs at least one labelled example")
+    if rhos.max() > 0:
+        if judge_labelled is None or judge_unlabelled is None:
+            raise AssayInputError(f"{method} needs judge_labelled and judge_unlabelled (or use method='r-eval')")
+        jl = _losses("judge_labelled", judge_labelled, n)
+        ju = _losses("judge_unlabelled", judge_unlabelled)
+        if ju.size < n:
+            raise AssayInputError(f"judge_unlabelled has {ju.size} values for {n} labelled examples; {method} pairs "
+                                  "each labelled example with r = floor(N/n) >= 1 judge-labelled ones")
+    else:  # R-Eval: rho = 0, the judge plays no part
+        jl, ju = np.zeros(n), np.zeros(0)
+    q, r, unused = effective_observations(human, jl, ju, rhos)
+    lo, hi = -rhos, 1.0 + rhos
+    log_e_s, log_e = mixture_e_process(q, rhos, risk_target=risk_target, delta=delta, betting=betting, horizon=n,
+                                       grid=grid)
+    _, first = bt.ville(log_e[None, :], delta)
+    p_value = float(min(1.0, math.exp(-log_e.max())))
+    passed = multiple.rejects(p_value, delta)
+    weights = np.exp(log_e_s[:, -1] - log_e_s[:, -1].max())
+    weights /= weights.sum()
+    bgrid = min(grid, 2000)
+    ucb = bt.upper_bound(q, lo, hi, delta=delta, betting=betting, horizon=n, grid=bgrid, tol=1e-5) if bounds else float("nan")
+    if interval:
+        ci_low, ci_high = bt.hedged_interval(q, lo, hi, delta=delta, betting=betting, horizon=n, grid=bgrid, tol=1e-5)
+    else:
+        ci_low = ci_high = float("nan")
+    return Certificate(
+        rhos=rhos, r=r, unused_unlabelled=unused, log_e_s=log_e_s, log_e=log_e, weights=weights,
+        rho_weighted=float(weights @ rhos), p_value=p_value, certified=passed,
+        certified_at=float(first[0] + 1) if (passed and first[0] >= 0) else float("nan"),
+        risk_upper=ucb, ci_low=ci_low, ci_high=ci_high,
+    )
 
 
 class AutoEvalResult(Result):
@@ -105,6 +306,10 @@ class AutoEvalResult(Result):
     def _restore(self) -> None:
         return None
 
+    def _no_interval_hint(self) -> str:
+        return ("it has intervals only when certify() ran with interval=True (CLI: --interval); risk_upper is "
+                "each candidate's one-sided upper bound")
+
     def summary(self) -> str:
         p = self.params
         sel = self.info.get("selection", {})
@@ -119,22 +324,6 @@ class AutoEvalResult(Result):
             else:
                 lines.append(f"selection ({sel.get('procedure')}): best = {sel['best']} among {len(sel['certified'])} certified")
         return "\n".join(lines)
-
-
-def _candidate_attribute(df: pd.DataFrame, col: str) -> pd.Series:
-    per = df.groupby("candidate", sort=False)[col].nunique(dropna=False)
-    bad = per[per > 1]
-    if len(bad):
-        raise AssayInputError(
-            f"column {col!r} must have one value per candidate, but candidate {bad.index[0]!r} has {int(bad.iloc[0])}"
-        )
-    return df.groupby("candidate", sort=False)[col].first()
-
-
-def _check_level(name: str, v: Any) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not (0 < float(v) < 1):
-        raise AssayInputError(f"{name} must be a number strictly between 0 and 1, got {v!r}")
-    return float(v)
 
 
 def certify(
@@ -176,8 +365,10 @@ def certify(
         ``grid``-point bet grid.
     factors : int, default 10
         S, the number of reliance factors of R-AutoEval+ (uniform initial weights).
+    seed : int, numpy Generator or None
+        Seed of the processing order (resolved once, recorded; None draws one and records it).
     select : {"fst", "bonferroni", "holm"} or None
-        Family-wise-error procedure over the candidates.
+        Family-wise-error procedure over the candidates (:mod:`assay.stats.multiple`).
     order, order_by, ascending
         Order for fixed-sequence testing: an explicit list of candidates, or a per-candidate column
         sorted descending (e.g. bit-width) unless ``ascending``.
@@ -196,46 +387,32 @@ def certify(
         bound (only its tightness changes).
     bounds : bool, default True
         Compute ``risk_upper`` (skip it in large simulation studies).
+    columns : mapping, optional
+        Canonical name -> your column name.
+
+    Returns
+    -------
+    AutoEvalResult
+        Main table ``candidates``, one row per candidate (see :func:`core` for the numbers); ``n`` counts
+        labelled examples (``level["n_meaning"]``); ``info``: ``selection``, ``paths`` (log e-values and final
+        weights), ``order`` (item ids in processing order).
     """
+    # 1. parameters
     risk_target = _check_level("risk_target", risk_target)
     delta = _check_level("delta", delta)
-    if betting not in ("wsr", "up"):
-        raise AssayInputError(f"betting must be 'wsr' or 'up', got {betting!r}")
+    _check_betting(betting, grid)
     if select is not None and select not in SELECTIONS:
         raise AssayInputError(f"select must be one of {', '.join(SELECTIONS)} or None, got {select!r}")
-    if isinstance(grid, bool) or not isinstance(grid, (int, np.integer)) or grid < 10:
-        raise AssayInputError(f"grid must be an integer >= 10, got {grid!r}")
     rhos = reliance_factors(method, factors)
-    uses_judge = bool(rhos.max() > 0)
-
-    mapping = {c: None for c in COLUMNS}
-    mapping.update(columns or {})
-    df = map_columns(table, mapping, required=("candidate", "item", "loss_human") + (("loss_judge",) if uses_judge else ()))
-    if df.empty:
-        raise AssayInputError("the table is empty: nothing to certify")
-    df = df.copy()
-    for c in ("candidate", "item"):
-        if df[c].isna().any():
-            raise AssayInputError(f"column {c!r} is empty at {describe_rows(df.index[df[c].isna()])}")
-        df[c] = df[c].astype(str)
-    if df.duplicated(["candidate", "item"]).any():
-        rows = df.index[df.duplicated(["candidate", "item"], keep=False)]
-        raise AssayInputError(f"duplicate (candidate, item) rows at {describe_rows(rows)}; each example once per candidate")
-    df["loss_human"] = check_scores(df, "loss_human", allow_missing=True, what="loss")
-    if "loss_judge" in df.columns:
-        df["loss_judge"] = check_scores(
-            df, "loss_judge", allow_missing=not uses_judge, what="loss",
-            missing_hint="every row needs the judge's loss (labelled rows for the bias correction, unlabelled "
-                         "rows as the judge's evidence); fill it or remove those rows",
-        )
-    elif uses_judge:
-        raise AssayInputError("method uses judge labels but the table has no loss_judge column")
-
-    candidates = list(pd.unique(df["candidate"]))
-    recorded_seed, ss = resolve_seed(seed)
-    rng = np.random.default_rng(ss)
-
-    # FWER procedure: per-candidate test levels and processing order
+    if select == "fst" and order is None and order_by is None:
+        raise AssayInputError("fixed-sequence testing needs an order: give order=[...] or order_by=COLUMN")
+    # 2. the seed, once
+    seed_ = resolve_seed(seed)
+    # 3. table -> per-candidate arrays in processing order
+    prep = prepare(table, uses_judge=bool(rhos.max() > 0), method=method, columns=columns,
+                   order_by=order_by if (select == "fst" and order is None) else None, cost_col=cost_col,
+                   shuffle=shuffle, rng=seed_.rng())
+    candidates = prep.candidates
     K = len(candidates)
     if select == "fst":
         if order is not None:
@@ -243,96 +420,48 @@ def certify(
             if missing:
                 raise AssayInputError(f"order names unknown candidates: {', '.join(map(str, missing[:5]))}")
             seq = [str(c) for c in order]
-        elif order_by is not None:
-            if order_by not in df.columns:
-                raise AssayInputError(f"order_by column {order_by!r} is not in the table; columns: {', '.join(df.columns)}")
-            key = _candidate_attribute(df, order_by)
-            seq = list(key.sort_values(ascending=ascending, kind="stable").index)
         else:
-            raise AssayInputError("fixed-sequence testing needs an order: give order=[...] or order_by=COLUMN")
-        levels = {c: delta for c in candidates}
-    elif select in ("bonferroni", "holm"):
-        seq = candidates
-        levels = {c: delta / K for c in candidates}
+            seq = list(prep.order_key.sort_values(ascending=ascending, kind="stable").index)
+        level = delta
     else:
         seq = candidates
-        levels = {c: delta for c in candidates}
-    if cost_col and cost_col not in df.columns:
-        raise AssayInputError(f"cost column {cost_col!r} is not in the table; columns: {', '.join(map(str, df.columns))}")
-    costs = _candidate_attribute(df, cost_col) if cost_col else None
+        level = delta / K if select in ("bonferroni", "holm") else delta
+    costs = prep.costs
 
-    # Processing order: a seeded permutation of the item ids, shared by all candidates (so the
-    # same example is at the same step for every candidate), or each candidate's own table order.
-    if shuffle:
-        items = pd.unique(df["item"])
-        rank = pd.Series(np.arange(len(items)), index=items[rng.permutation(len(items))])
-        df["_rank"] = df["item"].map(rank).to_numpy()
-    else:
-        df["_rank"] = np.arange(len(df))
-
+    # 4. the core, per candidate
     rows: list[dict[str, Any]] = []
     paths: dict[str, Any] = {}
     orders: dict[str, Any] = {}
-    groups = dict(tuple(df.sort_values("_rank", kind="stable").groupby("candidate", sort=False)))
     for cand in candidates:
-        g = groups[cand]
-        lab = g[g["loss_human"].notna()]
-        unl = g[g["loss_human"].isna()]
-        n, N = len(lab), len(unl)
-        if n == 0:
-            raise AssayInputError(f"candidate {cand!r} has no labelled rows (loss_human is NaN everywhere)")
-        if uses_judge:
-            if lab["loss_judge"].isna().any():
-                raise AssayInputError(
-                    f"candidate {cand!r}: judge loss missing on labelled rows {describe_rows(lab.index[lab['loss_judge'].isna()])}; "
-                    "the bias correction needs both losses on every labelled example"
-                )
-            if N < n:
-                raise AssayInputError(
-                    f"candidate {cand!r} has {N} unlabelled rows for {n} labelled ones; {method} pairs each "
-                    "labelled example with r = floor(N/n) >= 1 judge-labelled ones. Add unlabelled rows or use method='r-eval'."
-                )
-        human = lab["loss_human"].to_numpy()
-        jl = lab["loss_judge"].to_numpy() if uses_judge else np.zeros(n)
-        ju = unl["loss_judge"].to_numpy() if uses_judge else np.zeros(0)
-        q, r, unused = effective_observations(human, jl, ju, rhos)
-        lo, hi = -rhos, 1.0 + rhos
-        lvl = levels[cand]
-        log_e_s = bt.e_process(q, risk_target, lo=lo, hi=hi, betting=betting, delta=lvl, horizon=n, grid=grid)
-        log_e = bt.mixture_log_wealth(log_e_s)
-        _, first = bt.ville(log_e[None, :], lvl)
-        p_value = float(min(1.0, math.exp(-log_e.max())))
-        passed = _passes(p_value, lvl)
-        weights_end = np.exp(log_e_s[:, -1] - log_e_s[:, -1].max())
-        weights_end /= weights_end.sum()
-        bgrid = min(grid, 2000)
-        ucb = bt.upper_bound(q, lo, hi, delta=lvl, betting=betting, horizon=n, grid=bgrid, tol=1e-5) if bounds else float("nan")
+        d = prep.data[cand]
+        c = core(d.loss_human, d.judge_labelled, d.judge_unlabelled, risk_target=risk_target, delta=level,
+                 method=method, factors=factors, betting=betting, grid=grid, bounds=bounds, interval=interval)
         row = {
             "candidate": cand,
-            "n": n,
-            "N": N,
-            "r": r,
-            "unused_unlabelled": unused,
-            "certified": passed,
-            "certified_at": float(first[0] + 1) if (passed and first[0] >= 0) else float("nan"),
-            "p_value": p_value,
-            "e_value_max": float(np.exp(min(log_e.max(), 700.0))),
-            "e_value_final": float(np.exp(min(log_e[-1], 700.0))),
-            "risk_upper": ucb,
-            "test_level": lvl,
-            "mean_human": float(human.mean()),
-            "mean_judge": float(unl["loss_judge"].mean()) if (N and "loss_judge" in unl) else float("nan"),
-            "rho_weighted": float(weights_end @ rhos),
+            "n": len(d.loss_human),
+            "N": d.n_unlabelled,
+            "r": c.r,
+            "unused_unlabelled": c.unused_unlabelled,
+            "certified": c.certified,
+            "certified_at": c.certified_at,
+            "p_value": c.p_value,
+            "e_value_max": float(np.exp(min(c.log_e.max(), 700.0))),
+            "e_value_final": float(np.exp(min(c.log_e[-1], 700.0))),
+            "risk_upper": c.risk_upper,
+            "test_level": level,
+            "mean_human": float(d.loss_human.mean()),
+            "mean_judge": d.mean_judge,
+            "rho_weighted": c.rho_weighted,
         }
         if interval:
-            lo_ci, hi_ci = bt.hedged_interval(q, lo, hi, delta=lvl, betting=betting, horizon=n, grid=bgrid, tol=1e-5)
-            row["ci_low"], row["ci_high"] = lo_ci, hi_ci
+            row["ci_low"], row["ci_high"] = c.ci_low, c.ci_high
         if costs is not None:
             row["cost"] = costs[cand]
         rows.append(row)
-        paths[cand] = {"log_e": log_e.tolist(), "weights": weights_end.tolist()}
-        orders[cand] = {"labelled": lab["item"].tolist(), "unlabelled": unl["item"].tolist()}
+        paths[cand] = {"log_e": c.log_e.tolist(), "weights": c.weights.tolist()}
+        orders[cand] = {"labelled": d.labelled_items, "unlabelled": d.unlabelled_items}
 
+    # 5. the family-wise procedure
     table_out = pd.DataFrame(rows)
     selection: dict[str, Any] = {}
     if select is not None:
@@ -360,6 +489,7 @@ def certify(
                               "guarantee (the chance that some candidate at the target is certified grows with "
                               "the number of candidates); use select='holm', 'bonferroni' or 'fst'")}
 
+    # 6. the result
     params = {
         "risk_target": risk_target,
         "method": method,
@@ -375,45 +505,38 @@ def certify(
         "grid": int(grid) if betting == "up" else None,
         "wsr": {"c": bt.C_WSR, "mu0": bt.MU0, "var0": bt.VAR0, "horizon": "n (labelled examples)"} if betting == "wsr" else None,
     }
-    level = {
-        "delta": delta,
-        "meaning": (
-            f"P(a candidate whose risk exceeds {risk_target:g} is certified) <= {delta:g}"
-            + (" jointly over all candidates (family-wise)" if select else " for each candidate")
-            + "; risk_upper is a (1 - test_level) upper confidence bound on the risk"
-        ),
-        "n_meaning": "labelled examples of the first candidate",
-    }
-    info = {"selection": selection, "paths": paths, "order": orders}
-    return AutoEvalResult(params=params, level=level, n=int(table_out["n"].iloc[0]), seed=recorded_seed,
-                          tables={"candidates": table_out}, info=info)
+    meaning = (
+        f"P(a candidate whose risk exceeds {risk_target:g} is certified) <= {delta:g}"
+        + (" jointly over all candidates (family-wise)" if select else " for each candidate")
+        + "; risk_upper is a (1 - test_level) upper confidence bound on the risk"
+    )
+    same_n = table_out["n"].nunique() == 1
+    n_meaning = ("labelled (human-scored) examples per candidate" if same_n else
+                 "labelled (human-scored) examples of the first candidate; they differ between candidates (column n)")
+    return build(AutoEvalResult, params=params, n=int(table_out["n"].iloc[0]), n_meaning=n_meaning, meaning=meaning,
+                 seed=seed_, tables={"candidates": table_out}, delta=delta,
+                 info={"selection": selection, "paths": paths, "order": orders})
 
 
 def _passes(p: float, level: float) -> bool:
-    """p <= level, with a relative slack of 1e-9 so that E = 1/delta exactly (up to rounding) passes,
-    the same rule for single tests and for the selection procedures."""
-    return bool(p <= level * (1.0 + 1e-9))
+    """p <= level with the relative slack of :func:`assay.stats.multiple.rejects` (so that E = 1/delta exactly,
+    up to rounding, passes): the same rule for single tests and for the selection procedures."""
+    return bool(multiple.rejects(p, level))
 
 
 def _select(t: pd.DataFrame, procedure: str, seq: Sequence[str], delta: float) -> list[str]:
-    """Candidates certified by the FWER procedure, from each candidate's anytime p-value."""
-    p = t["p_value"]
-    K = len(t)
+    """Candidates certified by the family-wise procedure from each candidate's anytime p-value (column
+    ``p_value`` of ``t``, indexed by candidate), listed in ``seq`` order."""
+    names = list(t.index)
+    p = t["p_value"].to_numpy(dtype=float)
     if procedure == "fst":
-        out = []
-        for c in seq:
-            if _passes(p[c], delta):
-                out.append(c)
-            else:
-                break
-        return out
-    if procedure == "bonferroni":
-        return [c for c in seq if _passes(p[c], delta / K)]
-    # Holm step-down
-    out = []
-    for k, c in enumerate(p.sort_values(kind="stable").index):
-        if _passes(p[c], delta / (K - k)):
-            out.append(c)
-        else:
-            break
-    return [c for c in seq if c in out]
+        pos = {c: i for i, c in enumerate(names)}
+        mask = multiple.fixed_sequence(p, delta, order=[pos[c] for c in seq])
+    elif procedure == "bonferroni":
+        mask = multiple.bonferroni(p, delta)
+    elif procedure == "holm":
+        mask = multiple.holm(p, delta)
+    else:
+        raise AssayInputError(f"select must be one of {', '.join(SELECTIONS)}, got {procedure!r}")
+    chosen = {c for c, m in zip(names, mask) if m}
+    return [c for c in seq if c in chosen]

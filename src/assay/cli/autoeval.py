@@ -56,10 +56,14 @@ def _print_autoeval(result) -> None:
 def autoeval(
     data: Path = typer.Argument(..., help="Long table: candidate, item, loss_human (empty = unlabelled), loss_judge."),
     risk_target: float = typer.Option(..., "--risk-target", help="Risk level to certify (the paper's alpha)."),
-    delta: float = typer.Option(0.1, "--delta", help="Error probability of the certificate (family-wise with --select)."),
+    alpha: float = typer.Option(0.1, "--alpha", "--delta",
+                                help="Error level: P(a model whose risk exceeds --risk-target is certified) <= this "
+                                     "(family-wise with --select). It is the paper's delta (--delta is the same "
+                                     "option); the paper's alpha is --risk-target."),
     method: str = typer.Option("r-autoeval+", "--method", help="r-eval, r-autoeval or r-autoeval+."),
     betting: str = typer.Option("wsr", "--betting", help="wsr or up (universal portfolio)."),
-    factors: int = typer.Option(10, "--factors", help="Reliance factors S of R-AutoEval+."),
+    reliance_levels: int = typer.Option(10, "--reliance-levels",
+                                        help="S, the number of reliance factors rho = 0..1 of r-autoeval+ (>= 2)."),
     judge: Optional[Path] = typer.Option(None, "--judge", help="Separate judge-label file (candidate, item, loss_judge)."),
     select: Optional[str] = typer.Option(None, "--select", help="fst, bonferroni or holm: family-wise error <= delta."),
     order_by: Optional[str] = typer.Option(None, "--order-by", help="Per-candidate column giving the FST order (descending)."),
@@ -74,13 +78,18 @@ def autoeval(
     seed: Optional[int] = typer.Option(None, "--seed", help="Seed of the processing order (recorded)."),
     require_certified: bool = typer.Option(False, "--require-certified", help="Exit 1 when no candidate is certified."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Also write the JSON result to this file."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Also write the JSON result to this file."),
     report: Optional[Path] = typer.Option(None, "--report", help="Also write a self-contained HTML report."),
 ) -> None:
     """Certify risk < target with few human labels and many judge labels (R-AutoEval+)."""
     from .. import autoeval as ae, data as d
     from ..errors import GateFailed
 
+    # the two renamed options are checked here so that a refusal names the option that was typed
+    if not 0 < alpha < 1:
+        raise AssayInputError(f"--alpha (--delta) must be strictly between 0 and 1, got {alpha:g}")
+    if reliance_levels < 2:
+        raise AssayInputError(f"--reliance-levels must be at least 2 (it includes rho = 0 and 1), got {reliance_levels}")
     text = (candidate_col, item_col)
     table = d.read_table(data, text_columns=text)
     epoch_note = None
@@ -101,7 +110,7 @@ def autoeval(
         columns = None
     else:
         columns = {"candidate": candidate_col, "item": item_col, "loss_human": human_col, "loss_judge": judge_col}
-    result = ae.certify(table, risk_target=risk_target, delta=delta, method=method, betting=betting, factors=factors,
+    result = ae.certify(table, risk_target=risk_target, delta=alpha, method=method, betting=betting, factors=reliance_levels,
                         seed=seed, select=select, order_by=order_by, ascending=ascending, cost_col=cost_col,
                         interval=interval, shuffle=not no_shuffle, columns=columns)
     if epoch_note:

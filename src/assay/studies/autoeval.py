@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import binom
 
-from ..autoeval import effective_observations
+from ..autoeval import effective_observations, mixture_e_process
 from ..parallel import run_tasks
 from ..seeds import resolve_seed
 from ..stats import betting as bt
@@ -103,9 +103,8 @@ def _task_sc(cfg: dict[str, Any], ss: np.random.SeedSequence) -> list[dict[str, 
         if betting == "wsr":
             for d in deltas:
                 thr = math.log(1 / d) - 1e-12
-                lam = bt.wsr_bets(q, delta=d, cap=bt.C_WSR / (hi - ALPHA), horizon=None)
-                log_e = bt.log_wealth(q, ALPHA, lam)
-                paths = {"r-eval": log_e[0], "r-autoeval": log_e[-1], "r-autoeval+": bt.mixture_log_wealth(log_e)}
+                log_e, mix = mixture_e_process(q, rhos, risk_target=ALPHA, delta=d, betting="wsr", horizon=None)
+                paths = {"r-eval": log_e[0], "r-autoeval": log_e[-1], "r-autoeval+": mix}
                 for m, p in paths.items():
                     f = _first_crossings(p, thr)
                     if f > 0:

@@ -70,9 +70,9 @@ Differences from the released code, none of which changes the test's validity
 Engines
 -------
 ``engine="arrays"`` (default) runs the same test as ``certify`` on numpy arrays: the observations
-come from :func:`assay.autoeval.effective_observations` per candidate, the e-processes from
-:func:`assay.stats.betting.e_process` (WSR, all candidates at once) or
-:class:`assay.stats.betting.UniversalPortfolio` (UP), mixed by
+come from :func:`assay.autoeval.effective_observations` per candidate, the mixture e-processes from
+:func:`assay.autoeval.mixture_e_process` (WSR, all candidates at once: the function :func:`assay.autoeval.core`
+runs per candidate) or :class:`assay.stats.betting.UniversalPortfolio` (UP) mixed by
 :func:`assay.stats.betting.mixture_log_wealth`, and a candidate passes when
 min(1, 1 / max_i E_i) <= delta, certify's FST rule. UP processes the candidates in FST order in
 small blocks and stops at the first block that contains a failure, and a block stops early once
@@ -96,7 +96,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from ..autoeval import certify, effective_observations, reliance_factors
+from ..autoeval import certify, effective_observations, mixture_e_process, reliance_factors
 from ..errors import AssayInputError
 from ..parallel import run_tasks
 from ..seeds import resolve_seed
@@ -281,13 +281,13 @@ def fst_select(human: np.ndarray, judge_lab: np.ndarray | None, judge_unl: np.nd
         q = _observations(human, judge_lab, judge_unl, rhos)
     else:  # R-Eval: certify's observations without a judge (rho = 0)
         q = _observations(human, np.zeros_like(human), np.zeros((K, 0)), rhos)
-    lo, hi = -rhos, 1.0 + rhos
+    hi = 1.0 + rhos
 
     def passes(max_log_e: np.ndarray) -> np.ndarray:
         return np.minimum(1.0, np.exp(-max_log_e)) <= delta
 
     if betting == "wsr":
-        log_e = bt.mixture_log_wealth(bt.e_process(q, alpha, lo=lo, hi=hi, betting="wsr", delta=delta, horizon=n))
+        _, log_e = mixture_e_process(q, rhos, risk_target=alpha, delta=delta, betting="wsr", horizon=n)
         max_log_e = log_e.max(axis=-1)
     elif betting == "up":
         max_log_e = _up_max_log_e((q - alpha) / (hi - alpha)[:, None], passes, grid, early_stop)

@@ -1,0 +1,140 @@
+"""Family-wise error control from the p-values of K hypotheses: Bonferroni, Holm, fixed sequence.
+
+Each hypothesis k has a valid p-value p_k (P(p_k <= u) <= u under its null, for every u). A procedure returns
+the set of rejected hypotheses (a boolean mask aligned with ``p``) such that
+
+    P(at least one true null is rejected) <= delta                                      (FWER)
+
+whatever the dependence between the p-values (Bonferroni, Holm) or along a fixed order given before seeing
+the data (fixed sequence). In R-AutoEval+ (Park, Zecchin, Simeone, Sec. 4) a rejected null "risk > alpha"
+is a certified candidate; the paper uses fixed-sequence testing (Bauer 1991) and Bonferroni (its [7], [9]).
+
+Comparison rule: ``p <= level * (1 + 1e-9)``. The relative slack lets a p-value computed as 1/E with
+E = 1/level, which rounding can push a hair above ``level``, count as reaching it; every procedure
+here and every single test of :mod:`assay.autoeval` uses this same rule.
+
+Pure numpy; no pandas.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import AssayInputError
+
+__all__ = ["SLACK", "rejects", "bonferroni", "holm", "fixed_sequence"]
+
+#: relative slack of the comparison p <= level (1 + SLACK)
+SLACK = 1e-9
+
+
+def rejects(p, level):
+    """``p <= level * (1 + SLACK)``, elementwise: a bool for scalars, a bool array otherwise."""
+    out = np.asarray(p, dtype=float) <= np.asarray(level, dtype=float) * (1.0 + SLACK)
+    return bool(out) if out.ndim == 0 else out
+
+
+def _pvalues(p) -> np.ndarray:
+    arr = np.asarray(p, dtype=float)
+    if arr.ndim != 1:
+        raise AssayInputError(f"p-values must be a one-dimensional array, got shape {arr.shape}")
+    if np.isnan(arr).any() or (arr < 0).any() or (arr > 1).any():
+        raise AssayInputError("p-values must lie in [0, 1] (no NaN)")
+    return arr
+
+
+def _level(delta) -> float:
+    if isinstance(delta, bool) or not isinstance(delta, (int, float, np.integer, np.floating)) or not 0 < delta < 1:
+        raise AssayInputError(f"delta must be a number strictly between 0 and 1, got {delta!r}")
+    return float(delta)
+
+
+def bonferroni(p: Sequence[float] | np.ndarray, delta: float) -> np.ndarray:
+    """Bonferroni: reject H_k when p_k <= delta / K.
+
+    Parameters
+    ----------
+    p : array (K,)
+        Valid p-values.
+    delta : float
+        Family-wise error level.
+
+    Returns
+    -------
+    ndarray of bool (K,)
+        The rejected hypotheses.
+    """
+    arr = _pvalues(p)
+    delta = _level(delta)
+    if arr.size == 0:
+        return np.zeros(0, dtype=bool)
+    return np.asarray(rejects(arr, delta / arr.size), dtype=bool).reshape(arr.shape)
+
+
+def holm(p: Sequence[float] | np.ndarray, delta: float) -> np.ndarray:
+    """Holm's step-down procedure: sort the p-values ascending (ties in input order) and reject the
+    j-th smallest (j = 0, 1, ...) while p_(j) <= delta / (K - j); stop at the first that fails.
+
+    Rejects everything Bonferroni rejects, and possibly more, at the same family-wise error.
+
+    Parameters
+    ----------
+    p : array (K,)
+        Valid p-values.
+    delta : float
+        Family-wise error level.
+
+    Returns
+    -------
+    ndarray of bool (K,)
+        The rejected hypotheses, aligned with ``p``.
+    """
+    arr = _pvalues(p)
+    delta = _level(delta)
+    K = arr.size
+    out = np.zeros(K, dtype=bool)
+    for j, k in enumerate(np.argsort(arr, kind="stable")):
+        if not rejects(arr[k], delta / (K - j)):
+            break
+        out[k] = True
+    return out
+
+
+def fixed_sequence(p: Sequence[float] | np.ndarray, delta: float, order: Sequence[int] | np.ndarray | None = None) -> np.ndarray:
+    """Fixed-sequence testing: test the hypotheses in a pre-specified order, each at the full level delta,
+    and stop at the first one not rejected.
+
+    Parameters
+    ----------
+    p : array (K,)
+        Valid p-values.
+    delta : float
+        Family-wise error level (also the level of each test).
+    order : sequence of int, optional
+        Indices into ``p`` in testing order (all of them or a subset; hypotheses not listed are never
+        rejected). Default ``0, 1, ..., K-1``. It must not depend on the data being tested.
+
+    Returns
+    -------
+    ndarray of bool (K,)
+        The rejected hypotheses, aligned with ``p``: a prefix of ``order``.
+    """
+    arr = _pvalues(p)
+    delta = _level(delta)
+    K = arr.size
+    if order is None:
+        idx = np.arange(K)
+    else:
+        idx = np.asarray(order)
+        if idx.ndim != 1 or (idx.size and (idx.dtype.kind not in "iu" or idx.min() < 0 or idx.max() >= K)):
+            raise AssayInputError(f"order must list indices between 0 and {K - 1}, got {list(order)!r}")
+        if len(set(idx.tolist())) != idx.size:
+            raise AssayInputError("order lists an index twice")
+    out = np.zeros(K, dtype=bool)
+    for k in idx:
+        if not rejects(arr[k], delta):
+            break
+        out[k] = True
+    return out
