@@ -15,6 +15,7 @@ __all__ = ["guard", "masked_console", "cli_words"]
 # the library's error messages speak Python (parameter names); the CLI says the same in its own words
 _COLUMN_FLAGS = {"loss_human": "--human-col", "loss_judge": "--judge-col"}
 _PARAM_FLAGS = {"on_missing='drop-items'": "--drop-incomplete", "run_id=None": "no --run-id",
+                "give order=[...] or order_by=COLUMN": "give --order-by COLUMN",
                 "calibrator": "--calibrator-tau", "id_col": "--id-col", "prompt_col": "--prompt-col",
                 "reference_col": "--reference-col"}
 
