@@ -106,7 +106,8 @@ def guard(fn: Callable[..., Any]) -> Callable[..., Any]:
             finally:
                 seen: set[str] = set()
                 for w in caught:
-                    if not _from_assay(w.filename):
+                    # assay's own advice is a UserWarning raised from its code; numpy's RuntimeWarnings are not shown
+                    if not (issubclass(w.category, UserWarning) and _from_assay(w.filename)):
                         continue
                     text = mask_secrets(cli_words(str(w.message)))
                     if text not in seen:

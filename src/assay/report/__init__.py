@@ -496,22 +496,79 @@ def load_results(obj) -> list[Result]:
     return [Result.from_dict(i) for i in items]
 
 
+_MD_TITLES = {"siren": "SIREN: selection-aware scores of tune-then-deploy procedures",
+              "autoeval": "R-AutoEval+: risk certificates from human and judge labels",
+              "psdme": "PS-DME: KPI bands for pre-selected configurations",
+              "faq": "FAQ: accuracy from actively chosen questions",
+              "faq-protocol": "FAQ protocol: coverage and efficiency on held-out models",
+              "quickscope": "QuickScope: certified weak regions",
+              "study": "Simulation study"}
+#: further tables a Markdown section keeps besides the main one
+_MD_EXTRA = {"siren": ("contrasts",), "psdme": ("best",), "quickscope": ("certified",)}
+
+
 def render_markdown(results: Iterable[Result]) -> str:
-    """A Markdown summary (tables only) for pull requests."""
+    """A Markdown summary for pull requests: per result, its level, seed, sample size, the guarantee in one
+    sentence, its warnings, the main table and the tables a reader needs beside it (SIREN's contrasts)."""
     out = []
     for r in results:
-        out.append(f"## {r.method}\n")
+        lv = r.level
+        out.append(f"## {_MD_TITLES.get(r.method, r.method)}\n")
+        facts = []
+        for key in ("alpha", "delta"):
+            if key in lv:
+                facts.append(f"{key} = {float(lv[key]):g} (confidence {1 - float(lv[key]):.0%})")
+        facts.append(f"seed = {r.seed}" + (" (a numpy Generator: not repeatable from this report)"
+                                            if r.seed is None and r.info.get("seed_source") == "generator" else ""))
+        facts.append(f"n = {r.n}" + (f" ({r.n_meaning})" if r.n_meaning else ""))
+        facts.append(f"assay {r.version}")
+        out.append("- " + "; ".join(facts))
+        if lv.get("meaning"):
+            out.append(f"- guarantee: {lv['meaning']}")
+        for w in r.warnings:
+            out.append(f"- **warning:** {w}")
+        out.append("")
         out.append(_md_table(r.table))
+        for name in _MD_EXTRA.get(r.method, ()):
+            t = r.tables.get(name)
+            if t is not None and len(t):
+                out += ["", f"### {name}", "", _md_table(t)]
         out.append("")
     return "\n".join(out)
 
 
 def _md_table(df: pd.DataFrame) -> str:
-    def fmt(v):
+    """Integers (and whole-number float columns such as counts) as integers, budgets as 1.5M, floats with 4
+    decimals, missing values blank, pipes escaped."""
+    from ..data import format_budget, parse_budget
+
+    df = df.drop(columns=[c for c in ("key", "arm") if c in df.columns])
+    integral = {}
+    for c in df.columns:
+        col = df[c]
+        num = pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col)
+        vals = col.dropna().to_numpy(dtype=float) if num else np.array([])
+        vals = vals[np.isfinite(vals)]
+        integral[c] = bool(num and (len(vals) == 0 or np.all(np.mod(vals, 1) == 0)))
+
+    def fmt(c, v):
+        if v is None or v is pd.NA or (isinstance(v, (float, np.floating)) and np.isnan(v)):
+            return ""
+        if c == "budget":
+            try:
+                b = parse_budget(v)
+                return "0 (default)" if b == 0 else format_budget(b, compact=True)
+            except Exception:  # a label that is not a budget: shown as given
+                return str(v).replace("|", "\\|")
+        if isinstance(v, (bool, np.bool_)):
+            return "yes" if v else "no"
+        if isinstance(v, (int, np.integer)) or (integral[c] and isinstance(v, (float, np.floating))):
+            return str(int(v))
         if isinstance(v, (float, np.floating)):
-            return "" if np.isnan(v) else f"{v:.4f}"
+            return f"{v:.4f}"
         return str(v).replace("|", "\\|")
 
-    lines = ["| " + " | ".join(map(str, df.columns)) + " |", "|" + "---|" * len(df.columns)]
-    lines += ["| " + " | ".join(fmt(v) for v in row) + " |" for row in df.itertuples(index=False)]
+    cols = list(df.columns)
+    lines = ["| " + " | ".join(str(c).replace("|", "\\|") for c in cols) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(fmt(c, v) for c, v in zip(cols, row)) + " |" for row in df.itertuples(index=False)]
     return "\n".join(lines)
