@@ -256,6 +256,22 @@ def test_psdme_on_shipped_llmperf(tmp_path):
     assert res.exit_code == 2 and "gammas" in res.stderr
 
 
+def test_psdme_flags_alpha_delta_calibrator_tau_out(tmp_path):
+    from assay.datasets import path
+
+    base = ["psdme", path("llmperf"), "--kpi-col", "ttft_s", "--select", "below:0.45", "--failures", "worst",
+            "--calibrator-tau", "0.4", "--json"]
+    a = run(base + ["--alpha", "0.05", "-o", str(tmp_path / "r.json")])
+    d = run(base + ["--delta", "0.05"])
+    assert a.exit_code == 0 and d.exit_code == 0, a.output + d.output
+    ja, jd = json.loads(a.stdout), json.loads(d.stdout)
+    assert ja["level"]["delta"] == 0.05 and ja["tau"] == 0.4 and ja["params"]["calibrator"] == 0.4
+    assert ja["configs"] == jd["configs"] and json.loads((tmp_path / "r.json").read_text())["configs"] == ja["configs"]
+    assert isinstance(ja["warnings"], list) and "notes" not in ja
+    res = run(["psdme", path("llmperf"), "--kpi-col", "ttft_s", "--failures", "worst", "--tau", "0.4"])
+    assert res.exit_code == 2 and "--tau" in res.stderr
+
+
 def test_psdme_auto_explains_its_choice(tmp_path):
     rng = np.random.default_rng(0)
     df = pd.concat([pd.DataFrame({"cfg": f"c{k}", "lat": rng.exponential(1 + 0.1 * k, 100)}) for k in range(30)])

@@ -91,7 +91,7 @@ def test_guaranteed_kpi_matches_order_statistic(method):
     k = tr["best_kpi"].to_numpy()
     assert np.all(k[1:] <= k[:-1])
     if method == "naive":
-        assert any("NO guarantee" in s for s in r.info["notes"])
+        assert any("NO guarantee" in s for s in r.warnings)
 
 
 def test_infinite_kpi_is_explained_in_notes():
@@ -99,7 +99,7 @@ def test_infinite_kpi_is_explained_in_notes():
     t = _exp_table(rng, [1, 2, 3], 30)  # eps > gamma for every gamma in the default (0.01, 0.05, 0.1)
     r = psdme.bands(t, select="top:1")
     assert all(b["best_kpi"] == math.inf for b in r.info["best"])
-    assert len([s for s in r.info["notes"] if "can guarantee" in s]) == 3
+    assert len([s for s in r.warnings if "can guarantee" in s]) == 3
 
 
 # --------------------------------------------------------------------------------------------
@@ -424,7 +424,7 @@ def test_empty_selection_is_explicit(small):
     assert r.info["selected_count"] == 0
     assert r.tables["bands"].empty and r.tables["tradeoff"].empty
     assert not r.configs["selected"].any() and len(r.configs) == 3
-    assert any("selection is empty" in s for s in r.info["notes"])
+    assert any("selection is empty" in s for s in r.warnings)
     assert all(b["best_kpi"] == math.inf and b["best_config"] is None for b in r.info["best"])
 
 
@@ -556,3 +556,96 @@ def test_band_on_a_user_grid_matches_the_band_at_the_data():
             assert row["lower_left"] <= row["lower"] + 1e-12 and row["upper_left"] <= row["upper"] + 1e-12
     with pytest.raises(AssayInputError):
         ps.bands(df, grid=[np.nan])
+
+
+# --------------------------------------------------------------------------------------------
+# The layers: prepare (data), the array core, the entry (issue 17)
+# --------------------------------------------------------------------------------------------
+
+
+def test_prepare_lives_in_the_data_layer(small):
+    from assay.data.psdme import prepare
+
+    data = prepare(small.rename(columns={"kpi": "lat"}), columns={"kpi": "lat"})
+    assert list(data) == ["c00", "c01", "c02"] and all(np.all(np.diff(v) >= 0) for v in data.values())
+    assert psdme.prepare is prepare
+    with pytest.raises(AssayInputError, match="failures"):
+        prepare(small, failures="drop")
+
+
+@pytest.mark.parametrize("method", ["ps-dme", "bonferroni", "naive", "ss-dme"])
+@pytest.mark.parametrize("band", ["dkw", "berk-jones"])
+def test_core_on_arrays_matches_bands(method, band):
+    rng = np.random.default_rng(12)
+    t = _exp_table(rng, np.linspace(1, 2, 9), 40)
+    gammas = (0.05, 0.2, 0.4)
+    r = psdme.bands(t, select="top:3", method=method, band=band, gammas=gammas, tradeoff_points=0, seed=4)
+    samples = [np.sort(g.to_numpy()) for _, g in t.groupby("config", sort=False)["kpi"]]  # plain numpy from here
+    sel = None
+    if method == "ss-dme":
+        from assay.seeds import resolve_seed
+
+        sel, samples = psdme.split_samples(samples, 0.5, resolve_seed(4).rng())
+    fit = psdme.core(samples, sel, delta=0.1, select="top:3", method=method, band=band, gammas=gammas)
+    assert isinstance(fit, psdme.PsdmeCore)
+    assert [f"c{i:02d}" for i in fit.selected] == r.selected
+    assert fit.alpha == r.info["levels"][method] and fit.levels == r.info["levels"]
+    cfg = r.configs[r.configs["selected"]]
+    np.testing.assert_array_equal(fit.width, cfg["width"].to_numpy())
+    for j, g in enumerate(gammas):
+        np.testing.assert_array_equal(fit.x_star[:, j], cfg[f"kpi_{1 - g:g}"].to_numpy())
+        assert fit.best[j] == r.info["best"][j]["best_kpi"]
+    np.testing.assert_array_equal(fit.x_star, psdme.guaranteed_kpi(fit.band, gammas))
+    # a (K, n) matrix gives the same numbers as the list of its rows
+    if method != "ss-dme":
+        fit2 = psdme.core(np.vstack(samples), delta=0.1, select="top:3", method=method, band=band, gammas=gammas)
+        np.testing.assert_array_equal(fit2.x_star, fit.x_star)
+        np.testing.assert_array_equal(fit2.selected, fit.selected)
+
+
+def test_core_selection_rules_and_errors():
+    rng = np.random.default_rng(13)
+    samples = [np.sort(rng.exponential(s, 30)) for s in (1.0, 3.0, 0.5, 2.0)]
+    np.testing.assert_array_equal(psdme.select_configurations("top:2", samples), [2, 0])
+    np.testing.assert_array_equal(psdme.select_configurations("all", samples), [0, 1, 2, 3])
+    below = psdme.select_configurations("below:1.5", samples)
+    assert all(np.mean(samples[i]) < 1.5 for i in below)
+    np.testing.assert_array_equal(psdme.select_configurations(lambda d: [3, 1, 3], samples), [3, 1])
+    np.testing.assert_array_equal(psdme.select_configurations(lambda d: ["d", "b"], samples, names="abcd"), [3, 1])
+    fit = psdme.core(samples, delta=0.1, select="below:-1")
+    assert fit.selected.size == 0 and fit.band is None and np.isinf(fit.best).all() and (fit.best_index == -1).all()
+    # a data-dependent rule: tau fixed from the declared maximum size, before the data
+    fit = psdme.core(samples, delta=0.1, select="below:1.5", max_selected=2)
+    assert fit.tau == pytest.approx(cal.optimal_power_tau(4, 2, 0.1))
+    for kw, match in [({"method": "auto"}, "method"), ({"method": "ss-dme"}, "select_samples"),
+                      ({"delta": 1.0}, "delta"), ({"band": "ks"}, "band"), ({"gammas": (1.0,)}, "gammas")]:
+        with pytest.raises(AssayInputError, match=match):
+            psdme.core(samples, **{"delta": 0.1, **kw})
+    with pytest.raises(AssayInputError, match="NaN"):
+        psdme.core([np.array([1.0, np.nan])], delta=0.1)
+    with pytest.raises(AssayInputError, match="configuration"):
+        psdme.core([], delta=0.1)
+
+
+def test_result_packaging_warnings_seed_and_vocabulary(small):
+    r = psdme.bands(small, select="below:-1", seed=np.random.default_rng(1), method="ss-dme")
+    assert r.warnings == r.info["warnings"] and "notes" not in r.info
+    assert r.seed is None and r.info["seed_source"] == "generator"
+    assert r.level["delta"] == 0.1 and r.n_meaning.startswith("observations")
+    assert r.n == len(small[small["config"] == "c00"])
+    with pytest.raises(AssayInputError, match="bands"):
+        r.confidence_interval()
+    # seed=None records an int that repeats the run
+    a = psdme.bands(small, method="ss-dme", select="top:2")
+    b = psdme.bands(small, method="ss-dme", select="top:2", seed=a.seed)
+    assert isinstance(a.seed, int)
+    pd.testing.assert_frame_equal(a.configs, b.configs)
+    # a result file written when the warnings were called notes still reads
+    d = r.to_dict()
+    d["notes"] = d.pop("warnings")
+    assert Result.from_dict(d).warnings == r.warnings
+
+
+def test_public_names():
+    for name in psdme.__all__:
+        assert hasattr(psdme, name), name

@@ -152,7 +152,7 @@ def test_one_trial_matches_psdme_bands(n, band):
         assert list(cfg["config"]) == [names[k] for k in S]
         assert alpha == lib.info["levels"][method]
         np.testing.assert_array_equal(cfg["width"].to_numpy(), b.width)
-        xs = ps._guaranteed(b, gammas)
+        xs = ps.guaranteed_kpi(b, gammas)
         for j, g in enumerate(gammas):
             np.testing.assert_array_equal(cfg[f"kpi_{1 - g:g}"].to_numpy(), xs[:, j])
 

@@ -35,8 +35,8 @@ def _print_psdme(result) -> None:
                    + (f"[bold]{b['best_kpi']:.4g}[/] ({cfg})" if cfg else "none (no band reaches that level)"))
     if info.get("method_reason"):
         _out.print(f"method: {info['method_reason']}", highlight=False)
-    for n in info.get("notes", []):
-        _out.print(f"note: {n}", highlight=False)
+    for w in result.warnings:
+        _out.print(f"note: {w}", highlight=False)
     _out.print(f"Guarantee: {result.level['meaning']}.", highlight=False)
 
 
@@ -47,17 +47,17 @@ def psdme(
     config_col: str = typer.Option("config", "--config-col", help="Column naming the configuration."),
     kpi_col: str = typer.Option("kpi", "--kpi-col", help="Column with the KPI (lower is better)."),
     select: str = typer.Option("all", "--select", help="all, top:K (K smallest means) or below:VALUE."),
-    delta: float = typer.Option(0.1, "--delta", help="FCR level (family-wise error for bonferroni)."),
+    delta: float = typer.Option(0.1, "--alpha", "--delta", help="Error level: the paper's delta, the FCR of the selected bands (family-wise error of all bands for bonferroni); --delta is an alias."),
     method: str = typer.Option("ps-dme", "--method", help="ps-dme, ss-dme, bonferroni, naive or auto."),
     band: str = typer.Option("dkw", "--band", help="dkw or berk-jones."),
-    tau: Optional[float] = typer.Option(None, "--tau", help="Pre-specified power-calibrator tau (default: optimal for |S| of top:K/all; for below:VALUE, optimal for --max-selected)."),
+    calibrator_tau: Optional[float] = typer.Option(None, "--calibrator-tau", help="PS-DME's power calibrator f(p) = (1 - tau) p^-tau, tau in (0, 1), fixed in advance (default: optimal for |S| of top:K/all; for below:VALUE, optimal for --max-selected)."),
     max_selected: Optional[int] = typer.Option(None, "--max-selected", help="below:VALUE: the largest |S| you plan for, declared before the data (default K); fixes the calibrator."),
     split: float = typer.Option(0.5, "--split", help="SS-DME: fraction of each configuration's data used to select."),
     gamma: str = typer.Option("0.01,0.05,0.1", "--gamma", help="Failure probabilities for the guaranteed KPI."),
     failures: str = typer.Option("error", "--failures", help="error, or worst: +inf KPIs are failures worse than any value."),
     seed: Optional[int] = typer.Option(None, "--seed", help="Seed (SS-DME split)."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Also write the JSON result to this file."),
+    out: Optional[Path] = typer.Option(None, "-o", "--out", help="Also write the JSON result to this file."),
     report: Optional[Path] = typer.Option(None, "--report", help="Also write a self-contained HTML report."),
 ) -> None:
     """CDF bands and guaranteed KPIs for configurations pre-selected on the same data (PS-DME)."""
@@ -69,7 +69,7 @@ def psdme(
         raise AssayInputError(f"--gamma must be comma-separated numbers in (0, 1), got {gamma!r}") from None
     table = d.read_table(kpi_file, text_columns=(config_col,))
     result = ps.bands(table, select=select, delta=delta, method=method, band=band,
-                      calibrator="optimal" if tau is None else tau, split=split, gammas=gammas, seed=seed,
+                      calibrator="optimal" if calibrator_tau is None else calibrator_tau, split=split, gammas=gammas, seed=seed,
                       max_selected=max_selected,
                       columns={"config": config_col, "kpi": kpi_col}, failures=failures)
     _emit(result, as_json, out, report, lambda: _print_psdme(result))

@@ -229,8 +229,8 @@ def _psdme_section(result: Result) -> str:
     ]
     if info.get("method_reason"):
         parts.append(f"<p class='meta'>{html.escape(info['method_reason'])}</p>")
-    for n in info.get("notes", []):
-        parts.append(f"<p class='meta'>{html.escape(n)}</p>")
+    for w in result.warnings:
+        parts.append(f"<p class='meta'>{html.escape(w)}</p>")
     parts.append("</section>")
     return "\n".join(parts)
 

@@ -121,6 +121,7 @@ __all__ = [
     "optimal_power_tau",
     "optimal_power_level",
     "power_level",
+    "power_log_level",
     "dkw_halfwidth",
     "optimal_halfwidth",
     "ps_dme_halfwidth",
@@ -359,6 +360,11 @@ def _power_log_level(K, selected, delta, tau) -> float:
     K, s, d = _check_design(K, selected, delta)
     t = float(_check_tau(tau))
     return min(0.0, (math.log1p(-t) + math.log(d) + math.log(s) - math.log(K)) / t)
+
+
+def power_log_level(K, selected, delta, tau) -> float:
+    """ln alpha = ln f_tau^{-1}(K / (delta |S|)) for a given tau (eq. 12, 14), computed in log space (no underflow)."""
+    return _power_log_level(K, selected, delta, tau)
 
 
 def power_level(K, selected, delta, tau) -> float:

@@ -16,12 +16,12 @@ Selection: the M = 1000 models with the smallest empirical mean KPI on the selec
 points for PS-DME / Bonferroni / naive; the selection part of the split for SS-DME), ties broken by
 index as in ``assay.psdme``. delta = 0.1. Per-band levels are ``assay.psdme.levels(K, M, delta)``.
 
-The bands are built here directly in arrays with ``stats.bands.dkw_band`` / ``bj_band`` and the
-guaranteed KPI with the same routine as ``assay.psdme.bands`` (a test checks that one trial agrees
-with ``assay.psdme.bands`` exactly); calling ``bands`` on a 200k-row table per trial and method would
-dominate the run time. SS-DME splits the shared calibration sample with ONE random permutation per
-trial (the paper's "random splits of the dataset"), the first round(split * n) points selecting; the
-tradeoff's splits 0.5 / 0.6 / 0.7 reuse that permutation (nested selection parts).
+Each trial runs the method's array core, ``assay.psdme.core``, on the (K, n) KPI matrix (selection, level,
+``stats.bands.dkw_band`` / ``bj_band``, guaranteed KPI); a test checks that one trial agrees with
+``assay.psdme.bands`` exactly. Calling ``bands`` on a 200k-row table per trial and method would dominate the run
+time. SS-DME splits the shared calibration sample with ONE random permutation per trial (the paper's "random
+splits of the dataset"), the first round(split * n) points selecting; the tradeoff's splits 0.5 / 0.6 / 0.7
+reuse that permutation (nested selection parts).
 
 Rows (``kind``):
 
@@ -118,19 +118,17 @@ def true_cdf(s2: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
 # --------------------------------------------------------------------------------------------
 
 
-def _top(means: np.ndarray, M: int) -> np.ndarray:
-    """The M smallest means, ties by index (as ``assay.psdme`` top:M), returned in that order."""
-    return np.argsort(means, kind="stable")[: min(M, means.size)]
+def _fit(X: np.ndarray, method: str, M: int, *, delta: float = DELTA, band: str = "dkw", split: float = 0.5,
+         perm: np.ndarray | None = None, levels: dict[str, float] | None = None,
+         gammas: Sequence[float] = ps.DEFAULT_GAMMAS) -> ps.PsdmeCore:
+    """``assay.psdme.core`` on a KPI matrix X (K, n) with rows SORTED ascending, top-M selection.
 
-
-def select_and_band(X: np.ndarray, method: str, M: int, *, delta: float = DELTA, band: str = "dkw",
-                    split: float = 0.5, perm: np.ndarray | None = None, levels: dict[str, float] | None = None):
-    """Selection and bands of one method on a KPI matrix X (K, n) with rows SORTED ascending.
-
-    ``perm``: SS-DME's permutation of the n columns, shared (shape (n,)) or per model (shape (K, n));
-    the first round(split * n) permuted points select. Returns (selected indices, band, alpha).
+    SS-DME's split is the study's own (one permutation of the n shared calibration points per trial, ``perm``;
+    or one per model, shape (K, n)): the first round(split * n) permuted points select, the rest build the band.
     """
     K, n = X.shape
+    sel = None
+    ev = X
     if method == "ss-dme":
         if perm is None:
             raise AssayInputError("ss-dme needs a permutation of the calibration points")
@@ -139,14 +137,20 @@ def select_and_band(X: np.ndarray, method: str, M: int, *, delta: float = DELTA,
         Xp = np.take_along_axis(X, P, axis=1)
         sel = np.sort(Xp[:, :m], axis=1)
         ev = np.sort(Xp[:, m:], axis=1)
-    else:
-        sel = ev = X
-    S = _top(sel.mean(axis=1), M)
-    lv = levels if levels is not None else ps.levels(K, len(S), delta)
-    alpha = lv[method]
-    rows = ev[S]
-    b = bd.dkw_band(rows, alpha) if band == "dkw" else bd.bj_band(rows, alpha)
-    return S, b, alpha
+    return ps.core(ev, sel, delta=delta, select=f"top:{M}", method=method, band=band, gammas=gammas,
+                   design_levels=levels)
+
+
+def select_and_band(X: np.ndarray, method: str, M: int, *, delta: float = DELTA, band: str = "dkw",
+                    split: float = 0.5, perm: np.ndarray | None = None, levels: dict[str, float] | None = None):
+    """Selection and bands of one method on a KPI matrix X (K, n) with rows SORTED ascending.
+
+    ``perm``: SS-DME's permutation of the n columns, shared (shape (n,)) or per model (shape (K, n));
+    the first round(split * n) permuted points select. ``levels``: :func:`assay.psdme.levels` of the design,
+    if already known. Returns (selected indices, band, alpha); :func:`assay.psdme.core` does the work.
+    """
+    fit = _fit(X, method, M, delta=delta, band=band, split=split, perm=perm, levels=levels)
+    return fit.selected, fit.band, fit.alpha
 
 
 def _trial(X: np.ndarray, s2: np.ndarray, keys: Sequence[tuple[str, float]], M: int, band: str,
@@ -154,11 +158,10 @@ def _trial(X: np.ndarray, s2: np.ndarray, keys: Sequence[tuple[str, float]], M: 
     Xs = np.sort(X, axis=1)
     out = {}
     for method, split in keys:
-        S, b, _ = select_and_band(Xs, method, M, band=band, split=split, perm=perm, levels=lv)
-        covers = bd.band_covers(b, true_cdf(s2[S]))
-        fcp = float((~covers).sum()) / max(len(S), 1)
-        best = ps._guaranteed(b, gammas).min(axis=0)
-        out[(method, split)] = (fcp, float(b.width.mean()), best)
+        fit = _fit(Xs, method, M, band=band, split=split, perm=perm, levels=lv, gammas=gammas)
+        covers = bd.band_covers(fit.band, true_cdf(s2[fit.selected]))
+        fcp = float((~covers).sum()) / max(len(fit.selected), 1)
+        out[(method, split)] = (fcp, float(fit.band.width.mean()), fit.best)
     return out
 
 
@@ -196,7 +199,7 @@ def analytic_width(method: str, n: int, K: int, M: int, *, delta: float = DELTA,
 
 def crossover_ratio(K: int, S: int, delta: float = DELTA, tau: float | None = None) -> float:
     """Lemma 2 / eq. (15): PS-DME is narrower than SS-DME iff n_eval / n < ln(2/delta) / ln(2/alpha)."""
-    log_alpha = math.log(cal.optimal_power_level(K, S, delta)) if tau is None else cal._power_log_level(K, S, delta, tau)
+    log_alpha = math.log(cal.optimal_power_level(K, S, delta)) if tau is None else cal.power_log_level(K, S, delta, tau)
     return math.log(2.0 / delta) / (math.log(2.0) - log_alpha)
 
 
@@ -209,7 +212,7 @@ def width_curve(ratios: Sequence[float] = CURVE_RATIOS, taus: Sequence[float] = 
                      "tau_label": "", "width_unit": math.sqrt(math.log(2.0 / delta) / r),
                      "crossover": float("nan"), "K": K, "selected": S, "delta": delta})
     for tau in (*taus, None):
-        ln_alpha = math.log(cal.optimal_power_level(K, S, delta)) if tau is None else cal._power_log_level(K, S, delta, tau)
+        ln_alpha = math.log(cal.optimal_power_level(K, S, delta)) if tau is None else cal.power_log_level(K, S, delta, tau)
         w = math.sqrt(math.log(2.0) - ln_alpha)
         t = cal.optimal_power_tau(K, S, delta) if tau is None else float(tau)
         for r in ratios:
