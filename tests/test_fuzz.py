@@ -255,7 +255,7 @@ def test_data_readers(df, fmt, garbage):
                   "config", "kpi", "model"], max_rows=8),
        command=st.sampled_from(["siren", "autoeval", "psdme", "faq", "ingest", "report"]),
        extra=st.lists(st.sampled_from(["--seed", "0", "--json", "--risk-target", "0.1", "-2", "nan", "--select",
-                                       "top:2", "--budget", "0.5", "7", "--tau", "1e-300", "--delta", "2"]),
+                                       "top:2", "--budget", "0.5", "7", "--calibrator-tau", "1e-300", "--temperature", "1e-300", "--uniform-mix", "2", "--delta", "2"]),
                       max_size=4))
 def test_cli_commands_on_small_files(df, command, extra):
     with tempfile.TemporaryDirectory() as d:

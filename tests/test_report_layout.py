@@ -2,6 +2,7 @@
 horizontal scroll bar), and one screenshot per section is kept as a test artifact in ``test-artifacts/report/``
 (``$ASSAY_TEST_ARTIFACTS`` overrides the folder)."""
 
+import html as html_lib
 import json
 import os
 import re
@@ -60,7 +61,7 @@ def test_nothing_overflows_at_1400px(report, tmp_path):
     assert p.returncode == 0, p.stderr[-2000:]
     m = re.search(r'<pre id="layout-probe">(.*?)</pre>', p.stdout, re.S)
     assert m, "the layout probe did not run"
-    probe = json.loads(m.group(1).replace("&quot;", '"').replace("&amp;", "&"))
+    probe = json.loads(html_lib.unescape(m.group(1)))
     assert probe["width"] >= 1300
     assert probe["bad"] == [], probe["bad"]
 

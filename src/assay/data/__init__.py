@@ -4,7 +4,7 @@
   checks every method shares (:func:`map_columns`, :func:`check_scores`, :func:`check_unique`), budgets.
 * :mod:`.release`: the public SIREN release folders.
 * One module per method with its ``prepare`` step (tidy table -> the arrays its core takes): :mod:`.siren`,
-  :mod:`.autoeval`.
+  :mod:`.autoeval`, :mod:`.psdme` (FAQ's matrices: :mod:`.faq`).
 
 :func:`read_table` reads any of them, and evaluation logs (lm-eval, inspect, HELM) through :mod:`assay.data.logs` (also importable as :mod:`assay.ingest`).
 """

@@ -68,7 +68,7 @@ def siren_figure(result: Result) -> str:
 
 
 _CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1300px;margin:2em auto;padding:0 1em;color:#222}
 figure svg{max-width:100%;height:auto} .scroll{max-width:100%;overflow-x:auto}
 h1{font-size:1.6em} h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:2em}
 table{border-collapse:collapse;font-size:.85em;margin:1em 0} td,th{border:1px solid #ddd;padding:3px 7px;text-align:right}
@@ -156,6 +156,14 @@ def autoeval_figure(result: Result) -> str:
     return _svg(fig)
 
 
+def _autoeval_columns(t: pd.DataFrame) -> pd.DataFrame:
+    """The columns a reader of the certificate needs, in reading order (the page is not a spreadsheet)."""
+    keep = ["candidate", "n", "N", "certified", "certified_at", "p_value", "risk_upper", "ci_low", "ci_high",
+            "mean_human", "mean_judge", "rho_weighted", "cost"]
+    t = t[[c for c in keep if c in t.columns]]
+    return t.loc[:, ~t.isna().all()]
+
+
 def _autoeval_section(result: Result) -> str:
     p, lv = result.params, result.level
     sel = result.info.get("selection") or {}
@@ -168,7 +176,8 @@ def _autoeval_section(result: Result) -> str:
         f"the dashed line, and a candidate whose true risk is above the target crosses it with probability at most "
         f"{lv.get('delta')}. Right: how much the test relied on the judge's labels at the end (rho = 0: human labels "
         "only; rho = 1: full trust in the judge after bias correction).</figcaption></figure>",
-        _table_html(result.tables["candidates"]),
+        _table_html(_autoeval_columns(result.tables["candidates"])),
+        "<p class='meta'>All columns (e-values, test levels, unused unlabelled rows) are in the JSON result.</p>",
     ]
     if sel.get("procedure"):
         best = sel.get("best")
@@ -403,7 +412,7 @@ def quickscope_figure(result: Result) -> str:
         b2.set_ylabel("configurations tried", color="#7f8c8d")
         b2.set_ylim(0, max(1, int(trace["pool"].max())) * 1.08)
         b2.yaxis.set_major_locator(MaxNLocator(integer=True))
-        a2.xaxis.set_major_locator(MaxNLocator(integer=True))
+        a2.xaxis.set_major_locator(MaxNLocator(nbins=4, integer=True))
         a2.set_xlabel("tickets (model calls)")
     a2.set_title("certification over time", fontsize=9)
     full = result.tables["top"]
