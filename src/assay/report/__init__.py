@@ -51,7 +51,9 @@ def siren_figure(result: Result) -> str:
     for ax, s in zip(axes.ravel(), systems):
         t = cells[cells["system"] == s].reset_index(drop=True)
         x = np.arange(len(t))
-        ax.fill_between(x, t["band_low"], t["band_high"], color="#c6dbef", label="simultaneous band", step=None)
+        # budgets are categories: one band box per budget, not a ribbon drawn between them
+        ax.bar(x, t["band_high"] - t["band_low"], bottom=t["band_low"], width=0.55, color="#c6dbef",
+               label="simultaneous band (all cells at once)")
         ax.errorbar(x, t["estimate"], yerr=[t["estimate"] - t["ci_low"], t["ci_high"] - t["estimate"]],
                     fmt="o", color="#08519c", capsize=3, label="SIREN estimate, pointwise CI")
         ax.plot(x, t["naive_max"], "x", color="#cb181d", label="naive max (same data)")
@@ -62,8 +64,10 @@ def siren_figure(result: Result) -> str:
     for ax in axes.ravel()[n:]:
         ax.axis("off")
     axes[0, 0].set_ylabel("score")
-    axes[0, 0].legend(fontsize=7, loc="lower left")
-    fig.tight_layout()
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.tight_layout(rect=(0, 0.1 / rows, 1, 1))
+    # one legend for the figure, below the panels, where it covers no data
+    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=8, frameon=False)
     return _svg(fig)
 
 
@@ -109,7 +113,7 @@ def _siren_section(result: Result) -> str:
         f"temperature {p.get('temperature')}, {p.get('n_boot')} bootstrap draws, seed {result.seed}.</p>",
         f"<figure>{siren_figure(result)}<figcaption>Each dot is the estimated fresh-data score of the "
         f"procedure 'tune at this budget, then deploy' for that model; the bar is its {level:.0%} confidence "
-        f"interval, and the shaded band covers every cell of the grid at once with probability {level:.0%}. "
+        f"interval, and the shaded box (the simultaneous band) covers every cell of the grid at once with probability {level:.0%}. "
         "Red crosses show the best shortlisted prompt's score on the same items that chose it (the naive "
         "report): the gap to the dot is the winner's-curse optimism.</figcaption></figure>",
         _table_html(show),
