@@ -117,7 +117,8 @@ def test_nan_and_inf_in_tables_survive(result):
     assert d["cells"][0]["ci_low"] is None
     # numbers stay numbers: infinities are null in the table, flagged by path at the top level
     assert d["cells"][1]["ci_high"] is None and d["cells"][2]["band_low"] is None
-    assert d["infinite"] == {"cells.1.ci_high": "+inf", "cells.2.band_low": "-inf"}
+    assert d["infinite"] == [{"path": ["cells", 1, "ci_high"], "value": "+inf"},
+                             {"path": ["cells", 2, "band_low"], "value": "-inf"}]
     assert pd.DataFrame(d["cells"])["ci_high"].dtype == np.float64
     back = siren.SirenResult.from_json(text)
     assert math.isnan(back.cells.loc[0, "ci_low"])
@@ -186,8 +187,9 @@ def test_to_jsonable_scalars():
     assert to_jsonable(True) is True  # not turned into 1
     assert to_jsonable(np.float64("nan")) is None
     assert to_jsonable(float("inf")) is None
-    flags = {}
-    assert to_jsonable({"a": [1.0, np.float64("-inf")]}, flags) == {"a": [1.0, None]} and flags == {"a.1": "-inf"}
+    flags = []
+    assert to_jsonable({"a.b": [1.0, np.float64("-inf")]}, flags) == {"a.b": [1.0, None]}
+    assert flags == [{"path": ["a.b", 1], "value": "-inf"}]
     assert to_jsonable(pd.NA) is None
     assert to_jsonable(None) is None
     assert to_jsonable(np.str_("x")) == "x"
@@ -199,10 +201,10 @@ def test_to_jsonable_containers():
         3: (np.int32(1), [np.float64(0.25)]),
         ("s", 1.0): {"inner": np.arange(3)},
     }
-    flags = {}
+    flags = []
     out = to_jsonable(obj, flags)
     assert out == {"a": [[1.0, None], [None, 2.5]], "3": [1, [0.25]], "('s', 1.0)": {"inner": [0, 1, 2]}}
-    assert flags == {"a.1.0": "+inf"}
+    assert flags == [{"path": ["a", 1, 0], "value": "+inf"}]
     assert all(type(v) is int for v in out["('s', 1.0)"]["inner"])
     json.dumps(out, allow_nan=False)  # strict JSON
 

@@ -661,7 +661,8 @@ def bands(
     }
     params = {"select": select if not callable(select) else getattr(select, "__name__", "callable"),
               "method": method, "band": band, "calibrator": calibrator if not callable(calibrator) else "callable",
-              "split": float(split), "gammas": g.tolist(), "failures": failures}
+              "split": float(split), "gammas": g.tolist(), "failures": failures,
+              "kpi": (columns or {}).get("kpi", "kpi")}  # the KPI column's own name (it carries the unit)
     return build(PsdmeResult, params=params, n=len(samples[0]),
                  n_meaning="observations of the first configuration (column n of configs has each one's)",
                  meaning=guarantee, seed=seed, tables=tables, delta=delta, warnings=_warnings(fit, g, chosen),

@@ -6,10 +6,11 @@ DataFrames). ``to_json()`` round-trips through :meth:`Result.from_json`; the CLI
 prints exactly ``to_json()``.
 
 JSON has no NaN or infinity, and a number stays a number: NaN is written as ``null``; +-infinity is written as
-``null`` too, and its place is flagged in the top-level ``"infinite"`` object, which maps a path (``"configs.3.width"``:
-table ``configs``, row 3, column ``width``; ``"info_key.sub"`` for a scalar) to ``"+inf"`` or ``"-inf"``. A
-DataFrame built from a table's records therefore has numeric columns (NaN where JSON says null), and
-:meth:`Result.from_dict` puts every flagged infinity back. The key is absent when nothing is infinite.
+``null`` too, and its place is flagged in the top-level ``"infinite"`` list, one ``{"path": [...], "value": "+inf"}``
+per infinity, where the path is the list of keys and row numbers that lead to it (``["configs", 3, "kpi_0.95"]``:
+table ``configs``, row 3, column ``kpi_0.95``; ``["bonferroni_threshold"]`` for a scalar). A DataFrame built from a
+table's records therefore has numeric columns (NaN where JSON says null), and :meth:`Result.from_dict` puts every
+flagged infinity back. The key is absent when nothing is infinite.
 """
 
 from __future__ import annotations
@@ -63,22 +64,20 @@ class Interval:
         return f"{pairs} ({self.level:.0%})"
 
 
-def to_jsonable(obj: Any, infinite: dict[str, str] | None = None, _path: str = "") -> Any:
+def to_jsonable(obj: Any, infinite: list[dict[str, Any]] | None = None, _path: tuple = ()) -> Any:
     """Convert numpy / pandas scalars and containers into plain JSON-safe Python objects.
 
-    NaN and +-infinity become ``None``; when ``infinite`` is a dict, each infinity's dotted path is recorded in it
-    (``{"configs.3.width": "+inf"}``), which is how :meth:`Result.to_dict` keeps them recoverable."""
-    def sub(key: Any) -> str:
-        return f"{_path}.{key}" if _path else str(key)
-
+    NaN and +-infinity become ``None``; when ``infinite`` is a list, each infinity's path (keys and row numbers) is
+    appended to it as ``{"path": [...], "value": "+inf" | "-inf"}``, which is how :meth:`Result.to_dict` keeps them
+    recoverable."""
     if isinstance(obj, dict):
-        return {str(k): to_jsonable(v, infinite, sub(k)) for k, v in obj.items()}
+        return {str(k): to_jsonable(v, infinite, (*_path, str(k))) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [to_jsonable(v, infinite, sub(i)) for i, v in enumerate(obj)]
+        return [to_jsonable(v, infinite, (*_path, i)) for i, v in enumerate(obj)]
     if isinstance(obj, np.ndarray):
-        return [to_jsonable(v, infinite, sub(i)) for i, v in enumerate(obj.tolist())]
+        return [to_jsonable(v, infinite, (*_path, i)) for i, v in enumerate(obj.tolist())]
     if isinstance(obj, pd.DataFrame):
-        return [to_jsonable(r, infinite, sub(i)) for i, r in enumerate(obj.to_dict(orient="records"))]
+        return [to_jsonable(r, infinite, (*_path, i)) for i, r in enumerate(obj.to_dict(orient="records"))]
     if isinstance(obj, Interval):
         return to_jsonable(obj.to_dict(), infinite, _path)
     if isinstance(obj, (bool, np.bool_)):
@@ -91,7 +90,7 @@ def to_jsonable(obj: Any, infinite: dict[str, str] | None = None, _path: str = "
             return None
         if math.isinf(x):
             if infinite is not None:
-                infinite[_path] = "+inf" if x > 0 else "-inf"
+                infinite.append({"path": list(_path), "value": "+inf" if x > 0 else "-inf"})
             return None
         return x
     if obj is None or isinstance(obj, str):
@@ -101,20 +100,15 @@ def to_jsonable(obj: Any, infinite: dict[str, str] | None = None, _path: str = "
     return str(obj)
 
 
-def _put_infinities(d: dict[str, Any], infinite: Mapping[str, str]) -> None:
+def _put_infinities(d: dict[str, Any], infinite: Iterable[Mapping[str, Any]]) -> None:
     """Undo :func:`to_jsonable`'s ``None`` for every flagged infinity of a JSON dict (in place)."""
-    for path, sign in infinite.items():
-        keys = path.split(".")
-        node: Any = d
+    for flag in infinite:
         try:
-            for k in keys[:-1]:
-                node = node[int(k)] if isinstance(node, list) else node[k]
-            last = keys[-1]
-            value = float("inf") if sign == "+inf" else float("-inf")
-            if isinstance(node, list):
-                node[int(last)] = value
-            else:
-                node[last] = value
+            *head, last = flag["path"]
+            node: Any = d
+            for k in head:
+                node = node[k]
+            node[last] = float("inf") if flag["value"] == "+inf" else float("-inf")
         except (KeyError, IndexError, ValueError, TypeError):
             continue  # a path that no longer exists (hand-edited JSON): leave it as null
 
@@ -261,7 +255,7 @@ class Result:
         out.pop("infinite", None)
         for name, frame in self.tables.items():
             out[name] = frame
-        infinite: dict[str, str] = {}
+        infinite: list[dict[str, Any]] = []
         d = to_jsonable(out, infinite)
         if infinite:
             d["infinite"] = infinite
