@@ -4,9 +4,9 @@ Per prompt:
 
 1. key = ``request_key(model.name, prompt, model.params())``; if the journal already holds that key
    for this run (or for any run, with ``reuse=True``) the stored answer is returned (``cached``)
-   and nothing is sent.
+   and nothing is sent. Identical prompts share one key and one request.
 2. Otherwise take a slot of the (adaptive) concurrency limiter and a token of the
-   requests-per-minute limiter, call ``model.generate`` (under ``asyncio.wait_for(timeout)`` if a
+   requests-per-minute limiter, call ``model.generate`` (under ``asyncio.timeout(timeout)`` if a
    runner timeout is given), and on :class:`RetryableError` / timeout release the slot, sleep
    ``max(Retry-After, full-jitter exponential backoff)`` and try again, up to ``max_retries`` retries.
 3. A successful answer is written to the journal *before* the prompt counts as done, so a
@@ -14,26 +14,32 @@ Per prompt:
 
 Journal writes are group-committed: answers queue up for at most ``LINGER_S`` (25 ms) and are committed in one
 transaction (one fsync for all of them) by a task on the event loop; an answer is used (stored in the result,
-counted done) only in the callback that runs after its commit, so it is on disk before it is used. (A writer thread
-was tried first: it fought the loop for the GIL around every SQLite call and cost more than these short commits.) Before a key is sent it is looked up again and *claimed* in the journal
-(per-request leases): a second process on the same run id skips keys another live process holds, works on the
-others, and waits for the held ones to be answered (or for their lease to lapse: an owner that died on this host
-is detected at once, elsewhere after ``lease_s``). So two processes on one run never pay twice for a key. Every
-attempt sent, every timeout (the server may still have completed, and billed, it) and every answer thrown away
-as a duplicate is counted in the journal (``assay runs show``).
+counted done) only in the callback that runs after its commit, so it is on disk before it is used. (A writer
+thread was tried first: it fought the loop for the GIL around every SQLite call and cost more than these short
+commits.) Before a key is sent it is *claimed* in the journal (per-request leases): a second process on the same
+run id skips keys another live process holds, works on the others, and waits for the held ones to be answered (or
+for their lease to lapse: an owner that died on this host is detected at once, elsewhere after ``lease_s``). So two
+processes on one run never pay twice for a key. Every attempt sent, every timeout (the server may still have
+completed, and billed, it) and every answer thrown away as a duplicate is counted in the journal
+(``assay runs show``).
 
 Adaptive concurrency is AIMD: a 429/503 halves the effective cap (at least 1), once per "round"
 of requests (requests already in flight when it was halved do not halve it again); each
 ``recover_after`` consecutive successes (default: the current cap) raise it by one, up to
 ``concurrency``.
 
-Jitter comes from ``random.Random`` seeded by ``(seed, request key, attempt)``, so it does not
-depend on scheduling order. Results come back in input order.
+Jitter comes from one ``random.Random`` per request, seeded by ``(seed, request key)`` and drawn once per retry,
+so it does not depend on scheduling order. Results come back in input order.
+
+Layout: :func:`run_prompts` checks its arguments (``_check_arguments``), keys and groups the prompts
+(``_group_prompts``), then hands the run to a ``_Session`` (serve from the journal, claim, send, commit,
+finalize, counters), which packages the answers into a :class:`RunResult`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import random
@@ -43,7 +49,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 from ..errors import AssayInputError
 from .base import Model, Response, RetryableError
@@ -109,6 +115,12 @@ class _LoopCommitter:
         self.closing = True
         self.wake.set()
         await self.task
+        self._commit()
+
+    def abort(self) -> None:
+        """The run was interrupted: stop the task and commit what is queued, now."""
+        self.closing = True
+        self.task.cancel()
         self._commit()
 
 
@@ -198,11 +210,13 @@ class RateLimiter:
 
 @dataclass
 class RunResult:
-    """Answers in input order, the run id (journal key space) and the run's statistics."""
+    """Answers in input order, the run id (journal key space), the run's statistics and the seed of its jitter
+    (``None`` when a numpy Generator was given)."""
 
     responses: list[Response]
     run_id: str | None
     stats: dict[str, Any] = field(default_factory=dict)
+    seed: int | None = None
 
     @property
     def texts(self) -> list[str | None]:
@@ -229,6 +243,360 @@ def _check_pos(name: str, value, allow_none: bool = True):
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
         raise AssayInputError(f"{name} must be a positive number{' or None' if allow_none else ''}, got {value!r}")
     return float(value)
+
+
+# -- 1. checking the arguments and preparing the prompts ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Settings:
+    """The checked knobs of one run (see :func:`run_prompts` for their meaning)."""
+
+    concurrency: int
+    max_retries: int
+    rpm: float | None
+    timeout: float | None
+    backoff_base: float
+    backoff_max: float
+    adaptive: bool
+    recover_after: int | None
+    reuse: bool
+    lease_s: Any  # as given; turned into seconds by the session (``None``: long enough for every retry)
+    seed: Any  # the resolved :class:`assay.seeds.Seed`
+    jitter: int  # what every request's jitter stream is seeded from (with the request key)
+
+
+class _Batch(NamedTuple):
+    """The prompts of a run with their journal keys; ``groups`` maps each distinct key to the input positions that
+    ask it (first position first, keys in order of first appearance): one request answers a whole group."""
+
+    prompts: list
+    keys: list[str]
+    groups: dict[str, list[int]]
+
+
+def _check_arguments(model: Model, prompts: Sequence, *, concurrency, max_retries, rpm, timeout, backoff_base,
+                     backoff_max, adaptive, recover_after, reuse, lease_s, seed) -> tuple[list, _Settings]:
+    """Refuse bad arguments before anything is opened or sent; returns the prompts as a list and the settings.
+
+    ``seed`` is already resolved (a :class:`~assay.seeds.Seed`)."""
+    prompts = list(prompts)
+    _check_int("concurrency", concurrency, 1)
+    _check_int("max_retries", max_retries, 0)
+    rpm = _check_pos("rpm", rpm)
+    timeout = _check_pos("timeout", timeout)
+    backoff_base = float(backoff_base)
+    backoff_max = float(backoff_max)
+    if backoff_base < 0 or backoff_max < 0:
+        raise AssayInputError("backoff_base and backoff_max must be >= 0 seconds")
+    if recover_after is not None:
+        _check_int("recover_after", recover_after, 1)
+    for attr in ("name", "params", "generate"):
+        if not hasattr(model, attr):
+            raise AssayInputError(f"model must implement the Model interface (name, params(), async generate()); "
+                                  f"{type(model).__name__} has no {attr!r}")
+    # an int seed is used as given (jitter of the same run replays); a Generator gives an int drawn from its stream
+    jitter = seed.recorded if seed.recorded is not None else int(seed.sequence.generate_state(1)[0])
+    return prompts, _Settings(concurrency=concurrency, max_retries=max_retries, rpm=rpm, timeout=timeout,
+                              backoff_base=backoff_base, backoff_max=backoff_max, adaptive=adaptive,
+                              recover_after=recover_after, reuse=reuse, lease_s=lease_s, seed=seed, jitter=jitter)
+
+
+def _open_journal(journal) -> tuple[Any, bool]:
+    """``(journal, owned)``: a path is opened here (and closed by the caller), a journal object is used as is."""
+    from .journal import Journal
+
+    if journal is not None and not hasattr(journal, "put"):
+        return Journal(Path(journal)), True
+    return journal, False
+
+
+def _start_run(journal, run_id: str | None, model: Model, params: Mapping[str, Any], n_prompts: int) -> str:
+    """Start (or resume) the journal run; without a journal, a fresh id when none is given."""
+    if journal is not None:
+        return journal.start_run(run_id, meta={"model": model.name, "params": params, "n_prompts": n_prompts})
+    return run_id if run_id is not None else uuid.uuid4().hex[:12]
+
+
+def _group_prompts(model: Model, prompts: list, params: Mapping[str, Any]) -> _Batch:
+    """Key every prompt (:func:`~assay.models.journal.request_key`) and group identical requests."""
+    from .journal import request_key
+
+    keys = [request_key(model.name, p, params) for p in prompts]
+    groups: dict[str, list[int]] = {}
+    for i, k in enumerate(keys):
+        groups.setdefault(k, []).append(i)
+    return _Batch(prompts, keys, groups)
+
+
+# -- 2. the request loop --------------------------------------------------------------------------------------
+
+
+class _Session:
+    """One run's request loop: the journal, the limiters, the answers so far and the counters.
+
+    Per distinct request: :meth:`wait_for_claim` (another process holds the key), :meth:`send` (attempts with
+    retries), :meth:`commit` (journal first) and :meth:`finalize` (the answer is used and counted). Answers already
+    in the journal are served by :meth:`serve_completed` before anything is claimed."""
+
+    def __init__(self, model: Model, batch: _Batch, params: Mapping[str, Any], journal, run_id: str,
+                 cfg: _Settings, progress: Callable[[dict], None] | None) -> None:
+        self.model = model
+        self.batch = batch
+        self.params = params
+        self.journal = journal
+        self.run_id = run_id
+        self.cfg = cfg
+        self.progress = progress
+        self.stats: dict[str, Any] = {
+            "run_id": run_id, "total": len(batch.prompts), "done": 0, "cached": 0, "requests": 0, "retries": 0,
+            "throttled": 0, "timeouts": 0, "errors": 0, "in_flight": 0, "max_in_flight": 0,
+            "concurrency": cfg.concurrency, "min_concurrency": cfg.concurrency,
+            "prompt_tokens": 0, "completion_tokens": 0, "elapsed_s": 0.0, "waited_for_other_process": 0,
+            "duplicates_thrown_away": 0,
+        }
+        self.writer: _LoopCommitter | None = (_LoopCommitter(journal, asyncio.get_running_loop())
+                                              if (journal is not None and hasattr(journal, "batch")) else None)
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
+        self.lease = float(cfg.lease_s) if cfg.lease_s is not None else (
+            (cfg.timeout or 600.0) * (cfg.max_retries + 1) + cfg.backoff_max * cfg.max_retries + 60.0)
+        self.t_start = time.perf_counter()
+        self.limiter = AdaptiveLimiter(cfg.concurrency, adaptive=cfg.adaptive, recover_after=cfg.recover_after)
+        self.rate = RateLimiter(cfg.rpm) if cfg.rpm else None
+        self.results: list[Response | None] = [None] * len(batch.prompts)
+        self.errors: list[BaseException] = []  # journal failures heard in commit callbacks
+
+    # -- counters -------------------------------------------------------------------------------------------
+
+    def _gauges(self) -> None:
+        st, lim = self.stats, self.limiter
+        st["in_flight"] = lim.in_flight
+        st["max_in_flight"] = lim.max_in_flight
+        st["concurrency"] = lim.limit
+        st["min_concurrency"] = lim.min_limit
+        st["elapsed_s"] = time.perf_counter() - self.t_start
+
+    def report(self) -> None:
+        """Refresh the gauges and hand a copy of the stats to ``progress``."""
+        self._gauges()
+        if self.progress is not None:
+            self.progress(dict(self.stats))
+
+    def account(self, resp: Response, n: int) -> None:
+        """Count ``n`` prompts answered by ``resp`` (tokens only for answers paid for in this run)."""
+        st = self.stats
+        st["done"] += n
+        if resp.cached:
+            st["cached"] += n
+        if resp.error is not None:
+            st["errors"] += n
+        elif not resp.cached:
+            st["prompt_tokens"] += resp.prompt_tokens or 0
+            st["completion_tokens"] += resp.completion_tokens or 0
+
+    # -- answers from the journal ---------------------------------------------------------------------------
+
+    def from_journal(self, key: str) -> Response | None:
+        """The journaled answer for ``key`` (this run's; with ``reuse``, any run's), marked cached, else ``None``."""
+        if self.journal is None:
+            return None
+        rec = self.journal.get(self.run_id, key)
+        if rec is None and self.cfg.reuse:
+            rec = self.journal.lookup_any(key)
+        if rec is None:
+            return None
+        resp = Response.from_dict(_response_part(rec))
+        if resp.error is not None:  # only successes are journaled, but be defensive
+            return None
+        resp.cached = True
+        return resp
+
+    def _fill(self, hit: Response, idx: list[int]) -> None:
+        for i in idx:
+            self.results[i] = hit if i == idx[0] else Response.from_dict(hit.to_dict())
+        self.account(hit, len(idx))
+
+    def serve_completed(self) -> list[tuple[str, list[int]]]:
+        """Answer every group the journal already holds; returns the ``(key, positions)`` still to request."""
+        j = self.journal
+        # one query for the keys this run already answered; only those are read back (and, with reuse, every key)
+        known = (j.completed_keys(self.run_id, list(self.batch.groups))
+                 if (j is not None and hasattr(j, "completed_keys") and not self.cfg.reuse) else None)
+        todo: list[tuple[str, list[int]]] = []
+        for key, idx in self.batch.groups.items():
+            hit = self.from_journal(key) if (known is None or key in known) else None
+            if hit is not None:
+                self._fill(hit, idx)
+            else:
+                todo.append((key, idx))
+        if self.stats["done"]:
+            self.report()
+        return todo
+
+    # -- one request ----------------------------------------------------------------------------------------
+
+    async def wait_for_claim(self, key: str, idx: list[int], st: str | None) -> bool:
+        """Another live process holds ``key``: wait for its answer (True: served from the journal) or for its lease
+        to lapse (False: the key is ours now)."""
+        pause = 0.05
+        while st != "claimed":
+            if st == "done":
+                hit = self.from_journal(key)
+                if hit is not None:
+                    self._fill(hit, idx)
+                    self.report()
+                    return True
+            elif st == "busy":
+                self.stats["waited_for_other_process"] += 1
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 1.0)
+            st = await self.writer.submit(("claim", self.run_id, key, self.owner, self.lease))
+        return False
+
+    async def send(self, key: str, idx: list[int]) -> tuple[Response, int, int]:
+        """Ask the model, retrying transient failures; ``(answer or final error, attempts sent, timeouts)``."""
+        cfg, st, limiter, model = self.cfg, self.stats, self.limiter, self.model
+        prompt = self.batch.prompts[idx[0]]
+        rng = random.Random(f"{cfg.jitter}:{key}")
+        attempt = 0
+        last_err = ""
+        n_sent = n_timeouts = 0
+        while True:
+            epoch = await limiter.acquire()
+            outcome = "other"
+            retry_after = None
+            try:
+                if self.rate is not None:
+                    await self.rate.acquire()
+                st["requests"] += 1
+                n_sent += 1
+                st["in_flight"] = limiter.in_flight
+                st["max_in_flight"] = limiter.max_in_flight
+                if cfg.timeout is not None:
+                    async with asyncio.timeout(cfg.timeout):  # no extra task per request (wait_for made one)
+                        resp = await model.generate(prompt)
+                else:
+                    resp = await model.generate(prompt)
+                if not isinstance(resp, Response):
+                    raise AssayInputError(f"{type(model).__name__}.generate must return a Response, "
+                                          f"got {type(resp).__name__}")
+                outcome = "ok"
+            except RetryableError as exc:
+                resp = None
+                last_err = exc.message
+                retry_after = exc.retry_after
+                if exc.throttled:
+                    outcome = "throttled"
+                    st["throttled"] += 1
+                if exc.timed_out:
+                    st["timeouts"] += 1
+                    n_timeouts += 1
+            except asyncio.TimeoutError:
+                resp = None
+                last_err = f"timed out after {cfg.timeout} s"
+                st["timeouts"] += 1
+                n_timeouts += 1
+            finally:
+                await limiter.release(epoch, outcome)
+
+            if resp is not None:
+                resp.attempts = attempt + 1
+                resp.cached = False
+                return resp, n_sent, n_timeouts
+            if attempt >= cfg.max_retries:
+                resp = Response(text=None, latency_s=0.0, error=f"gave up after {attempt + 1} attempts: {last_err}",
+                                attempts=attempt + 1)
+                log.warning("prompt %d: %s", idx[0], resp.error)
+                return resp, n_sent, n_timeouts
+            delay = rng.uniform(0.0, min(cfg.backoff_max, cfg.backoff_base * (2.0 ** attempt)))
+            if retry_after is not None:
+                delay = max(delay, min(retry_after, RETRY_AFTER_CAP))
+            attempt += 1
+            st["retries"] += 1
+            log.info("prompt %d: %s; retry %d/%d in %.2f s", idx[0], last_err, attempt, cfg.max_retries, delay)
+            await asyncio.sleep(delay)
+
+    def commit(self, key: str, idx: list[int], resp: Response, n_sent: int, n_timeouts: int) -> None:
+        """Journal the answer, then :meth:`finalize` it (with the writer: in the callback after its commit)."""
+        j = self.journal
+        if j is not None:
+            # committed before the prompt counts as done; an error is kept for the record only
+            # (the journal does not serve it, so a resumed run asks again)
+            request = {"model": self.model.name, "prompt": self.batch.prompts[idx[0]], "params": self.params}
+            if self.writer is not None:
+                self.writer.submit_then(j.prepare(("finish", self.run_id, key, request, resp.to_dict(),
+                                                   {"requests": n_sent, "timeouts": n_timeouts}, self.owner)),
+                                        functools.partial(self.finalize, idx, resp))
+                return
+            j.put(self.run_id, key, request, resp.to_dict())
+        self.finalize(idx, resp)
+
+    def finalize(self, idx: list[int], resp: Response, done: Any = None) -> None:
+        """Use a committed answer: fill its group's positions and count it. ``done`` is what the journal said
+        (``"duplicate"``: another process had answered first; an exception: the commit failed)."""
+        if isinstance(done, BaseException):
+            self.errors.append(done)
+            return
+        if done == "duplicate":
+            self.stats["duplicates_thrown_away"] += 1
+        for i in idx:
+            self.results[i] = resp if i == idx[0] else _dup(resp)
+        self.account(resp, 1)
+        if len(idx) > 1:
+            self.account(self.results[idx[1]], len(idx) - 1)
+        self.report()
+
+    async def one(self, key: str, idx: list[int], st: str | None) -> None:
+        """Everything for one distinct request; ``st`` is the result of its claim."""
+        if self.writer is not None and st != "claimed" and await self.wait_for_claim(key, idx, st):
+            return
+        resp, n_sent, n_timeouts = await self.send(key, idx)
+        self.commit(key, idx, resp, n_sent, n_timeouts)
+
+    # -- the whole run --------------------------------------------------------------------------------------
+
+    async def run(self, todo: list[tuple[str, list[int]]]) -> None:
+        """Claim every key still needed, request them concurrently, commit the last answers and mark the run
+        (``done``, ``incomplete``, ``interrupted`` or ``failed``) in the journal."""
+        status = "failed"
+        try:
+            claimed: dict[str, str] = {}
+            if self.writer is not None and todo:
+                # claim every key this run still needs in one transaction; keys another live process holds wait
+                claimed = dict(zip((k for k, _ in todo),
+                                   self.journal.batch([("claim", self.run_id, k, self.owner, self.lease)
+                                                       for k, _ in todo])))
+            if todo:
+                async with asyncio.TaskGroup() as tg:
+                    for key, idx in todo:
+                        tg.create_task(self.one(key, idx, claimed.get(key)))
+            if self.writer is not None:
+                await self.writer.close()  # every queued answer committed (and its callback run) before we return
+                self.writer = None
+            if self.errors:
+                raise self.errors[0]
+            status = "done" if self.stats["errors"] == 0 else "incomplete"
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            status = "interrupted"
+            raise
+        except BaseExceptionGroup as eg:  # surface the first real error (e.g. AssayInputError), not a group
+            first = eg.exceptions[0]
+            while isinstance(first, BaseExceptionGroup):
+                first = first.exceptions[0]
+            raise first from None
+        finally:
+            if self.writer is not None:  # interrupted: commit what is queued before the run is marked
+                self.writer.abort()
+            if self.journal is not None:
+                self.journal.finish_run(self.run_id, status)
+
+    def result(self) -> RunResult:
+        self._gauges()
+        return RunResult(responses=list(self.results), run_id=self.run_id, stats=self.stats,
+                         seed=self.cfg.seed.recorded)
+
+
+# -- 3. the public entry points --------------------------------------------------------------------------------
 
 
 async def run_prompts(
@@ -268,259 +636,31 @@ async def run_prompts(
         the current cap).
     reuse : also answer from other runs in the journal with the same request key.
     progress : called with a copy of the stats dict after every finished prompt.
-    seed : seeds the jitter; answers never depend on it.
+    seed : seeds the jitter; answers never depend on it. An int (default 0), ``None`` (fresh, recorded), a numpy
+        ``SeedSequence`` or ``Generator`` (see :mod:`assay.seeds`); resolved once, recorded in ``RunResult.seed``.
     lease_s : how long another process's claim on a key is honoured when its owner cannot be checked (another
         host); default: long enough for every retry of one request.
+
+    Returns
+    -------
+    RunResult
+        ``responses`` in input order, ``run_id``, ``stats`` (the counters) and ``seed`` (the recorded seed).
     """
-    from .journal import Journal, request_key
+    from ..seeds import resolve_seed
 
-    prompts = list(prompts)
-    _check_int("concurrency", concurrency, 1)
-    _check_int("max_retries", max_retries, 0)
-    rpm = _check_pos("rpm", rpm)
-    timeout = _check_pos("timeout", timeout)
-    backoff_base = float(backoff_base)
-    backoff_max = float(backoff_max)
-    if backoff_base < 0 or backoff_max < 0:
-        raise AssayInputError("backoff_base and backoff_max must be >= 0 seconds")
-    if recover_after is not None:
-        _check_int("recover_after", recover_after, 1)
-    for attr in ("name", "params", "generate"):
-        if not hasattr(model, attr):
-            raise AssayInputError(f"model must implement the Model interface (name, params(), async generate()); "
-                                  f"{type(model).__name__} has no {attr!r}")
-
-    own_journal = False
-    if journal is not None and not hasattr(journal, "put"):
-        journal = Journal(Path(journal))
-        own_journal = True
-
+    resolved = resolve_seed(seed)
+    prompts, cfg = _check_arguments(model, prompts, concurrency=concurrency, max_retries=max_retries, rpm=rpm,
+                                    timeout=timeout, backoff_base=backoff_base, backoff_max=backoff_max,
+                                    adaptive=adaptive, recover_after=recover_after, reuse=reuse, lease_s=lease_s,
+                                    seed=resolved)
+    journal, own_journal = _open_journal(journal)
     params = model.params()
     try:
-        if journal is not None:
-            run_id = journal.start_run(run_id, meta={"model": model.name, "params": params, "n_prompts": len(prompts)})
-        elif run_id is None:
-            run_id = uuid.uuid4().hex[:12]
-
-        keys = [request_key(model.name, p, params) for p in prompts]
-        stats: dict[str, Any] = {
-            "run_id": run_id, "total": len(prompts), "done": 0, "cached": 0, "requests": 0, "retries": 0,
-            "throttled": 0, "timeouts": 0, "errors": 0, "in_flight": 0, "max_in_flight": 0,
-            "concurrency": concurrency, "min_concurrency": concurrency,
-            "prompt_tokens": 0, "completion_tokens": 0, "elapsed_s": 0.0, "waited_for_other_process": 0,
-            "duplicates_thrown_away": 0,
-        }
-        writer = (_LoopCommitter(journal, asyncio.get_running_loop())
-                  if (journal is not None and hasattr(journal, "batch")) else None)
-        owner = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
-        lease = float(lease_s) if lease_s is not None else (
-            (timeout or 600.0) * (max_retries + 1) + backoff_max * max_retries + 60.0)
-
-        async def jw(op: tuple):
-            return await writer.submit(op)
-        t_start = time.perf_counter()
-        limiter = AdaptiveLimiter(concurrency, adaptive=adaptive, recover_after=recover_after)
-        rate = RateLimiter(rpm) if rpm else None
-        results: list[Response | None] = [None] * len(prompts)
-
-        def report() -> None:
-            stats["in_flight"] = limiter.in_flight
-            stats["max_in_flight"] = limiter.max_in_flight
-            stats["concurrency"] = limiter.limit
-            stats["min_concurrency"] = limiter.min_limit
-            stats["elapsed_s"] = time.perf_counter() - t_start
-            if progress is not None:
-                progress(dict(stats))
-
-        def account(resp: Response, n: int) -> None:
-            stats["done"] += n
-            if resp.cached:
-                stats["cached"] += n
-            if resp.error is not None:
-                stats["errors"] += n
-            elif not resp.cached:
-                stats["prompt_tokens"] += resp.prompt_tokens or 0
-                stats["completion_tokens"] += resp.completion_tokens or 0
-
-        def from_journal(key: str) -> Response | None:
-            if journal is None:
-                return None
-            rec = journal.get(run_id, key)
-            if rec is None and reuse:
-                rec = journal.lookup_any(key)
-            if rec is None:
-                return None
-            resp = Response.from_dict(_response_part(rec))
-            if resp.error is not None:  # only successes are journaled, but be defensive
-                return None
-            resp.cached = True
-            return resp
-
-        # group identical requests: each distinct key is requested once
-        groups: dict[str, list[int]] = {}
-        for i, k in enumerate(keys):
-            groups.setdefault(k, []).append(i)
-
-        todo: list[tuple[str, list[int]]] = []
-        # one query for the keys this run already answered; only those are read back (and, with reuse, every key)
-        known = (journal.completed_keys(run_id, list(groups)) if (journal is not None and hasattr(journal, "completed_keys")
-                                                                  and not reuse) else None)
-        for key, idx in groups.items():
-            hit = from_journal(key) if (known is None or key in known) else None
-            if hit is not None:
-                for i in idx:
-                    results[i] = hit if i == idx[0] else Response.from_dict(hit.to_dict())
-                account(hit, len(idx))
-            else:
-                todo.append((key, idx))
-        if stats["done"]:
-            report()
-
-        def serve(hit: Response, idx: list[int]) -> None:
-            for i in idx:
-                results[i] = hit if i == idx[0] else Response.from_dict(hit.to_dict())
-            account(hit, len(idx))
-            report()
-
-        async def one(key: str, idx: list[int], st: str | None) -> None:
-            prompt = prompts[idx[0]]
-            rng = random.Random(f"{seed}:{key}")
-            attempt = 0
-            last_err = ""
-            n_sent = n_timeouts = 0
-            if writer is not None and st != "claimed":
-                # another live process holds the key: wait for its answer (or for its lease to lapse)
-                pause = 0.05
-                while st != "claimed":
-                    if st == "done":
-                        hit = from_journal(key)
-                        if hit is not None:
-                            serve(hit, idx)
-                            return
-                    elif st == "busy":
-                        stats["waited_for_other_process"] += 1
-                    await asyncio.sleep(pause)
-                    pause = min(pause * 2, 1.0)
-                    st = await jw(("claim", run_id, key, owner, lease))
-            while True:
-                epoch = await limiter.acquire()
-                outcome = "other"
-                retry_after = None
-                try:
-                    if rate is not None:
-                        await rate.acquire()
-                    stats["requests"] += 1
-                    n_sent += 1
-                    stats["in_flight"] = limiter.in_flight
-                    stats["max_in_flight"] = limiter.max_in_flight
-                    if timeout is not None:
-                        async with asyncio.timeout(timeout):  # no extra task per request (wait_for made one)
-                            resp = await model.generate(prompt)
-                    else:
-                        resp = await model.generate(prompt)
-                    if not isinstance(resp, Response):
-                        raise AssayInputError(f"{type(model).__name__}.generate must return a Response, "
-                                              f"got {type(resp).__name__}")
-                    outcome = "ok"
-                except RetryableError as exc:
-                    resp = None
-                    last_err = exc.message
-                    retry_after = exc.retry_after
-                    if exc.throttled:
-                        outcome = "throttled"
-                        stats["throttled"] += 1
-                    if exc.timed_out:
-                        stats["timeouts"] += 1
-                        n_timeouts += 1
-                except asyncio.TimeoutError:
-                    resp = None
-                    last_err = f"timed out after {timeout} s"
-                    stats["timeouts"] += 1
-                    n_timeouts += 1
-                finally:
-                    await limiter.release(epoch, outcome)
-
-                if resp is not None:
-                    resp.attempts = attempt + 1
-                    resp.cached = False
-                    break
-                if attempt >= max_retries:
-                    resp = Response(text=None, latency_s=0.0, error=f"gave up after {attempt + 1} attempts: {last_err}",
-                                    attempts=attempt + 1)
-                    log.warning("prompt %d: %s", idx[0], resp.error)
-                    break
-                delay = rng.uniform(0.0, min(backoff_max, backoff_base * (2.0 ** attempt)))
-                if retry_after is not None:
-                    delay = max(delay, min(retry_after, RETRY_AFTER_CAP))
-                attempt += 1
-                stats["retries"] += 1
-                log.info("prompt %d: %s; retry %d/%d in %.2f s", idx[0], last_err, attempt, max_retries, delay)
-                await asyncio.sleep(delay)
-
-            def finalize(done: Any = None) -> None:
-                if isinstance(done, BaseException):
-                    errors.append(done)
-                    return
-                if done == "duplicate":
-                    stats["duplicates_thrown_away"] += 1
-                for i in idx:
-                    results[i] = resp if i == idx[0] else _dup(resp)
-                account(resp, 1)
-                if len(idx) > 1:
-                    account(results[idx[1]], len(idx) - 1)
-                report()
-
-            if journal is not None:
-                # committed before the prompt counts as done; an error is kept for the record only
-                # (the journal does not serve it, so a resumed run asks again)
-                request = {"model": model.name, "prompt": prompt, "params": params}
-                if writer is not None:
-                    writer.submit_then(journal.prepare(("finish", run_id, key, request, resp.to_dict(),
-                                                        {"requests": n_sent, "timeouts": n_timeouts}, owner)),
-                                       finalize)
-                    return
-                journal.put(run_id, key, request, resp.to_dict())
-            finalize()
-
-        status = "failed"
-        errors: list[BaseException] = []
-        try:
-            claimed: dict[str, str] = {}
-            if writer is not None and todo:
-                # claim every key this run still needs in one transaction; keys another live process holds wait
-                claimed = dict(zip((k for k, _ in todo),
-                                   journal.batch([("claim", run_id, k, owner, lease) for k, _ in todo])))
-            if todo:
-                async with asyncio.TaskGroup() as tg:
-                    for key, idx in todo:
-                        tg.create_task(one(key, idx, claimed.get(key)))
-            if writer is not None:
-                await writer.close()  # every queued answer committed (and its callback run) before we return
-                writer = None
-            if errors:
-                raise errors[0]
-            status = "done" if stats["errors"] == 0 else "incomplete"
-        except (KeyboardInterrupt, asyncio.CancelledError):
-            status = "interrupted"
-            raise
-        except BaseExceptionGroup as eg:  # surface the first real error (e.g. AssayInputError), not a group
-            first = eg.exceptions[0]
-            while isinstance(first, BaseExceptionGroup):
-                first = first.exceptions[0]
-            raise first from None
-        finally:
-            if writer is not None:  # interrupted: commit what is queued before the run is marked
-                writer.closing = True
-                writer.task.cancel()
-                writer._commit()
-            if journal is not None:
-                journal.finish_run(run_id, status)
-        stats["elapsed_s"] = time.perf_counter() - t_start
-        stats["in_flight"] = limiter.in_flight
-        stats["max_in_flight"] = limiter.max_in_flight
-        stats["concurrency"] = limiter.limit
-        stats["min_concurrency"] = limiter.min_limit
-        return RunResult(responses=list(results), run_id=run_id, stats=stats)
+        run_id = _start_run(journal, run_id, model, params, len(prompts))
+        session = _Session(model, _group_prompts(model, prompts, params), params, journal, run_id, cfg, progress)
+        todo = session.serve_completed()
+        await session.run(todo)
+        return session.result()
     finally:
         if own_journal:
             journal.close()
