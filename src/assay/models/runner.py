@@ -9,10 +9,12 @@ Per prompt:
    requests-per-minute limiter, call ``model.generate`` (under ``asyncio.timeout(timeout)`` if a
    runner timeout is given), and on :class:`RetryableError` / timeout release the slot, sleep
    ``max(Retry-After, full-jitter exponential backoff)`` and try again, up to ``max_retries`` retries.
-3. A successful answer is written to the journal *before* the prompt counts as done, so a
-   process killed at any moment loses at most the requests that were in flight.
+3. A successful answer is written to the journal *before* the prompt counts as done, and it keeps its
+   concurrency slot until then: at any moment at most ``concurrency`` requests are paid for and not yet on disk,
+   so a process killed at any moment asks again at most that many on resume.
 
-Journal writes are group-committed: answers queue up for at most ``LINGER_S`` (25 ms) and are committed in one
+Journal writes are group-committed: answers queue up for at most ``LINGER_S`` (25 ms; less once every concurrency
+slot holds an answer waiting for the journal, as no more can arrive) and are committed in one
 transaction (one fsync for all of them) by a task on the event loop; an answer is used (stored in the result,
 counted done) only in the callback that runs after its commit, so it is on disk before it is used. (A writer
 thread was tried first: it fought the loop for the GIL around every SQLite call and cost more than these short
@@ -77,6 +79,8 @@ class _LoopCommitter:
         self.wake = asyncio.Event()
         self.task = loop.create_task(self._run())
         self.closing = False
+        #: set when waiting longer cannot grow the batch (every concurrency slot holds an uncommitted answer)
+        self.flush_now = asyncio.Event()
 
     def submit(self, op: tuple) -> asyncio.Future:
         fut = self.loop.create_future()
@@ -108,7 +112,12 @@ class _LoopCommitter:
             await self.wake.wait()
             self.wake.clear()
             if not self.closing:
-                await asyncio.sleep(LINGER_S)  # let more answers arrive: one commit for all of them
+                try:  # let more answers arrive: one commit for all of them (unless no more can arrive)
+                    async with asyncio.timeout(LINGER_S):
+                        await self.flush_now.wait()
+                except TimeoutError:
+                    pass
+                self.flush_now.clear()
             self._commit()
 
     async def close(self) -> None:
@@ -172,6 +181,10 @@ class AdaptiveLimiter:
 
     async def release(self, epoch: int, outcome: str) -> None:
         """``outcome`` is "ok", "throttled" (429/503) or "other" (other failures: no change)."""
+        self.release_now(epoch, outcome)
+
+    def release_now(self, epoch: int, outcome: str) -> None:
+        """:meth:`release` from synchronous code (a journal commit's callback)."""
         self.in_flight -= 1
         if self.adaptive:
             if outcome == "throttled":
@@ -362,6 +375,7 @@ class _Session:
             (cfg.timeout or 600.0) * (cfg.max_retries + 1) + cfg.backoff_max * cfg.max_retries + 60.0)
         self.t_start = time.perf_counter()
         self.limiter = AdaptiveLimiter(cfg.concurrency, adaptive=cfg.adaptive, recover_after=cfg.recover_after)
+        self.held: dict[str, int] = {}  # key -> limiter epoch of an answer not yet in the journal
         self.rate = RateLimiter(cfg.rpm) if cfg.rpm else None
         self.results: list[Response | None] = [None] * len(batch.prompts)
         self.errors: list[BaseException] = []  # journal failures heard in commit callbacks
@@ -497,11 +511,17 @@ class _Session:
                 st["timeouts"] += 1
                 n_timeouts += 1
             finally:
-                await limiter.release(epoch, outcome)
+                # an answer keeps its slot until the journal holds it (see commit): at any moment at most
+                # `concurrency` requests are paid for and not yet durable, so a crash re-asks at most that many
+                if outcome != "ok":
+                    await limiter.release(epoch, outcome)
 
             if resp is not None:
                 resp.attempts = attempt + 1
                 resp.cached = False
+                self.held[key] = epoch
+                if self.writer is not None and len(self.held) >= limiter.limit:
+                    self.writer.flush_now.set()  # every slot waits on the journal: commit now, not after LINGER_S
                 return resp, n_sent, n_timeouts
             if attempt >= cfg.max_retries:
                 resp = Response(text=None, latency_s=0.0, error=f"gave up after {attempt + 1} attempts: {last_err}",
@@ -517,7 +537,8 @@ class _Session:
             await asyncio.sleep(delay)
 
     def commit(self, key: str, idx: list[int], resp: Response, n_sent: int, n_timeouts: int) -> None:
-        """Journal the answer, then :meth:`finalize` it (with the writer: in the callback after its commit)."""
+        """Journal the answer, then :meth:`finalize` it (with the writer: in the callback after its commit) and
+        hand back the limiter slot the answer held."""
         j = self.journal
         if j is not None:
             # committed before the prompt counts as done; an error is kept for the record only
@@ -526,10 +547,25 @@ class _Session:
             if self.writer is not None:
                 self.writer.submit_then(j.prepare(("finish", self.run_id, key, request, resp.to_dict(),
                                                    {"requests": n_sent, "timeouts": n_timeouts}, self.owner)),
-                                        functools.partial(self.finalize, idx, resp))
+                                        functools.partial(self._committed, key, idx, resp))
                 return
-            j.put(self.run_id, key, request, resp.to_dict())
+            try:
+                j.put(self.run_id, key, request, resp.to_dict())
+            finally:
+                self._free(key)
+            self.finalize(idx, resp)
+            return
+        self._free(key)
         self.finalize(idx, resp)
+
+    def _committed(self, key: str, idx: list[int], resp: Response, done: Any = None) -> None:
+        self._free(key)
+        self.finalize(idx, resp, done)
+
+    def _free(self, key: str) -> None:
+        epoch = self.held.pop(key, None)
+        if epoch is not None:
+            self.limiter.release_now(epoch, "ok")
 
     def finalize(self, idx: list[int], resp: Response, done: Any = None) -> None:
         """Use a committed answer: fill its group's positions and count it. ``done`` is what the journal said
