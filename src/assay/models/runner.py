@@ -154,6 +154,11 @@ class AdaptiveLimiter:
         self._streak = 0
         self._waiters: collections.deque = collections.deque()
 
+    @property
+    def waiting(self) -> bool:
+        """Some request is queued for a slot."""
+        return bool(self._waiters)
+
     def _wake(self) -> None:
         # hand free slots to the oldest waiters; a slot is counted as taken when handed over
         while self._waiters and self.in_flight < self.limit:
@@ -520,8 +525,10 @@ class _Session:
                 resp.attempts = attempt + 1
                 resp.cached = False
                 self.held[key] = epoch
-                if self.writer is not None and len(self.held) >= limiter.limit:
-                    self.writer.flush_now.set()  # every slot waits on the journal: commit now, not after LINGER_S
+                if self.writer is not None and (len(self.held) >= limiter.limit or limiter.waiting):
+                    # a request is waiting for the slot this answer holds (or every slot waits on the journal):
+                    # commit now rather than after LINGER_S
+                    self.writer.flush_now.set()
                 return resp, n_sent, n_timeouts
             if attempt >= cfg.max_retries:
                 resp = Response(text=None, latency_s=0.0, error=f"gave up after {attempt + 1} attempts: {last_err}",
