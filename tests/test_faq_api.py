@@ -1,5 +1,7 @@
 """assay.faq.evaluate / protocol: wiring, determinism, coverage on a synthetic world, bad input."""
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -36,14 +38,14 @@ def test_evaluate_offline_many_models(small):
     r = faq.evaluate(fm, new, budget=0.2, seed=3)
     e = r.estimates
     assert list(e["model"]) == list(new.index)
-    assert (e["low"] <= e["estimate"]).all() and (e["estimate"] <= e["high"]).all()
+    assert (e["ci_low"] <= e["estimate"]).all() and (e["estimate"] <= e["ci_high"]).all()
     assert np.allclose(e["truth"], new.mean(axis=1).to_numpy())
     assert r.params["n_queries"] == 30 and len(r.tables["queries"]) == 30 * len(new)
     # same seed, same numbers; JSON round trip
     r2 = faq.evaluate(fm, new, budget=30, seed=3)
     assert np.array_equal(r.estimates["estimate"], r2.estimates["estimate"])
     back = faq.FAQResult.from_json(r.to_json())
-    assert np.allclose(back.estimates["high"], e["high"])
+    assert np.allclose(back.estimates["ci_high"], e["ci_high"])
 
 
 def test_evaluate_columns_in_any_order_and_long_format(small):
@@ -258,7 +260,7 @@ def test_whole_bank_is_asked_once_and_exact(small):
         r = faq.evaluate(fm, new.iloc[:3], budget=budget, seed=0)
         est = r.estimates
         np.testing.assert_allclose(est["estimate"], new.iloc[:3].mean(axis=1).to_numpy())
-        assert (est["low"] == est["high"]).all() and (est["interval"] == "exact").all()
+        assert (est["ci_low"] == est["ci_high"]).all() and (est["interval"] == "exact").all()
         assert (est["n_queries"] == 150).all() and len(r.tables["queries"]) == 3 * 150
         assert r.tables["queries"].groupby("model")["item"].nunique().eq(150).all()
     # live: every question asked exactly once
@@ -377,3 +379,95 @@ def test_protocol_on_family_splits_of_one_table():
         h = hist.copy()
         h.iloc[0, 0] = np.nan
         faq.protocol(h, budgets=[0.1], seeds=1, factors=FactorModel(k=2))
+
+
+def test_core_estimate_on_arrays_matches_evaluate(small):
+    """The public core takes numpy arrays only and gives evaluate's numbers for the same seed."""
+    from assay.faq.core import FAQEstimate, estimate
+
+    hist, new, fm = small
+    Z = new.to_numpy()[:4]
+    est = estimate(Z, fm.V_, fm.prior_mean_, fm.prior_cov_, 30, rng=np.random.default_rng(3), b=fm.b_ if fm.bias else None)
+    assert isinstance(est, FAQEstimate) and not est.exact and est.run is not None
+    r = faq.evaluate(fm, new.iloc[:4], budget=30, seed=3)
+    e = r.estimates
+    for col, field in (("estimate", "estimate"), ("ci_low", "ci_low"), ("ci_high", "ci_high"), ("se", "se"),
+                       ("n_queries", "n_queries"), ("gain_vs_uniform", "gain_vs_uniform")):
+        np.testing.assert_array_equal(e[col].to_numpy(), getattr(est, field))
+    assert est.items.shape == (4, 30) and est.weights.shape == (30,) and set(est.se_variants) >= {"conservative"}
+    # a budget of the whole bank: every question once, the exact accuracy, no draw
+    full = estimate(Z, fm.V_, fm.prior_mean_, fm.prior_cov_, Z.shape[1], rng=0)
+    assert full.exact and full.run is None
+    np.testing.assert_array_equal(full.estimate, Z.mean(axis=1))
+    assert (full.ci_low == full.ci_high).all() and (full.n_queries == Z.shape[1]).all()
+    for bad, msg in ((dict(Z=Z[:, :-1]), "columns"), (dict(Z=Z * 2), "0/1"), (dict(n_b=1), "n_b"),
+                     (dict(alpha=0.0), "alpha"), (dict(prior_mean=np.zeros(7)), "prior_mean"),
+                     (dict(until_width=2.0), "until_width")):
+        kw = dict(Z=Z, V=fm.V_, prior_mean=fm.prior_mean_, prior_cov=fm.prior_cov_, n_b=10, rng=0)
+        kw.update(bad)
+        with pytest.raises(AssayInputError, match=msg):
+            estimate(**kw)
+
+
+def test_result_vocabulary_level_and_interval(small):
+    hist, new, fm = small
+    r = faq.evaluate(fm, new.iloc[:3], budget=12, seed=0)
+    e = r.estimates
+    assert {"estimate", "ci_low", "ci_high", "se"} <= set(e.columns) and not {"low", "high"} & set(e.columns)
+    assert r.n == 12 and "queries per new model" in r.level["n_meaning"] and r.n_meaning == r.level["n_meaning"]
+    lo, hi = r.confidence_interval()
+    np.testing.assert_array_equal(lo, e["ci_low"])
+    np.testing.assert_array_equal(hi, e["ci_high"])
+    assert r.confidence_interval().level == pytest.approx(0.95)
+    assert r.warnings == r.info["warnings"] and any("below the 33" in w for w in r.warnings)
+    back = faq.FAQResult.from_json(r.to_json())
+    np.testing.assert_allclose(back.confidence_interval().high, hi)
+    # a result written before the rename (low / high) still loads with ci_low / ci_high
+    old = json.loads(r.to_json())
+    for row in old["estimates"]:
+        row["low"], row["high"] = row.pop("ci_low"), row.pop("ci_high")
+    np.testing.assert_allclose(faq.FAQResult.from_dict(old).confidence_interval().low, lo)
+    p = faq.protocol(hist, new.iloc[:20], budgets=[0.1], seeds=1, factors=fm, methods=["faq"])
+    assert p.n == 20 and "new models" in p.level["n_meaning"]
+    with pytest.raises(AssayInputError, match="coverage"):
+        p.confidence_interval()
+
+
+def test_seed_rule(small):
+    """The seed is resolved once, before the factor fit; a Generator works (recorded as None)."""
+    hist, new, fm = small
+    calls = []
+    with pytest.raises(AssayInputError, match="seed"):
+        faq.evaluate(hist, new.iloc[:2], budget=10, seed=-1, factors=FactorModel(k=2, weight_decay=1.0, seed=0),
+                     fit_progress=lambda *a: calls.append(a))
+    with pytest.raises(AssayInputError, match="seed"):
+        faq.protocol(hist, new.iloc[:10], budgets=[0.1], seeds=1, seed="x", factors=FactorModel(k=2, weight_decay=1.0),
+                     fit_progress=lambda *a: calls.append(a))
+    assert not calls
+    a = faq.evaluate(fm, new.iloc[:2], budget=10, seed=np.random.default_rng(4))
+    b = faq.evaluate(fm, new.iloc[:2], budget=10, seed=np.random.default_rng(4))
+    assert a.seed is None and a.info["seed_source"] == "generator"
+    pd.testing.assert_frame_equal(a.estimates, b.estimates)
+
+
+def test_data_layer_is_public_and_still_importable_from_api():
+    from assay.data.faq import FAQAnswers, align_items, as_matrix, prepare_answers
+    from assay.faq import api
+
+    assert api.as_matrix is as_matrix and api._align is align_items
+    wide = pd.DataFrame([[1, 0, 1]], index=["m"], columns=["a", "b", "c"])
+    ans = prepare_answers(wide[["c", "a", "b"]], ["a", "b", "c"])
+    assert isinstance(ans, FAQAnswers) and ans.models == ["m"]
+    np.testing.assert_array_equal(ans.Z, [[1.0, 0.0, 1.0]])
+    H, rows, items = as_matrix(wide, "history")
+    assert rows == ["m"] and items == ["a", "b", "c"]
+    with pytest.raises(AssayInputError, match="do not match"):
+        prepare_answers(wide, ["a", "b", "z"])
+
+
+def test_unobserved_items_are_said_in_the_result():
+    hist, new = world(n_hist=80, n_new=2, N=60, k=2, seed=3)
+    hist.iloc[:, 5] = np.nan
+    with pytest.warns(UserWarning, match="never observed"):
+        r = faq.evaluate(hist, new, budget=20, seed=0, factors=FactorModel(k=2, weight_decay=1.0, seed=0))
+    assert any("1 item(s) were never observed" in w for w in r.warnings)

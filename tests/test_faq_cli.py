@@ -57,7 +57,7 @@ def test_offline_json(files):
     out = json.loads(r.stdout)
     est = out["estimates"]
     assert [e["model"] for e in est] == ["a", "b", "c"]
-    assert all(e["low"] <= e["estimate"] <= e["high"] for e in est)
+    assert all(e["ci_low"] <= e["estimate"] <= e["ci_high"] for e in est)
     assert out["params"]["n_queries"] == 12
 
 
@@ -100,7 +100,7 @@ def test_budget_of_the_whole_bank_is_exact(files, budget):
     out = json.loads(r.stdout)
     truth = pd.read_csv(d / "new.csv").set_index("model").mean(axis=1)
     for e in out["estimates"]:
-        assert e["estimate"] == e["low"] == e["high"] == pytest.approx(truth[e["model"]], abs=1e-12)
+        assert e["estimate"] == e["ci_low"] == e["ci_high"] == pytest.approx(truth[e["model"]], abs=1e-12)
         assert e["n_queries"] == N and e["interval"] == "exact"
     assert out["params"]["n_queries"] == N
     assert any("exact" in w for w in out["warnings"])
@@ -145,7 +145,7 @@ def test_live_against_fake_server_and_resume(files, tmp_path):
         first = srv.total
         assert first == o1["live"]["requests"] == o1["estimates"][0]["n_distinct"] > 0
         e = o1["estimates"][0]
-        assert e["low"] <= e["estimate"] <= e["high"]
+        assert e["ci_low"] <= e["estimate"] <= e["ci_high"]
         assert abs(e["estimate"] - truth.mean()) < 0.5
         r2 = invoke(*common, "--run-id", o1["live"]["run_id"])
         assert r2.exit_code == 0, r2.output
@@ -160,7 +160,7 @@ def test_live_against_fake_server_and_resume(files, tmp_path):
         assert o3["seed"] == 7 and srv.total == first and o3["estimates"][0]["estimate"] == e["estimate"]
         # another seed, budget or factors would draw other questions: refused before any request
         for change, what in ((["--seed", "8"], "seed"), (["--budget", "21"], "n_queries"),
-                             (["--tau", "0.3"], "params")):
+                             (["--uniform-mix", "0.3"], "params")):
             args = list(common)
             if change[0] in args:
                 args[args.index(change[0]) + 1] = change[1]
@@ -196,3 +196,18 @@ def test_real_subprocess_under_ci(files):
     p = subprocess.run([sys.executable, "-m", "assay.cli", "faq", "--history", str(d / "hist.csv"), "--budget", "0.1"],
                        capture_output=True, text=True, env=env, timeout=120)
     assert p.returncode == 2 and "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
+
+
+def test_uniform_mix_and_the_delta_alias(files):
+    """--uniform-mix is the policy's tau (no --tau any more); --delta is an alias of --alpha."""
+    d, _ = files
+    base = ["--history", d / "hist.csv", "--new", d / "new.csv", "--budget", 12, "--seed", 2, "--json", *FIXED]
+    a = invoke(*base, "--uniform-mix", "0.3", "--alpha", "0.1")
+    b = invoke(*base, "--uniform-mix", "0.3", "--delta", "0.1")
+    assert a.exit_code == 0 and b.exit_code == 0, a.output + b.output
+    oa, ob = json.loads(a.stdout), json.loads(b.stdout)
+    assert oa["params"]["tau"] == 0.3 and oa["level"]["alpha"] == 0.1 and oa["estimates"] == ob["estimates"]
+    assert oa["level"]["n_meaning"] and all({"ci_low", "ci_high"} <= set(e) for e in oa["estimates"])
+    assert invoke(*base, "--tau", "0.3").exit_code == 2
+    r = invoke(*base, "--uniform-mix", "0")
+    assert r.exit_code == 2 and "--uniform-mix" in r.output

@@ -56,8 +56,8 @@ def test_demo_results_report_and_chromium(tmp_path):
     assert len(results["siren"]["cells"]) == 15 and results["siren"]["contrasts"]
     assert results["autoeval"]["selection"]["best"] and results["psdme"]["configs"]
     est = results["faq"]["estimates"]  # simulated new models with a known truth
-    assert len(est) == 5 and all(e["low"] <= e["estimate"] <= e["high"] for e in est)
-    assert sum(e["low"] <= e["truth"] <= e["high"] for e in est) >= 3
+    assert len(est) == 5 and all(e["ci_low"] <= e["estimate"] <= e["ci_high"] for e in est)
+    assert sum(e["ci_low"] <= e["truth"] <= e["ci_high"] for e in est) >= 3
     assert "simulation" in results["faq"]["data"] and "simulation" in results["quickscope"]["data"]
     assert all(r["truth"] >= 0.9 for r in results["quickscope"]["top"] if r["certified"])
     again = run(["report", str(tmp_path / "d" / "results.json"), "-o", str(tmp_path / "again.html")])

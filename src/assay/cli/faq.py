@@ -48,7 +48,7 @@ def _print_faq(result) -> None:
     t = Table(title=f"FAQ: {p['n_queries']} queries of {p['n_items']} questions ({p['n_queries'] / p['n_items']:.1%}) "
                     f"at most, {level:.0%} {kind} intervals for the accuracy over the whole bank, seed = {result.seed}",
               title_justify="left")
-    cols = [c for c in ("model", "estimate", "low", "high", "width", "truth", "n_queries", "gain_vs_uniform")
+    cols = [c for c in ("model", "estimate", "ci_low", "ci_high", "width", "truth", "n_queries", "gain_vs_uniform")
             if c in est.columns]
     for c in cols:
         t.add_column(c, justify="left" if c == "model" else "right")
@@ -96,8 +96,8 @@ def faq(
     until_width: Optional[float] = typer.Option(None, "--until-width", help="Stop as soon as the (anytime-valid) interval is at most this wide; --budget is then the most to spend."),
     min_queries: int = typer.Option(20, "--min-queries", help="With --until-width: never stop before this many queries."),
     seed: Optional[int] = typer.Option(None, "--seed", help="Seed of FAQ's draws (recorded; a resumed live run reuses its own)."),
-    alpha: float = typer.Option(0.05, "--alpha", help="1 - confidence level."),
-    tau: Optional[float] = typer.Option(None, "--tau", help="Uniform mixing (every question keeps probability >= tau/N; default 0.5)."),
+    alpha: float = typer.Option(0.05, "--alpha", "--delta", help="1 - confidence level (--delta is an alias)."),
+    uniform_mix: Optional[float] = typer.Option(None, "--uniform-mix", help="Uniform mixing tau of the sampling policy, in (0, 1]: every question keeps probability >= tau/N (default 0.5; 1 = uniform sampling)."),
     beta0: Optional[float] = typer.Option(None, "--beta0", help="Tempering exponent of the oracle scores (default 1)."),
     rho: Optional[float] = typer.Option(None, "--rho", help="Active-learning share of the budget (default 0 = off)."),
     gamma: Optional[float] = typer.Option(None, "--gamma", help="Tempering warm-up share of the budget (default 0)."),
@@ -141,6 +141,9 @@ def faq(
         raise AssayInputError("live mode (--items) needs --endpoint and --model")
     if (k is None) != (weight_decay is None):
         raise AssayInputError("--k and --weight-decay go together (a fixed factor model); omit both to cross-validate")
+    if uniform_mix is not None and not 0 < uniform_mix <= 1:
+        raise AssayInputError(f"--uniform-mix must be in (0, 1] (every question keeps probability >= it / N); got "
+                              f"{uniform_mix!r}")
     bud = _parse_budget(budget)
     hist = _read_answers(history, "history")
     fm = None
@@ -148,7 +151,7 @@ def faq(
         fm = load_factors(factors)
     elif k is not None:
         fm = faq_mod.FactorModel(k=k, weight_decay=weight_decay, seed=0)
-    prm = dict(tau=tau, beta0=beta0, rho=rho, gamma=gamma, variance=variance, quantile=quantile, design=design)
+    prm = dict(tau=uniform_mix, beta0=beta0, rho=rho, gamma=gamma, variance=variance, quantile=quantile, design=design)
     answerer = None
     if new is not None:
         target = _read_answers(new, "new")

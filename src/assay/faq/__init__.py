@@ -3,17 +3,22 @@
 Estimate a new model's accuracy over a whole benchmark from a few adaptively chosen questions, with a
 confidence interval that is valid whatever the factor model's quality (Proactive Active Inference).
 
+Three layers: :mod:`assay.data.faq` turns answer tables into arrays (:func:`as_matrix`, ``prepare_answers``),
+:func:`estimate` (= :func:`assay.faq.core.estimate`) is the core on arrays (factors, answers -> an
+:class:`FAQEstimate`), and :func:`evaluate` / :func:`protocol` are the entry points on tables that package a Result.
+
 >>> import assay.faq as faq
 >>> res = faq.evaluate(history, new_answers, budget=0.05, seed=0)   # doctest: +SKIP
->>> res.estimates[["estimate", "low", "high"]]                      # doctest: +SKIP
+>>> res.estimates[["estimate", "ci_low", "ci_high"]]                # doctest: +SKIP
+>>> low, high = res.confidence_interval()                           # doctest: +SKIP
 """
 
-from . import api
+from . import api  # noqa: F401
 from .api import (DEFAULT_GRID, MIN_VALIDATED_QUERIES, FAQProtocolResult, FAQResult, as_matrix, default_factor_model,
                   evaluate, fit_factors, model_splits, protocol, resolve_budget)
-from .core import FAQParams, run_faq
+from .core import FAQEstimate, FAQParams, estimate, run_faq
 from .factor import FactorFitWarning, FactorModel, OverfitWarning
 
-__all__ = ["FactorModel", "OverfitWarning", "FactorFitWarning", "FAQParams", "run_faq", "evaluate", "protocol",
-           "FAQResult", "FAQProtocolResult", "as_matrix", "resolve_budget", "DEFAULT_GRID", "default_factor_model",
-           "fit_factors", "model_splits", "MIN_VALIDATED_QUERIES"]
+__all__ = ["FactorModel", "OverfitWarning", "FactorFitWarning", "FAQParams", "run_faq", "estimate", "FAQEstimate",
+           "evaluate", "protocol", "FAQResult", "FAQProtocolResult", "as_matrix", "resolve_budget", "DEFAULT_GRID",
+           "default_factor_model", "fit_factors", "model_splits", "MIN_VALIDATED_QUERIES"]

@@ -24,11 +24,12 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from ..data.faq import align_items, as_matrix, prepare_answers, prepare_protocol
 from ..errors import AssayInputError
+from ..results import Result, build
 from ..seeds import resolve_seed
-from ..results import Result
 from . import baselines as bl
-from .core import VARIANCES, FAQParams, interval, run_faq
+from .core import VARIANCES, FAQEstimate, FAQParams, check_stopping, estimate, interval, run_faq, uniform_gain  # noqa: F401
 from .factor import FactorModel, default_groups
 
 __all__ = ["evaluate", "protocol", "FAQResult", "FAQProtocolResult", "as_matrix", "resolve_budget",
@@ -57,99 +58,10 @@ _FIT_VERSION = "faq-factors-2"
 
 
 # ----------------------------------------------------------------------------------------------------
-# inputs
+# inputs (the tables -> arrays step lives in assay.data.faq; these names stay importable from here)
 
-
-def as_matrix(obj: Any, what: str, *, columns: Mapping[str, str] | None = None,
-              allow_missing: bool = True) -> tuple[np.ndarray, list[str], list[str]]:
-    """(values with NaN for missing, row ids, item ids as strings) from a wide / long table or an array.
-
-    Long tables have the columns ``model, item, score`` (renamed with ``columns``); wide tables have one row
-    per model (the index) and one column per item. Values must be 0, 1 or missing.
-    """
-    cols = {"model": "model", "item": "item", "score": "score", **dict(columns or {})}
-    if isinstance(obj, pd.Series):
-        obj = obj.to_frame().T
-    if isinstance(obj, pd.DataFrame):
-        if {cols["model"], cols["item"], cols["score"]} <= set(obj.columns) and obj.shape[1] <= 4:
-            df = obj[[cols["model"], cols["item"], cols["score"]]].copy()
-            df.columns = ["model", "item", "score"]
-            df["model"] = df["model"].astype(str)
-            df["item"] = df["item"].astype(str)
-            dup = df.duplicated(["model", "item"], keep=False)
-            if dup.any():
-                r = df[dup].iloc[0]
-                raise AssayInputError(f"{what}: {int(dup.sum())} duplicate (model, item) rows, e.g. model "
-                                      f"{r['model']!r}, item {r['item']!r}; keep one score per pair")
-            score = pd.to_numeric(df["score"], errors="coerce")
-            bad = score.isna() & df["score"].notna()
-            if bad.any():
-                raise AssayInputError(f"{what}: score {df.loc[bad, 'score'].iloc[0]!r} is not a number; scores must be 0 or 1")
-            df["score"] = score
-            wide = df.pivot(index="model", columns="item", values="score")
-            obj = wide
-        rows = [str(r) for r in obj.index]
-        items = [str(c) for c in obj.columns]
-        try:
-            H = obj.apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
-        except (TypeError, ValueError) as e:  # pragma: no cover - apply/to_numeric already coerced
-            raise AssayInputError(f"{what}: values must be numeric 0/1 ({e})") from None
-        raw = obj.to_numpy(dtype=object)
-        coerced = np.isnan(H) & pd.notna(raw)
-        if coerced.any():
-            i, j = (int(a[0]) for a in np.nonzero(coerced))
-            raise AssayInputError(f"{what}: cell (model {rows[i]!r}, item {items[j]!r}) = {raw[i, j]!r} is not a number; "
-                                  "values must be 0, 1 or missing")
-    else:
-        try:
-            H = np.asarray(obj, dtype=float)
-        except (TypeError, ValueError) as e:
-            raise AssayInputError(f"{what} must be a numeric models x items array or table with values 0/1 ({e})") from None
-        if H.ndim == 1:
-            H = H[None, :]
-        if H.ndim != 2:
-            raise AssayInputError(f"{what} must be 2-D (models x items), got shape {H.shape}")
-        rows = [str(i) for i in range(H.shape[0])]
-        items = [str(j) for j in range(H.shape[1])]
-    if H.shape[0] == 0 or H.shape[1] == 0:
-        raise AssayInputError(f"{what} is empty (shape {H.shape})")
-    if len(set(items)) != len(items):
-        dups = pd.Series(items)[pd.Series(items).duplicated()].unique()[:3]
-        raise AssayInputError(f"{what}: duplicate item ids {', '.join(map(repr, dups))}")
-    if len(set(rows)) != len(rows):
-        dups = pd.Series(rows)[pd.Series(rows).duplicated()].unique()[:3]
-        raise AssayInputError(f"{what}: duplicate model ids {', '.join(map(repr, dups))}")
-    bad = ~(np.isnan(H) | (H == 0) | (H == 1))
-    if bad.any():
-        i, j = (int(a[0]) for a in np.nonzero(bad))
-        raise AssayInputError(f"{what}: cell (model {rows[i]!r}, item {items[j]!r}) = {H[i, j]!r}; values must be 0 or 1 "
-                              f"(binary correctness; {int(bad.sum())} bad cell(s))")
-    if not allow_missing and np.isnan(H).any():
-        i, j = (int(a[0]) for a in np.nonzero(np.isnan(H)))
-        raise AssayInputError(f"{what}: missing answer for model {rows[i]!r}, item {items[j]!r} "
-                              f"({int(np.isnan(H).sum())} missing); the estimand is the accuracy over the whole bank, so "
-                              "offline evaluation needs every answer (query the rest live, or drop those items everywhere)")
-    all_missing_rows = np.isnan(H).all(axis=1)
-    if all_missing_rows.any():
-        raise AssayInputError(f"{what}: model {rows[int(np.flatnonzero(all_missing_rows)[0])]!r} has no observed answer "
-                              f"({int(all_missing_rows.sum())} such row(s)); drop it")
-    return H, rows, items
-
-
-def _align(items_hist: list[str], items_new: list[str], what: str) -> np.ndarray:
-    """Column positions in the new table of each history item; every item must appear in both."""
-    pos = {it: j for j, it in enumerate(items_new)}
-    missing = [it for it in items_hist if it not in pos]
-    extra = set(items_new) - set(items_hist)
-    if missing or extra:
-        parts = []
-        if missing:
-            parts.append(f"{len(missing)} history item(s) absent from {what} (e.g. {', '.join(map(repr, missing[:3]))})")
-        if extra:
-            parts.append(f"{len(extra)} item(s) of {what} not in the history (e.g. {', '.join(map(repr, sorted(extra)[:3]))})")
-        raise AssayInputError("item ids of the history and " + what + " do not match: " + "; ".join(parts))
-    return np.array([pos[it] for it in items_hist])
-
+_align = align_items
+_uniform_gain = uniform_gain
 
 
 def resolve_budget(budget: Any, N: int) -> tuple[int, str | None]:
@@ -282,11 +194,18 @@ def _factors(history, factors, *, cache=True, progress=None) -> tuple[FactorMode
             raise AssayInputError("the fitted factors and the history have different item ids")
         order = _align(fitted_items, items, "the history")
         H = H[:, order]
-    empty = getattr(factors, "empty_cols_", np.array([], dtype=int))
-    if len(empty):
-        warnings.warn(f"{len(empty)} item(s) were never observed in the history; their predictions are 0.5 and FAQ "
-                      "samples them by the uniform mixing only", stacklevel=3)
+    note = _unobserved_note(factors)
+    if note:
+        warnings.warn(note, stacklevel=3)
     return factors, H, fitted_items, info
+
+
+def _unobserved_note(fm: FactorModel) -> str | None:
+    empty = getattr(fm, "empty_cols_", np.array([], dtype=int))
+    if not len(empty):
+        return None
+    return (f"{len(empty)} item(s) were never observed in the history; their predictions are 0.5 and FAQ samples "
+            "them by the uniform mixing only")
 
 
 def check_k(fm: FactorModel, H: np.ndarray) -> None:
@@ -334,11 +253,12 @@ def _check_alpha(alpha):
 class FAQResult(Result):
     """FAQ estimates and confidence intervals for new models' accuracy over the whole bank.
 
-    Tables: ``estimates`` (main; one row per new model: estimate, low, high, width, se, the plug-in factor-model
-    estimate, queries used and distinct questions, ``gain_vs_uniform`` (the estimated effective-sample-size gain
-    over a uniform sample of the same size), ``interval`` (what kind of interval low-high is), and the true
-    accuracy when every answer is known) and ``queries`` (one row per query: model, round, item, answer, q, phi and
-    the increment's weight c_t; the estimate is sum c phi / sum c).
+    Tables: ``estimates`` (main; one row per new model: estimate, ci_low, ci_high, width, se, the plug-in
+    factor-model estimate, queries used and distinct questions, ``gain_vs_uniform`` (the estimated
+    effective-sample-size gain over a uniform sample of the same size), ``interval`` (what kind of interval
+    ci_low-ci_high is), and the true accuracy when every answer is known) and ``queries`` (one row per query: model,
+    round, item, answer, q, phi and the increment's weight c_t; the estimate is sum c phi / sum c).
+    ``confidence_interval()`` returns the intervals, one per model.
     """
 
     method = "faq"
@@ -352,33 +272,120 @@ class FAQResult(Result):
     def estimates(self) -> pd.DataFrame:
         return self.tables["estimates"]
 
+    def _restore(self) -> None:
+        # results written before the columns were named ci_low / ci_high
+        est = self._tables.get("estimates")
+        if isinstance(est, pd.DataFrame) and {"low", "high"} <= set(est.columns) and "ci_low" not in est.columns:
+            self._tables["estimates"] = est.rename(columns={"low": "ci_low", "high": "ci_high"})
+
     def summary(self) -> str:
         p = self.params
         lines = [f"FAQ (assay {self.version}): {p.get('n_queries')} queries of {p.get('n_items')} questions "
                  f"({p.get('n_queries', 0) / max(p.get('n_items', 1), 1):.1%}), {int(round((1 - self.level['alpha']) * 100))}% CIs "
                  f"for the accuracy over the whole bank; factors k={self.info.get('factors', {}).get('k')}"]
-        cols = [c for c in ("model", "estimate", "low", "high", "width", "truth", "n_queries", "gain_vs_uniform")
+        cols = [c for c in ("model", "estimate", "ci_low", "ci_high", "width", "truth", "n_queries", "gain_vs_uniform")
                 if c in self.estimates]
         lines.append(self.estimates[cols].to_string(index=False, float_format=lambda x: f"{x:.4f}"))
         lines += [f"note: {w}" for w in self.warnings]
         return "\n".join(lines)
 
 
-def _uniform_gain(est, se, n, N):
-    """Estimated effective-sample-size gain over a uniform sample of the same size: the variance a simple random
-    sample of n questions would have at the estimated accuracy, over FAQ's."""
-    th = np.clip(np.asarray(est, dtype=float), 0.0, 1.0)
-    n = np.asarray(n, dtype=float)
-    v_unif = th * (1 - th) * np.maximum(1 - n / N, 0.0) / np.maximum(n, 1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        g = np.where(np.asarray(se) > 0, v_unif / np.asarray(se, dtype=float) ** 2, np.nan)
-    return g
-
-
 def _live_meta(recorded, n_b, fm: FactorModel, prm: FAQParams, until_width, items: list[str]) -> dict:
     return {"seed": recorded, "n_queries": int(n_b), "factors": fm.fingerprint(), "params": prm.to_dict(),
             "until_width": until_width,
             "items": hashlib.sha256("\x1f".join(items).encode()).hexdigest()[:16]}
+
+
+def _live_answer(new: Callable, hist_items: list[str]) -> Callable[[int, np.ndarray], np.ndarray]:
+    """The core's ``answer(t, items)`` for one model queried live through ``new(item_id) -> 0/1``: each question is
+    asked at most once (answers are remembered), and a failed or unscorable answer stops the run with a clear
+    error."""
+    from ..errors import AssayBackendError
+
+    cache_ans: dict[int, float] = {}
+
+    def ask(j: int) -> float:
+        if j not in cache_ans:
+            try:
+                z = new(hist_items[j])
+            except (AssayInputError, AssayBackendError):
+                raise
+            except Exception as e:
+                raise AssayBackendError(f"querying item {hist_items[j]!r} failed: {type(e).__name__}: {e}") from e
+            if z is None or (isinstance(z, float) and np.isnan(z)):
+                raise AssayBackendError(f"the answer to item {hist_items[j]!r} could not be scored (got {z!r}); "
+                                        "FAQ needs a 0/1 answer for every question it draws: use a scoring policy "
+                                        "that maps failures to wrong, or fix the endpoint")
+            if z not in (0, 1, True, False):
+                raise AssayInputError(f"the answer to item {hist_items[j]!r} is {z!r}; answers must be 0 or 1")
+            cache_ans[j] = float(z)
+        return cache_ans[j]
+
+    return lambda t, I: np.array([ask(int(I[0]))])
+
+
+def _interval_kind(est: FAQEstimate, prm: FAQParams, until_width) -> str:
+    if est.exact:
+        return "exact"
+    if until_width is not None:
+        return "anytime-valid"
+    return f"fixed-budget ({'Student t' if prm.quantile == 't' else 'normal'}, {prm.variance} variance)"
+
+
+def _faq_tables(est: FAQEstimate, model_ids: list[str], hist_items: list[str], kind: str, until_width,
+                truth: np.ndarray | None) -> dict[str, dict]:
+    """The ``estimates`` and ``queries`` tables of a :class:`FAQResult` from the core's output."""
+    M = len(model_ids)
+    N = len(hist_items)
+    out = {"model": model_ids, "estimate": est.estimate, "ci_low": est.ci_low, "ci_high": est.ci_high,
+           "width": np.zeros(M) if est.exact else est.ci_high - est.ci_low, "se": est.se, "plugin": est.plugin,
+           "n_queries": est.n_queries, "n_distinct": est.n_distinct, "gain_vs_uniform": est.gain_vs_uniform,
+           "interval": [kind] * M}
+    if est.exact:
+        queries = {"model": np.repeat(model_ids, N), "round": np.tile(np.arange(1, N + 1), M),
+                   "item": np.tile(np.asarray(hist_items, dtype=object), M), "answer": est.answers.ravel(),
+                   "q": np.ones(M * N), "phi": np.full(M * N, np.nan), "weight": np.full(M * N, np.nan)}
+    else:
+        if until_width is not None:
+            out["reached_width"] = est.reached_width
+        n = est.items.shape[1]
+        used = np.arange(n)[None, :] < est.n_queries[:, None]
+        mrow, trow = np.nonzero(used)
+        queries = {"model": np.asarray(model_ids, dtype=object)[mrow], "round": trow + 1,
+                   "item": np.asarray(hist_items, dtype=object)[est.items[mrow, trow]],
+                   "answer": est.answers[mrow, trow], "q": est.q[mrow, trow], "phi": est.phi[mrow, trow],
+                   "weight": est.weights[trow]}
+    if truth is not None:
+        out["truth"] = truth
+        out["covered"] = (np.asarray(out["ci_low"]) <= truth) & (truth <= np.asarray(out["ci_high"]))
+    return {"estimates": out, "queries": queries}
+
+
+def _plain_words(est: FAQEstimate, model_ids: list[str], n_b: int, prm: FAQParams, until_width) -> list[str]:
+    """What the reader must be told beside the numbers of a sampled (not exact) run."""
+    if est.exact:
+        return []
+    notes = []
+    M = len(model_ids)
+    gain = est.gain_vs_uniform
+    if n_b < MIN_VALIDATED_QUERIES and until_width is None:
+        notes.append(f"{n_b} queries is below the {MIN_VALIDATED_QUERIES} from which FAQ's coverage was shown on "
+                     "models absent from the history (assay study faq-leaderboard); treat this interval as "
+                     "approximate, or raise the budget")
+    low_gain = np.isfinite(gain) & (gain < 1.0)
+    if low_gain.any():
+        who = (f"model {model_ids[int(np.flatnonzero(low_gain)[0])]!r}" if M == 1 else
+               f"{int(low_gain.sum())} of {M} models")
+        notes.append(f"no saving for {who}: the interval is about as wide as a uniform sample of the same size "
+                     f"would give (estimated gain {np.nanmin(gain[low_gain]):.2f}x). Its answers do not follow the "
+                     "history's pattern (e.g. a model family the history does not contain); the interval is still "
+                     "valid")
+    if until_width is not None and not est.reached_width.all():
+        notes.append(f"{int((~est.reached_width).sum())} of {M} model(s) spent the whole budget ({n_b} queries) "
+                     f"before their interval was {until_width:g} wide")
+    if prm.design == "naive-wor":
+        notes.append("design 'naive-wor' is the paper's Appendix B ablation: its interval is NOT valid")
+    return notes
 
 
 def evaluate(
@@ -406,6 +413,10 @@ def evaluate(
 ) -> FAQResult:
     """Estimate new models' accuracy on the whole bank from ``budget`` adaptively chosen questions (FAQ, Alg. 1).
 
+    The steps: check the arguments, resolve the seed, prepare the arrays (the factor model, fitted or loaded, and
+    the new models' answers aligned to its items: :mod:`assay.data.faq`), run the core
+    (:func:`assay.faq.core.estimate`: eqs. 1-10 of the paper) and package the numbers (:func:`assay.results.build`).
+
     Parameters
     ----------
     history : models x items 0/1 history (wide DataFrame, long ``model, item, score`` table, or array; NaN =
@@ -431,145 +442,65 @@ def evaluate(
     items : item ids for a callable ``new`` (default: the history's items).
     progress : ``progress(done, total)`` after each round. fit_progress : ``fit_progress(done, total, info)`` during
         the factor fit (per fold and candidate).
+
+    Returns
+    -------
+    FAQResult
+        ``n`` is the budget n_b in queries per new model (``level["n_meaning"]``); each model's own count is the
+        ``n_queries`` column.
     """
+    # 1. arguments
     _check_alpha(alpha)
     prm = _params(params, beta0=beta0, rho=rho, gamma=gamma, tau=tau, variance=variance, quantile=quantile,
                   design=design)
-    if until_width is not None and not (isinstance(until_width, (int, float, np.floating)) and not isinstance(until_width, bool)
-                                        and 0 < until_width <= 1):
-        raise AssayInputError(f"until_width must be a width in (0, 1] on the accuracy scale; got {until_width!r}")
-    if isinstance(min_queries, bool) or not isinstance(min_queries, (int, np.integer)) or min_queries < 2:
-        raise AssayInputError(f"min_queries must be an integer >= 2; got {min_queries!r}")
+    check_stopping(until_width, min_queries)
     live = callable(new) and not isinstance(new, (pd.DataFrame, pd.Series, np.ndarray))
+    # 2. seed: once, before any work (a resumed live run reuses the seed it was started with)
     notes: list[str] = []
     stored = new.recorded_meta() if live and hasattr(new, "recorded_meta") else None
     if stored and seed is None and stored.get("seed") is not None:
         seed = int(stored["seed"])
         notes.append(f"resumed run: using the seed it was started with ({seed})")
-    recorded, ss = resolve_seed(seed)
-    fm, H, hist_items, fit_info = _factors(history, factors, cache=cache, progress=fit_progress)
+    seed = resolve_seed(seed)
+    # 3. arrays: the factors (fitted, cached or given), the budget, the new models' answers
+    fm, _, hist_items, fit_info = _factors(history, factors, cache=cache, progress=fit_progress)
     N = len(hist_items)
     n_b, budget_note = resolve_budget(budget, N)
-    if budget_note:
-        notes.append(budget_note)
-    rng = np.random.default_rng(ss)
-    V, b = fm.V_, (fm.b_ if fm.bias else None)
-    census = n_b >= N and (until_width is None or prm.design == "wr")
+    notes += [w for w in (_unobserved_note(fm), budget_note) if w]
     if until_width is not None and n_b >= N and prm.design == "wr":
         notes.append("with replacement a budget of the whole bank is answered by asking every question once")
-
     if live:
         if items is not None and [str(i) for i in items] != hist_items:
-            _align(hist_items, [str(i) for i in items], "items")
+            align_items(hist_items, [str(i) for i in items], "items")
         if hasattr(new, "bind"):
-            new.bind(_live_meta(recorded, n_b, fm, prm, until_width, hist_items))
-        cache_ans: dict[int, float] = {}
-
-        def ask(j: int) -> float:
-            if j not in cache_ans:
-                try:
-                    z = new(hist_items[j])
-                except AssayInputError:
-                    raise
-                except Exception as e:
-                    from ..errors import AssayBackendError
-
-                    if isinstance(e, AssayBackendError):
-                        raise
-                    raise AssayBackendError(f"querying item {hist_items[j]!r} failed: {type(e).__name__}: {e}") from e
-                if z is None or (isinstance(z, float) and np.isnan(z)):
-                    from ..errors import AssayBackendError
-                    raise AssayBackendError(f"the answer to item {hist_items[j]!r} could not be scored (got {z!r}); "
-                                            "FAQ needs a 0/1 answer for every question it draws: use a scoring policy "
-                                            "that maps failures to wrong, or fix the endpoint")
-                if z not in (0, 1, True, False):
-                    raise AssayInputError(f"the answer to item {hist_items[j]!r} is {z!r}; answers must be 0 or 1")
-                cache_ans[j] = float(z)
-            return cache_ans[j]
-
-        model_ids, truth = ["new"], None
-        if census:
-            Zc = np.empty((1, N))
-            for j in range(N):
-                Zc[0, j] = ask(j)
-                if progress is not None:
-                    progress(j + 1, N)
-        else:
-            run = run_faq(V, fm.prior_mean_, fm.prior_cov_, lambda t, I: np.array([ask(int(I[0]))]), n_b, n_models=1,
-                          rng=rng, params=prm, alpha=alpha, b=b, until_width=until_width, min_queries=min_queries,
-                          on_round=progress)
+            new.bind(_live_meta(seed.recorded, n_b, fm, prm, until_width, hist_items))
+        answers, model_ids, truth = _live_answer(new, hist_items), ["new"], None
     else:
-        Znew, model_ids, new_items = as_matrix(new, "new", allow_missing=False)
-        Znew = Znew[:, _align(hist_items, new_items, "the new model's answers")]
-        truth = Znew.mean(axis=1)
-        if census:
-            Zc = Znew
-        else:
-            run = run_faq(V, fm.prior_mean_, fm.prior_cov_, Znew, n_b, rng=rng, params=prm, alpha=alpha, b=b,
-                          until_width=until_width, min_queries=min_queries, on_round=progress)
-
-    M = len(model_ids)
-    if census:
-        exact = Zc.mean(axis=1)
-        est = {"model": model_ids, "estimate": exact, "low": exact, "high": exact, "width": np.zeros(M),
-               "se": np.zeros(M), "plugin": np.full(M, np.nan), "n_queries": np.full(M, N), "n_distinct": np.full(M, N),
-               "gain_vs_uniform": np.full(M, np.nan), "interval": ["exact"] * M}
-        queries = {"model": np.repeat(model_ids, N), "round": np.tile(np.arange(1, N + 1), M),
-                   "item": np.tile(np.asarray(hist_items, dtype=object), M), "answer": Zc.ravel(),
-                   "q": np.ones(M * N), "phi": np.full(M * N, np.nan), "weight": np.full(M * N, np.nan)}
-        se_variants: dict = {}
-    else:
-        kind = "anytime-valid" if until_width is not None else (
-            f"fixed-budget ({'Student t' if prm.quantile == 't' else 'normal'}, {prm.variance} variance)")
-        gain = _uniform_gain(run.estimate, run.se, run.n_used, N)
-        est = {"model": model_ids, "estimate": run.estimate, "low": run.lo, "high": run.hi, "width": run.hi - run.lo,
-               "se": run.se, "plugin": run.plugin, "n_queries": run.n_used, "n_distinct": run.n_distinct,
-               "gain_vs_uniform": gain, "interval": [kind] * M}
-        if until_width is not None:
-            est["reached_width"] = run.stopped
-        used = np.arange(n_b)[None, :] < run.n_used[:, None]
-        mrow, trow = np.nonzero(used)
-        queries = {"model": np.asarray(model_ids, dtype=object)[mrow], "round": trow + 1,
-                   "item": np.asarray(hist_items, dtype=object)[run.items[mrow, trow]],
-                   "answer": run.answers[mrow, trow], "q": run.q_chosen[mrow, trow], "phi": run.phi[mrow, trow],
-                   "weight": run.weights[trow]}
-        se_variants = {k: [float(x) for x in v] for k, v in run.ses.items()}
-        # plain-words warnings
-        if n_b < MIN_VALIDATED_QUERIES and until_width is None:
-            notes.append(f"{n_b} queries is below the {MIN_VALIDATED_QUERIES} from which FAQ's coverage was shown on "
-                         "models absent from the history (assay study faq-leaderboard); treat this interval as "
-                         "approximate, or raise the budget")
-        low_gain = np.isfinite(gain) & (gain < 1.0)
-        if low_gain.any():
-            who = (f"model {model_ids[int(np.flatnonzero(low_gain)[0])]!r}" if M == 1 else
-                   f"{int(low_gain.sum())} of {M} models")
-            notes.append(f"no saving for {who}: the interval is about as wide as a uniform sample of the same size "
-                         f"would give (estimated gain {np.nanmin(gain[low_gain]):.2f}x). Its answers do not follow the "
-                         "history's pattern (e.g. a model family the history does not contain); the interval is still "
-                         "valid")
-        if until_width is not None and not run.stopped.all():
-            notes.append(f"{int((~run.stopped).sum())} of {M} model(s) spent the whole budget ({n_b} queries) before "
-                         f"their interval was {until_width:g} wide")
-        if prm.design == "naive-wor":
-            notes.append("design 'naive-wor' is the paper's Appendix B ablation: its interval is NOT valid")
-    if truth is not None:
-        est["truth"] = truth
-        est["covered"] = (np.asarray(est["low"]) <= truth) & (truth <= np.asarray(est["high"]))
-    info = {
-        "factors": {**fm.summary(), "fingerprint": fm.fingerprint(), "cache": fit_info.get("cache"),
-                    "cache_path": fit_info.get("path")},
-        "se_variants": se_variants,
-    }
-    meaning = (f"each interval covers that model's accuracy over all {N} questions with probability about "
-               f"{1 - alpha:.0%}" + (" at whatever round the run stopped (anytime-valid confidence sequence)"
-                                     if until_width is not None else " (martingale CLT, Theorem 3.1)"))
-    if census:
+        answers, model_ids = prepare_answers(new, hist_items, label="the new model's answers")
+        truth = answers.mean(axis=1)
+    # 4. the core
+    est = estimate(answers, fm.V_, fm.prior_mean_, fm.prior_cov_, n_b, rng=seed.rng(), alpha=alpha, params=prm,
+                   b=fm.b_ if fm.bias else None, until_width=until_width, min_queries=min_queries,
+                   n_models=len(model_ids), on_round=progress)
+    # 5. the result
+    notes += _plain_words(est, model_ids, n_b, prm, until_width)
+    if est.exact:
         meaning = f"every one of the {N} questions was asked: the accuracy is exact"
-    res = FAQResult(
+    else:
+        meaning = (f"each interval covers that model's accuracy over all {N} questions with probability about "
+                   f"{1 - alpha:.0%}" + (" at whatever round the run stopped (anytime-valid confidence sequence)"
+                                         if until_width is not None else " (martingale CLT, Theorem 3.1)"))
+    res = build(
+        FAQResult,
         params={"budget": budget, "n_queries": int(n_b), "n_items": N, **prm.to_dict(), "live": live,
                 "until_width": until_width, "min_queries": min_queries if until_width is not None else None},
-        level={"alpha": alpha, "meaning": meaning},
-        n=int(n_b), seed=recorded, tables={"estimates": est, "queries": queries}, info={**info, "warnings": notes},
+        n=n_b, n_meaning="queries per new model allowed by the budget (n_b); each model's own count is n_queries",
+        meaning=meaning, seed=seed, alpha=alpha,
+        tables=_faq_tables(est, model_ids, hist_items, _interval_kind(est, prm, until_width), until_width, truth),
+        warnings=notes,
+        info={"factors": {**fm.summary(), "fingerprint": fm.fingerprint(), "cache": fit_info.get("cache"),
+                          "cache_path": fit_info.get("path")},
+              "se_variants": {k: [float(x) for x in v] for k, v in est.se_variants.items()}},
     )
     res.factors_ = fm  # the fitted factors (not serialised): save them with assay.faq.io.save_factors
     return res
@@ -596,6 +527,10 @@ class FAQProtocolResult(Result):
     @classmethod
     def _table_names(cls) -> tuple[str, ...]:
         return ("table", "per_model", "tuning")
+
+    def _no_interval_hint(self) -> str:
+        return ("it reports the coverage and mean width of each method's intervals per budget; the intervals of "
+                "one model come from assay.faq.evaluate")
 
     def summary(self) -> str:
         t = self.table
@@ -779,6 +714,103 @@ def _fit_for(H, rows, items, factors, cache, fit_progress) -> FactorModel:
     return fm
 
 
+def _tune_split(si, H, hrows, items, groups, methods, grids, base_faq, budgets, n_b_list, tune_ss, val_seeds, alpha,
+                chunk, workers, factors, cache, fit_progress) -> tuple[dict, list[dict]]:
+    """Choose each method's settings per budget on validation models of one split's history: one model-level fold
+    of four (factors fitted on the other three); the candidate with the highest ESS (smallest mean width) among
+    those whose validation coverage is at least 1 - alpha - one Monte Carlo s.e. (else the best-covering one).
+    -> ({(budget index, method): settings}, one row per candidate)."""
+    inner = model_splits(hrows, 4, groups, seed=tune_ss.spawn(1)[0])
+    tr_i, val_i = inner[0]
+    val_i = val_i[~np.isnan(H[val_i]).any(axis=1)]
+    if val_i.size < 10:
+        raise AssayInputError(f"tuning needs at least 10 fully observed validation models; split {si} has "
+                              f"{val_i.size} (use tune=False)")
+    fm_v = _fit_for(H[tr_i], [hrows[i] for i in tr_i], items, factors, cache, fit_progress)
+    ctx_v = _context(fm_v, H[tr_i])
+    Zval = H[val_i]
+    theta_v = Zval.mean(axis=1)
+    val_ss = tune_ss.spawn(val_seeds)
+    se_cov = float(np.sqrt(alpha * (1 - alpha) / (Zval.shape[0] * val_seeds)))
+    chosen: dict[tuple[int, str], dict] = {}
+    rows: list[dict] = []
+    for m in methods:
+        if m in ("uniform", "ht_uniform", "faq_paper"):
+            continue
+        jobs = _jobs_for(m, grids.get(m), base_faq)
+        res = _evaluate_jobs(ctx_v, Zval, theta_v, n_b_list, jobs, val_ss, alpha, chunk, workers, None, split_id=si)
+        for bi in range(len(n_b_list)):
+            cands = [(ji, float(cov.mean()), float(wid.mean())) for (b2, ji, var), (cov, wid) in res.items()
+                     if b2 == bi and var == ""]
+            ok = [c for c in cands if c[1] >= 1 - alpha - se_cov]
+            pick = min(ok, key=lambda c: c[2]) if ok else max(cands, key=lambda c: c[1])
+            chosen[(bi, m)] = jobs[pick[0]][1]
+            for ji, cv_, w_ in cands:
+                rows.append({"split": si, "budget": budgets[bi], "n_queries": n_b_list[bi], "method": m,
+                             **{f"param_{k}": v for k, v in jobs[ji][1].items()},
+                             "val_coverage": cv_, "val_mean_width": w_, "selected": ji == pick[0]})
+    return chosen, rows
+
+
+def _test_jobs(methods, bi: int, chosen: dict, base_faq: FAQParams, params: Mapping, faq_variants) -> list:
+    """The (method, settings) jobs run on a split's new models at budget ``bi``."""
+    jobs = []
+    for m in methods:
+        if m == "faq":
+            cfg = chosen.get((bi, m), base_faq.to_dict())
+            jobs.append(("faq", {**cfg, "variants": faq_variants}))
+        elif m == "faq_paper":
+            jobs.append(("faq_paper", dict(PAPER_FAQ)))
+        elif m == "aipw":
+            jobs.append(("aipw", chosen.get((bi, m), {"policy": "neyman", "tau": 0.25, **dict(params.get("aipw") or {})})))
+        elif m == "ai_factor":
+            jobs.append(("ai_factor", chosen.get((bi, m), {"tau": 0.25, **dict(params.get("ai_factor") or {})})))
+        else:
+            jobs.append((m, {}))
+    return jobs
+
+
+_METHOD_ORDER = {m: i for i, m in enumerate(["faq", "faq:cs", "faq:increments|t", "faq:conservative|normal",
+                                              "faq_paper", "uniform", "ht_uniform", "aipw", "ai_factor"])}
+
+
+def _protocol_table(acc: dict, budgets, n_b_list) -> pd.DataFrame:
+    """One row per (budget, method) from the coverage and width arrays of every split: coverage (its s.e. over
+    (split, seed) runs), the smallest per-model coverage, mean width and ESS against both uniform references."""
+    rows = []
+    for bi, n_b in enumerate(n_b_list):
+        wu = np.concatenate([w.mean(axis=1) for _, w, _ in acc[(bi, "uniform")]])
+        wh = np.concatenate([w.mean(axis=1) for _, w, _ in acc[(bi, "ht_uniform")]])
+        for (b2, name), lst in acc.items():
+            if b2 != bi:
+                continue
+            cov_ps = np.concatenate([c.mean(axis=1) for c, _, _ in lst])  # per (split, seed)
+            w_ps = np.concatenate([w.mean(axis=1) for _, w, _ in lst])
+            cov_all = np.concatenate([c.ravel() for c, _, _ in lst])
+            per_model_cov = np.concatenate([c.mean(axis=0) for c, _, _ in lst])
+            cfg = {k: v for k, v in lst[0][2].items() if k != "variants"}
+            if name.startswith("faq:"):
+                var = name.split(":", 1)[1]
+                if var == "cs":
+                    cfg["interval"] = "anytime-valid"
+                else:
+                    cfg["variance"], cfg["quantile"] = var.split("|")
+            rows.append({
+                "budget": budgets[bi], "n_queries": n_b, "method": name,
+                "coverage": float(cov_all.mean()),
+                "coverage_se": float(cov_ps.std(ddof=1) / np.sqrt(len(cov_ps))) if len(cov_ps) > 1 else float("nan"),
+                "min_model_coverage": float(per_model_cov.min()),
+                "mean_width": float(w_ps.mean()),
+                "ess_vs_uniform_mean": float(np.mean((wu / w_ps) ** 2)),
+                "ess_vs_ht_uniform": float(np.mean((wh / w_ps) ** 2)),
+                "params": ", ".join(f"{k}={v}" for k, v in cfg.items()),
+            })
+    table = pd.DataFrame(rows)
+    table = table.assign(_o=table["method"].map(lambda m: _METHOD_ORDER.get(m, 99))).sort_values(
+        ["n_queries", "_o"], kind="stable").drop(columns="_o")
+    return table.reset_index(drop=True)
+
+
 def protocol(
     history,
     new_models=None,
@@ -810,24 +842,45 @@ def protocol(
     and the whole history is the history (one split). Every new model is evaluated once per seed and budget;
     its true accuracy is the mean of its full row.
 
+    The steps: check the arguments, resolve the seed, prepare the arrays (:func:`assay.data.faq.prepare_protocol`),
+    per split fit the factors (and tune) and run every method on the new models (FAQ through
+    :func:`assay.faq.core.run_faq`, the baselines of :mod:`assay.faq.baselines`), summarise, package
+    (:func:`assay.results.build`).
+
+    Parameters
+    ----------
+    history : models x items 0/1 table (as :func:`evaluate`); complete when it is split.
+    new_models : the new models' complete answers on the same items, or None (split the history).
+    budgets : fractions of the bank or numbers of queries (:func:`resolve_budget`).
+    seeds : an int S (= range(S)) or the seed indices; ``seed`` is the master seed (it also places the splits).
+        Every (split, seed, budget, chunk of ``chunk`` models) has its own child seed, so results do not depend on
+        ``workers``.
+    alpha : 1 - the nominal coverage.
     methods : any of "faq" (assay's defaults, or ``params["faq"]``), "faq_paper" (the paper's Algorithm 1 as
         selected in its released logs: with replacement, tau = 0.05, eq. 8 variance, normal quantile), "uniform"
         (simple random sample, sample mean, Wilson interval: the honest reference), "ht_uniform" (the paper's
         reference), "aipw" (Zrnic & Candès active inference with the historical per-question mean), "ai_factor"
         (the same with the online factor model). The two uniform references are always run.
-    variants : add rows for FAQ's other intervals on the same draws: ``faq:increments|t`` (no model-variance
-        floor), ``faq:conservative|normal`` (normal quantile) and ``faq:cs`` (the anytime-valid interval).
+    factors : an UNFITTED FactorModel whose settings are refitted on each split's history (default: the
+        default model-level CV fit, cached); a fitted one only with explicit ``new_models``.
     tune : choose FAQ's (beta0, rho, gamma, tau) and the baselines' settings per budget on validation models:
         one model-level fold of each split's history (so validation models, like the test models, come from
         families the validation factors were not fitted on). The chosen candidate maximises ESS subject to
         validation coverage >= 1 - alpha - one Monte Carlo standard error. The released code tuned FAQ on the
         last 20% of history rows by width alone and the baselines post hoc on the test models.
-    factors : an UNFITTED FactorModel whose settings are refitted on each split's history (default: the
-        default model-level CV fit, cached); a fitted one only with explicit ``new_models``.
-    seeds : an int S (= range(S)) or the seed indices; ``seed`` is the master seed (it also places the splits).
-        Every (split, seed, budget, chunk of ``chunk`` models) has its own child seed, so results do not depend on
-        ``workers``.
+    grids, val_seeds : the candidates (default :data:`DEFAULT_GRID` and the baselines' grids) and the number of
+        validation seeds.
+    params : fixed settings per method (``{"faq": FAQParams(...), "aipw": {...}}``).
+    variants : add rows for FAQ's other intervals on the same draws: ``faq:increments|t`` (no model-variance
+        floor), ``faq:conservative|normal`` (normal quantile) and ``faq:cs`` (the anytime-valid interval).
+    chunk, workers : models per task and parallel workers (:mod:`assay.parallel`).
+
+    Returns
+    -------
+    FAQProtocolResult
+        ``n`` counts the new models evaluated over all splits (``level["n_meaning"]``).
     """
+    # 1. arguments
     _check_alpha(alpha)
     methods = list(methods)
     for m in methods:
@@ -840,23 +893,23 @@ def protocol(
     if isinstance(history, FactorModel):
         raise AssayInputError("protocol needs the history table (for the splits and the baselines' per-question "
                               "means); pass a FactorModel as factors=")
-    H_all, rows_all, items = as_matrix(history, "history")
-    recorded, master = resolve_seed(seed)
-    split_ss, tune_ss, test_ss_root = master.spawn(3)
-    if new_models is None:
-        if factors is not None and hasattr(factors, "V_"):
-            raise AssayInputError("a fitted FactorModel was fitted on models that the splits would call new; pass "
-                                  "an unfitted one (its settings are refitted per split) or none")
+    if new_models is None and factors is not None and hasattr(factors, "V_"):
+        raise AssayInputError("a fitted FactorModel was fitted on models that the splits would call new; pass "
+                              "an unfitted one (its settings are refitted per split) or none")
+    # 2. seed: the splits, the tuning and the test draws each descend from their own child
+    seed = resolve_seed(seed)
+    split_ss, tune_ss, test_ss_root = seed.spawn(3)
+    # 3. arrays
+    H_all, rows_all, items, Z_new, new_rows = prepare_protocol(history, new_models)
+    if Z_new is None:
         split_list = model_splits(rows_all, splits, split_by, seed=split_ss)
         Zsrc, src_rows = H_all, rows_all
         if np.isnan(H_all).any():
             raise AssayInputError("the history has missing answers; the true accuracy of a held-out model needs its "
                                   "full row, so split a complete table (or pass new_models explicitly)")
     else:
-        Zn, new_rows, new_items = as_matrix(new_models, "new_models", allow_missing=False)
-        Zn = Zn[:, _align(items, new_items, "new_models")]
         split_list = [(np.arange(H_all.shape[0]), None)]
-        Zsrc, src_rows = Zn, new_rows
+        Zsrc, src_rows = Z_new, new_rows
     N = len(items)
     n_b_list = [resolve_budget(b, N)[0] for b in budgets]
     params = dict(params or {})
@@ -874,6 +927,7 @@ def protocol(
         if progress is not None:
             progress(done[0] + d, total)
 
+    # 4. per split: factors (and tuning) from its history only, then every method on its new models
     acc: dict[tuple[int, str], list] = {}  # (budget index, row name) -> list of (cov[S, M], wid[S, M]) per split
     per_model, tuning_rows, split_info = [], [], []
     for si, (hist_idx, new_idx) in enumerate(split_list):
@@ -886,35 +940,10 @@ def protocol(
         theta = Znew.mean(axis=1)
         chosen: dict[tuple[int, str], dict] = {}
         if tune:
-            inner = model_splits(hrows, 4, split_by if isinstance(split_by, str) else
-                                 np.asarray(split_by)[hist_idx], seed=tune_ss.spawn(1)[0])
-            tr_i, val_i = inner[0]
-            val_i = val_i[~np.isnan(H[val_i]).any(axis=1)]
-            if val_i.size < 10:
-                raise AssayInputError(f"tuning needs at least 10 fully observed validation models; split {si} has "
-                                      f"{val_i.size} (use tune=False)")
-            fm_v = _fit_for(H[tr_i], [hrows[i] for i in tr_i], items, factors, cache, fit_progress)
-            ctx_v = _context(fm_v, H[tr_i])
-            Zval = H[val_i]
-            theta_v = Zval.mean(axis=1)
-            val_ss = tune_ss.spawn(val_seeds)
-            se_cov = float(np.sqrt(alpha * (1 - alpha) / (Zval.shape[0] * val_seeds)))
-            for m in methods:
-                if m in ("uniform", "ht_uniform", "faq_paper"):
-                    continue
-                jobs = _jobs_for(m, grids.get(m), base_faq)
-                res = _evaluate_jobs(ctx_v, Zval, theta_v, n_b_list, jobs, val_ss, alpha, chunk, workers, None,
-                                     split_id=si)
-                for bi in range(len(n_b_list)):
-                    cands = [(ji, float(cov.mean()), float(wid.mean())) for (b2, ji, var), (cov, wid) in res.items()
-                             if b2 == bi and var == ""]
-                    ok = [c for c in cands if c[1] >= 1 - alpha - se_cov]
-                    pick = min(ok, key=lambda c: c[2]) if ok else max(cands, key=lambda c: c[1])
-                    chosen[(bi, m)] = jobs[pick[0]][1]
-                    for ji, cv_, w_ in cands:
-                        tuning_rows.append({"split": si, "budget": budgets[bi], "n_queries": n_b_list[bi], "method": m,
-                                            **{f"param_{k}": v for k, v in jobs[ji][1].items()},
-                                            "val_coverage": cv_, "val_mean_width": w_, "selected": ji == pick[0]})
+            groups = split_by if isinstance(split_by, str) else np.asarray(split_by)[hist_idx]
+            chosen, rows = _tune_split(si, H, hrows, items, groups, methods, grids, base_faq, budgets, n_b_list,
+                                       tune_ss, val_seeds, alpha, chunk, workers, factors, cache, fit_progress)
+            tuning_rows += rows
         if new_idx is None and factors is not None and hasattr(factors, "V_"):
             fm, H, _, _ = _factors(pd.DataFrame(H, index=hrows, columns=items), factors)
         else:
@@ -923,19 +952,7 @@ def protocol(
         split_info.append({"split": si, "n_history": int(H.shape[0]), "n_new": int(Znew.shape[0]),
                            "k": fm.k_, "weight_decay": fm.weight_decay_, "fingerprint": fm.fingerprint()})
         for bi, n_b in enumerate(n_b_list):
-            jobs = []
-            for m in methods:
-                if m == "faq":
-                    cfg = chosen.get((bi, m), base_faq.to_dict())
-                    jobs.append(("faq", {**cfg, "variants": faq_variants}))
-                elif m == "faq_paper":
-                    jobs.append(("faq_paper", dict(PAPER_FAQ)))
-                elif m == "aipw":
-                    jobs.append(("aipw", chosen.get((bi, m), {"policy": "neyman", "tau": 0.25, **dict(params.get("aipw") or {})})))
-                elif m == "ai_factor":
-                    jobs.append(("ai_factor", chosen.get((bi, m), {"tau": 0.25, **dict(params.get("ai_factor") or {})})))
-                else:
-                    jobs.append((m, {}))
+            jobs = _test_jobs(methods, bi, chosen, base_faq, params, faq_variants)
             res = _evaluate_jobs(ctx, Znew, theta, [n_b], jobs, test_ss, alpha, chunk, workers, step_progress,
                                  budget_ids=[bi], split_id=si)
             done[0] += len(seeds) * -(-Znew.shape[0] // chunk)
@@ -946,48 +963,18 @@ def protocol(
                                                "theta": theta, "coverage": cov.mean(axis=0),
                                                "mean_width": wid.mean(axis=0)}))
 
-    rows = []
-    for bi, n_b in enumerate(n_b_list):
-        wu = np.concatenate([w.mean(axis=1) for _, w, _ in acc[(bi, "uniform")]])
-        wh = np.concatenate([w.mean(axis=1) for _, w, _ in acc[(bi, "ht_uniform")]])
-        for (b2, name), lst in acc.items():
-            if b2 != bi:
-                continue
-            cov_ps = np.concatenate([c.mean(axis=1) for c, _, _ in lst])  # per (split, seed)
-            w_ps = np.concatenate([w.mean(axis=1) for _, w, _ in lst])
-            cov_all = np.concatenate([c.ravel() for c, _, _ in lst])
-            per_model_cov = np.concatenate([c.mean(axis=0) for c, _, _ in lst])
-            cfg = {k: v for k, v in lst[0][2].items() if k != "variants"}
-            if name.startswith("faq:"):
-                var = name.split(":", 1)[1]
-                if var == "cs":
-                    cfg["interval"] = "anytime-valid"
-                else:
-                    cfg["variance"], cfg["quantile"] = var.split("|")
-            rows.append({
-                "budget": budgets[bi], "n_queries": n_b, "method": name,
-                "coverage": float(cov_all.mean()),
-                "coverage_se": float(cov_ps.std(ddof=1) / np.sqrt(len(cov_ps))) if len(cov_ps) > 1 else float("nan"),
-                "min_model_coverage": float(per_model_cov.min()),
-                "mean_width": float(w_ps.mean()),
-                "ess_vs_uniform_mean": float(np.mean((wu / w_ps) ** 2)),
-                "ess_vs_ht_uniform": float(np.mean((wh / w_ps) ** 2)),
-                "params": ", ".join(f"{k}={v}" for k, v in cfg.items()),
-            })
-    order = {m: i for i, m in enumerate(["faq", "faq:cs", "faq:increments|t", "faq:conservative|normal", "faq_paper",
-                                         "uniform", "ht_uniform", "aipw", "ai_factor"])}
-    table = pd.DataFrame(rows)
-    table = table.assign(_o=table["method"].map(lambda m: order.get(m, 99))).sort_values(["n_queries", "_o"],
-                                                                                       kind="stable").drop(columns="_o")
+    # 5. the result
     n_new = sum(s["n_new"] for s in split_info)
-    return FAQProtocolResult(
+    return build(
+        FAQProtocolResult,
         params={"budgets": list(budgets), "n_queries": n_b_list, "methods": methods, "n_new": int(n_new),
                 "n_history": int(H_all.shape[0]), "n_items": N, "n_seeds": len(seeds), "n_splits": len(split_list),
                 "split_by": split_by if isinstance(split_by, str) else "given", "tune": tune, "val_seeds": val_seeds,
                 "chunk": chunk, "faq": base_faq.to_dict()},
-        level={"alpha": alpha, "meaning": f"nominal coverage {1 - alpha:.0%} of each new model's accuracy over the bank"},
-        n=int(n_new), seed=recorded,
-        tables={"table": table.reset_index(drop=True), "per_model": pd.concat(per_model, ignore_index=True),
+        n=int(n_new), n_meaning="new models evaluated (over all splits), each at every budget and seed",
+        meaning=f"nominal coverage {1 - alpha:.0%} of each new model's accuracy over the bank", alpha=alpha,
+        seed=seed,
+        tables={"table": _protocol_table(acc, budgets, n_b_list), "per_model": pd.concat(per_model, ignore_index=True),
                 "tuning": pd.DataFrame(tuning_rows)},
         info={"splits": split_info, "factors": {"per_split": split_info}},
     )

@@ -140,19 +140,19 @@ def study_leaderboard(
 
 def _stop_task(task, s, *, contexts, n_max, min_queries):
     """One (split, trial, rule) of the stopping study: every new model of the split at once."""
-    from ..faq.core import FAQParams, run_faq
+    from ..faq.core import estimate
 
     si, t, kind, v = task
     fm, Z = contexts[si]
     theta = Z.mean(axis=1)
     rng = np.random.default_rng(s)
     if kind == "until":
-        r = run_faq(fm.V_, fm.prior_mean_, fm.prior_cov_, Z, n_max, rng=rng, params=FAQParams(), b=fm.b_,
-                    until_width=v, min_queries=min_queries)
+        r = estimate(Z, fm.V_, fm.prior_mean_, fm.prior_cov_, n_max, rng=rng, b=fm.b_, until_width=v,
+                     min_queries=min_queries)
     else:
-        r = run_faq(fm.V_, fm.prior_mean_, fm.prior_cov_, Z, v, rng=rng, params=FAQParams(), b=fm.b_)
-    cov = (r.lo <= theta) & (theta <= r.hi)
-    return {"cov": cov, "width": r.hi - r.lo, "n": r.n_used, "stopped": r.stopped}
+        r = estimate(Z, fm.V_, fm.prior_mean_, fm.prior_cov_, v, rng=rng, b=fm.b_)
+    cov = (r.ci_low <= theta) & (theta <= r.ci_high)
+    return {"cov": cov, "width": r.ci_high - r.ci_low, "n": r.n_queries, "stopped": r.reached_width}
 
 
 @register("faq-stopping")
@@ -180,6 +180,7 @@ def study_stopping(
     and the fixed budget (the same for every model, interpolated on ``fixed_budgets``) whose usual fixed-budget
     FAQ interval has the same mean width: what a user who had guessed the right budget in advance would spend.
     """
+    from ..data.faq import as_matrix, prepare_answers
     from ..faq import api
     from ..parallel import get_executor
     from ..seeds import resolve_seed
@@ -190,11 +191,10 @@ def study_stopping(
     if n_models is not None:
         pick = np.random.default_rng(sub_ss).permutation(len(df))[:n_models]
         df = df.iloc[np.sort(pick)]
-    H, rows, items = api.as_matrix(df, "history")
+    H, rows, items = as_matrix(df, "history")
     N = len(items)
     if new_path is not None:
-        Zn, nrows, nitems = api.as_matrix(load_leaderboard(new_path), "new", allow_missing=False)
-        Zn = Zn[:, api._align(items, nitems, "the new models")]
+        Zn, _ = prepare_answers(load_leaderboard(new_path), items, label="the new models")
         split_list = [(np.arange(len(rows)), None)]
     else:
         split_list = api.model_splits(rows, splits, "auto", seed=split_ss)
