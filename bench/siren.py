@@ -282,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
         note = "" if tgm["median"] <= MULTIPLIER_GRID_LIMIT_S else f"  (over {MULTIPLIER_GRID_LIMIT_S:.0f} s: stopped after one call)"
         print(f"  {'evaluate (engine=multipliers)':<46} {tgm['median']:>8.2f} s median, {tgm['min']:.2f} s min "
               f"(N={tgm['n']}, no separate warm-up){note}")
-    del table
+    table = {}  # free the grid (the closure above is not called again)
     print()
 
     summary = {

@@ -33,11 +33,11 @@ _NAMES = {"AssayError": "errors", "AssayInputError": "errors", "AssayBackendErro
 __all__ = ["__version__", *_NAMES, *_SUBMODULES]
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from . import (autoeval, benchmarks, data, datasets, errors, faq, ingest, models, parallel, progress, psdme,
-                   quickscope, report, results, seeds, siren, stats, studies)
-    from .data import read_table
-    from .errors import AssayBackendError, AssayError, AssayInputError
-    from .results import Interval, Result
+    from . import (autoeval, benchmarks, data, datasets, errors, faq, ingest, models, parallel, progress, psdme,  # noqa: F401
+                   quickscope, report, results, seeds, siren, stats, studies)  # noqa: F401
+    from .data import read_table  # noqa: F401
+    from .errors import AssayBackendError, AssayError, AssayInputError  # noqa: F401
+    from .results import Interval, Result  # noqa: F401
 
 
 def __getattr__(name: str) -> Any:

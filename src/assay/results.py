@@ -375,7 +375,7 @@ def build(
     level = {name: float(err), "meaning": meaning, "n_meaning": n_meaning}
     recorded = getattr(seed, "recorded", seed)
     out_info = dict(info or {})
-    if recorded is None and getattr(seed, "source", None) == "generator":
-        out_info["seed_source"] = "generator"
+    if recorded is None and getattr(seed, "source", None) in ("generator", "spawned"):
+        out_info["seed_source"] = seed.source
     out_info["warnings"] = list(dict.fromkeys(str(w) for w in [*out_info.get("warnings", []), *warnings]))
     return cls(params=dict(params), level=level, n=int(n), seed=recorded, tables=dict(tables), info=out_info)

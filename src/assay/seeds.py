@@ -40,8 +40,12 @@ class Seed(NamedTuple):
 
     @property
     def source(self) -> str:
-        """``"int"`` when the run can be repeated from ``recorded``, else ``"generator"``."""
-        return "int" if self.recorded is not None else "generator"
+        """``"int"`` when the run can be repeated from ``recorded``; otherwise ``"spawned"`` for a child
+        ``SeedSequence`` (a study's per-task seed: repeatable from the study's own recorded seed) or
+        ``"generator"`` (drawn from a numpy Generator, or a SeedSequence without an int entropy)."""
+        if self.recorded is not None:
+            return "int"
+        return "spawned" if self.sequence.spawn_key else "generator"
 
     def rng(self) -> np.random.Generator:
         """A generator on the sequence itself (the same stream as ``np.random.default_rng(recorded)``)."""

@@ -838,7 +838,6 @@ class DyValGenerator:
             x = parse_number(ans)
             if x is None or not math.isfinite(x):
                 return None
-            ref = float(instance.reference)
             return 1.0 if same_rounded(x, float(instance.reference), self.decimals) else 0.0
         got = _label(ans)
         if got is None:

@@ -34,7 +34,7 @@ import pandas as pd
 
 from ..errors import AssayBackendError, AssayInputError
 from ..results import Result, build
-from .coup import COUPParams, Search
+from .coup import Search
 
 __all__ = ["ScopeResult", "run", "make_utility", "result_from_search"]
 

@@ -81,7 +81,7 @@ def simulate(world: Any, *, budget: int, batch: int = 20, seed: Any = 0, top: in
         "simulated": {"world": name, "false_certifications": int(sum(truth[i] < search.tau for i in cert["arm"]))}})
     res.tables["top"]["truth"] = [truth[i] for i in res.tables["top"]["arm"]]
     if s.recorded is None:
-        res.info["seed_source"] = "generator"
+        res.info["seed_source"] = s.source
     return res
 
 

@@ -24,7 +24,6 @@ in :meth:`SearchSpace.sample`'s docstring.
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
 from dataclasses import dataclass, field

@@ -49,7 +49,6 @@ bisection for its ends.
 from __future__ import annotations
 
 import math
-from typing import Sequence
 
 import numpy as np
 from scipy.special import logsumexp
