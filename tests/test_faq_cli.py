@@ -79,7 +79,7 @@ def test_save_and_load_factors_give_the_same_answer(files, tmp_path):
     (["--items", "BANK", "--budget", "0.2"], "needs --endpoint"),
     (["--new", "NEW", "--budget", "1.5"], "neither a fraction"),
     (["--new", "NEW", "--budget", "lots"], "neither a fraction"),
-    (["--new", "NEW", "--until-width", "2"], "until_width"),
+    (["--new", "NEW", "--until-width", "2"], "--until-width"),
     (["--new", "NEW", "--budget", "1"], "at least 2"),
     (["--new", "NEW", "--k", "2"], "go together"),
     (["--new", "nope.csv"], "no such file"),

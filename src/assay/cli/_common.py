@@ -52,8 +52,9 @@ app = typer.Typer(
     help="assay: LLM evaluation with statistical guarantees.",
 )
 
-#: stdout for people: secrets masked, no soft wrapping of long table rows
-out = masked_console(soft_wrap=False, width=200)
+#: stdout for people: secrets masked, no soft wrapping of long table rows, and no markup: user-supplied names such
+#: as ``my-model[v2]`` print literally (styles are given with ``style=``, never inside the text)
+out = masked_console(soft_wrap=False, width=200, markup=False)
 
 
 def _version(value: bool) -> None:

@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
 from ..errors import AssayInputError
@@ -39,16 +38,16 @@ def _print_autoeval(result) -> None:
     sel = result.info.get("selection") or {}
     if sel.get("procedure"):
         if sel.get("best") is None:
-            _out.print(f"[bold]{sel['procedure']}: no candidate is certified[/] at delta = {result.level['delta']:g}; "
+            _out.print(f"{sel['procedure']}: no candidate is certified at delta = {result.level['delta']:g}; "
                        "nothing can be deployed with the guarantee.")
         else:
-            _out.print(f"[bold]{sel['procedure']}:[/] certified {len(sel['certified'])} of {len(result.candidates)}; "
-                       f"best = [bold]{escape(str(sel['best']))}[/]")
+            _out.print(f"{sel['procedure']}: certified {len(sel['certified'])} of {len(result.candidates)}; "
+                       f"best = {sel['best']}")
     elif sel.get("note"):
-        _out.print(f"note: {escape(sel['note'])}")
+        _out.print(f"note: {sel['note']}")
     _out.print(f"Guarantee: {result.level['meaning']}.", highlight=False)
     for w in result.warnings:
-        _out.print(f"note: {escape(w)}")
+        _out.print(f"note: {w}")
 
 
 @app.command()

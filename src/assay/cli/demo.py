@@ -69,15 +69,15 @@ def demo(
     if as_json:
         sys.stdout.write(json.dumps(results, indent=2) + "\n")
         return
-    _out.print("[bold]SIREN on MMLU-Pro Law (3 models, DSPy tuner, 4 budgets + default; shipped data)[/]")
+    _out.print("SIREN on MMLU-Pro Law (3 models, DSPy tuner, 4 budgets + default; shipped data)", style="bold")
     _print_siren(sres)
-    _out.print("\n[bold]R-AutoEval+ model selection (SIMULATION: 5 quantized models, judge 90% accurate)[/]")
+    _out.print("\nR-AutoEval+ model selection (SIMULATION: 5 quantized models, judge 90% accurate)", style="bold")
     _print_autoeval(ares)
-    _out.print("\n[bold]PS-DME: guaranteed time-to-first-token of the 5 fastest LLM APIs (LLMPerf; shipped data)[/]")
+    _out.print("\nPS-DME: guaranteed time-to-first-token of the 5 fastest LLM APIs (LLMPerf; shipped data)", style="bold")
     _print_psdme(pres)
-    _out.print("\n[bold]FAQ: accuracy over 1,351 MMLU-Pro math questions from 5% of them (SIMULATED answers from the "
-               "paper's factors)[/]")
+    _out.print("\nFAQ: accuracy over 1,351 MMLU-Pro math questions from 5% of them (SIMULATED answers from the "
+               "paper's factors)", style="bold")
     _print_faq(fres)
-    _out.print("\n[bold]QuickScope: certified-hard DyVal templates of a SIMULATED model (3,000 calls)[/]")
+    _out.print("\nQuickScope: certified-hard DyVal templates of a SIMULATED model (3,000 calls)", style="bold")
     _print_scope(qres, rows=10)
     _out.print(f"\nwrote {out / 'results.json'}\nreport: {(out / 'report.html').resolve()}")

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
 from ..errors import AssayInputError
@@ -60,7 +59,7 @@ def _print_faq(result) -> None:
             elif isinstance(v, float):
                 cells.append(f"{v:.4f}")
             else:
-                cells.append(escape(str(v)))
+                cells.append(str(v))
         t.add_row(*cells)
     _out.print(t)
     f = result.info.get("factors", {})
@@ -69,7 +68,7 @@ def _print_faq(result) -> None:
                + (f" (cached fit: {f.get('cache')})" if f.get("cache") not in (None, "not used") else ""))
     _out.print("gain_vs_uniform: how many uniformly sampled questions each asked question was worth (estimated)")
     for w in result.warnings:
-        _out.print(f"note: {escape(w)}")
+        _out.print(f"note: {w}")
 
 
 def _parse_budget(text: str):

@@ -20,6 +20,13 @@ _PARAM_FLAGS = {"on_missing='drop-items'": "--drop-incomplete", "run_id=None": "
                 "reference_col": "--reference-col"}
 
 
+#: library parameters that the CLI takes under a flag of the same name, when a message gives them a number
+_NUMERIC_FLAGS = {n: "--" + n.replace("_", "-") for n in (
+    "weight_decay", "k", "budget", "until_width", "min_queries", "n_boot", "reps", "score_fraction", "risk_target",
+    "batch", "top", "n0", "seed", "concurrency", "timeout", "max_retries", "rpm")}
+_NUMERIC_FLAGS.update({"temperature": "--temperature", "calibrator": "--calibrator-tau"})
+
+
 def cli_words(message: str) -> str:
     """Translate a library error message into CLI terms: ``columns={'loss_judge': 'YOUR_COLUMN'}`` ->
     ``--judge-col YOUR_COLUMN``, ``method='r-eval'`` -> ``--method r-eval``, ``on_missing='drop-items'`` ->
@@ -37,6 +44,9 @@ def cli_words(message: str) -> str:
     out = re.sub(r"\b(calibrator|id_col|prompt_col|reference_col)=(?:'([^']*)'|([\w.-]+))?",
                  lambda m: _PARAM_FLAGS[m.group(1)] + (f" {m.group(2) or m.group(3)}" if (m.group(2) or m.group(3)) else ""),
                  out)
+    out = re.sub(r"\b(%s)=(-?[0-9][0-9.eE+-]*)" % "|".join(_NUMERIC_FLAGS),
+                 lambda m: f"{_NUMERIC_FLAGS[m.group(1)]} {m.group(2)}", out)
+    out = re.sub(r"\b(until_width|min_queries)\b(?!=)", lambda m: "--" + m.group(1).replace("_", "-"), out)
     out = re.sub(r"\b([a-z][a-z_]*)='([^']*)'", lambda m: f"--{m.group(1).replace('_', '-')} {m.group(2)}", out)
     out = re.sub(r"\b([a-z][a-z_]*)=(?=[\s,.;)]|$)", lambda m: f"--{m.group(1).replace('_', '-')}", out)
     return out

@@ -32,7 +32,7 @@ def _print_psdme(result) -> None:
     for b in info.get("best", []):
         cfg = b["best_config"]
         _out.print(f"best guaranteed KPI at reliability {b['reliability']:g}: "
-                   + (f"[bold]{b['best_kpi']:.4g}[/] ({cfg})" if cfg else "none (no band reaches that level)"))
+                   + (f"{b['best_kpi']:.4g} ({cfg})" if cfg else "none (no band reaches that level)"))
     if info.get("method_reason"):
         _out.print(f"method: {info['method_reason']}", highlight=False)
     for w in result.warnings:

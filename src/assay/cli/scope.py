@@ -44,7 +44,8 @@ def _print_scope(result, rows: int = 15) -> None:
     fixed = ["n", "estimate", "ci_low", "ci_high", "certified", "certified_at_ticket", "truth"]
     hidden = {"arm", "key", "origin", *fixed}
     names = [c for c in top.columns if c not in hidden and not top[c].isna().all()]
-    t = Table(title=Text(head), title_justify="left")
+    _out.print(Text(head))
+    t = Table()
     for c in names:
         t.add_column(Text(str(c)), justify="right" if pd.api.types.is_numeric_dtype(top[c]) else "left")
     t.add_column("n", justify="right")

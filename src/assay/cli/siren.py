@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
 from ._common import app, emit as _emit, fmt_budget as _fmt_budget, guard as _guard, out as _out
@@ -15,7 +14,7 @@ from ._common import app, emit as _emit, fmt_budget as _fmt_budget, guard as _gu
 def _print_siren(result) -> None:
     p = result.params
     level = 1 - result.level["alpha"]
-    t = Table(title=f"SIREN: M = {result.n} items, R = {p['reps']}, selector {p['selector']}, tau = {p['temperature']}, "
+    t = Table(title=f"SIREN: M = {result.n} items, R = {p['reps']}, selector {p['selector']}, temperature = {p['temperature']:g}, "
                     f"seed = {result.seed}", title_justify="left")
     for col, just in (("system", "left"), ("budget", "right"), ("K", "right"), ("estimate", "right"),
                       (f"{level:.0%} CI", "right"), (f"{level:.0%} band", "right"), ("se held-out / sel.", "right"),
@@ -32,7 +31,7 @@ def _print_siren(result) -> None:
         for col in ("contrast", "estimate", "CI", "verdict (one contrast)", "simultaneous", "verdict (all at once)"):
             c.add_column(col, justify="left" if col.startswith(("contrast", "verdict")) else "right")
         for r in result.contrasts.itertuples(index=False):
-            c.add_row(escape(str(r.contrast)), f"{r.estimate:+.4f}", f"[{r.ci_low:+.4f}, {r.ci_high:+.4f}]",
+            c.add_row(str(r.contrast), f"{r.estimate:+.4f}", f"[{r.ci_low:+.4f}, {r.ci_high:+.4f}]",
                       str(r.verdict_pointwise), f"[{r.simultaneous_low:+.4f}, {r.simultaneous_high:+.4f}]",
                       str(r.verdict_simultaneous))
         _out.print(c)
@@ -40,7 +39,7 @@ def _print_siren(result) -> None:
                    "contrast together); 'one contrast' is valid only for a single contrast chosen before looking.",
                    highlight=False)
     for w in result.info.get("warnings", []):
-        _out.print(f"[yellow]warning:[/] {w}")
+        _out.print(f"warning: {w}")
     _out.print(
         f"CI: each cell's procedure-level score, {level:.0%}. Band: every cell at once, {level:.0%}. "
         "'naive max' is the best shortlisted artifact scored on the items that chose it; "

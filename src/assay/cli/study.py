@@ -112,8 +112,8 @@ def _print_study(result) -> None:
     rows = result.rows
     rows = rows.loc[:, ~rows.isna().all()]
     name = result.params.get("study", "study")
-    t = Table(title=Text(f"{name}: {result.params.get('trials')} trials per row, seed = {result.seed}"),
-              title_justify="left")
+    _out.print(Text(f"{name}: {result.params.get('trials')} trials per row, seed = {result.seed}"))
+    t = Table()
     for c in rows.columns:
         t.add_column(Text(str(c)), justify="right" if pd.api.types.is_numeric_dtype(rows[c]) else "left")
     # a column is printed as integers when every value in it is a whole number (counts, sizes), else with 4 decimals

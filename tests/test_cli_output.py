@@ -1,0 +1,75 @@
+"""What the terminal shows: user names literally (no rich markup), flags as flags in --help, assay's warnings in
+CLI words (never a raw Python warning with a file path), QuickScope and study results as tables."""
+
+import re
+import warnings
+
+import numpy as np
+import pandas as pd
+from typer.testing import CliRunner
+
+from assay.cli import app
+from assay.cli.guard import guard
+
+runner = CliRunner()
+
+
+def _siren_table(path, names):
+    rng = np.random.default_rng(0)
+    rows = []
+    for s in names:
+        for b, k in ((0, 1), ("1M", 3)):
+            for a in range(k):
+                p = 0.5 + 0.05 * a
+                for i in range(120):
+                    rows.append({"system": s, "budget": b, "artifact": f"p{a}", "item": f"q{i}",
+                                 "score": float(rng.random() < p)})
+    pd.DataFrame(rows).to_csv(path, index=False)
+
+
+def test_names_with_brackets_print_literally(tmp_path):
+    f = tmp_path / "s.csv"
+    _siren_table(f, ["my-model[v2]", "m[a]", "m[b]", "[bold]x"])
+    r = runner.invoke(app, ["siren", str(f), "--seed", "0", "--contrast", "m[a]@1M - m[b]@1M", "--temperature", "0.5"])
+    assert r.exit_code == 0, r.output
+    for name in ("my-model[v2]", "m[a]", "m[b]", "[bold]x", "m[a]@1M - m[b]@1M"):
+        assert name in r.stdout, name
+    assert "temperature = 0.5" in r.stdout and "tau" not in r.stdout
+
+
+def test_json_is_a_flag_in_help():
+    for cmd in ("siren", "autoeval", "psdme", "faq", "scope", "study", "query"):
+        r = runner.invoke(app, [cmd, "--help"], env={"COLUMNS": "160"})
+        assert r.exit_code == 0
+        line = next(ln for ln in r.stdout.splitlines() if "--json" in ln)
+        assert "<bool>" not in line and "BOOLEAN" not in line, (cmd, line)
+
+
+def test_python_warnings_are_worded_for_the_cli(capsys):
+    import assay.faq  # noqa: F401  (an assay module: its warnings are assay's own)
+
+    @guard
+    def command():
+        warnings.warn_explicit("pass weight_decay=3.0 to fit less", UserWarning, filename=assay.faq.__file__, lineno=1)
+        warnings.warn_explicit("pass weight_decay=3.0 to fit less", UserWarning, filename=assay.faq.__file__, lineno=2)
+        np.log(np.zeros(1))  # numpy's RuntimeWarning: not shown
+        return 1
+
+    assert command() == 1
+    err = capsys.readouterr().err
+    assert err.count("warning: pass --weight-decay 3.0 to fit less") == 1
+    assert ".py" not in err and "RuntimeWarning" not in err and "divide by zero" not in err
+
+
+def test_scope_and_study_print_tables():
+    r = runner.invoke(app, ["scope", "--simulate", "plateau", "--budget", "400", "--certify", "0.9", "--seed", "1"])
+    assert r.exit_code == 0, r.output
+    assert "┃ template" in r.stdout or "template" in r.stdout.splitlines()[2]
+    assert "99% bounds (all at once)" in r.stdout and "tau = None" not in r.stdout
+    assert not re.search(r"\b\d+\.0\b", r.stdout.split("Rows:")[0])  # counts as integers
+    r = runner.invoke(app, ["scope", "--simulate", "plateau", "--budget", "100"])
+    assert r.exit_code == 0 and "no certificate threshold" in r.stdout and "None" not in r.stdout
+    r = runner.invoke(app, ["study", "siren-b", "--M", "100", "--R", "2", "--trials", "5", "--gt", "20", "--boot", "20"])
+    assert r.exit_code == 0, r.output
+    assert re.search(r"┃\s+gap\s+┃", r.stdout) and "│ hard" in r.stdout
+    assert "note:" in r.stdout
