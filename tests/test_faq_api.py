@@ -217,7 +217,7 @@ def test_report_sections(small):
 
     assert page.count("<svg") >= 2
     assert not re.search(r"(src|href)=[\"']https?://", page) and "<script" not in page  # nothing fetched
-    assert "## faq" in render_markdown([r])
+    assert "## FAQ" in render_markdown([r])
 
 
 def test_without_replacement_ablation_asks_distinct_questions(small):

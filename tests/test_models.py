@@ -242,7 +242,10 @@ def test_adaptive_concurrency_against_the_server(key):
         res = run(model_for(srv), prompts, concurrency=8, recover_after=2, **FAST)
         assert res.texts == [answer_for(p) for p in prompts]
         assert res.stats["throttled"] == 8 and res.stats["retries"] == 8
-        assert res.stats["min_concurrency"] == 4  # halved (once: all 8 were in flight together)
+        # halved once per round of concurrent requests: all 8 were in flight together, so once (4); on a loaded
+        # machine a fast-jittered retry can reach the server before the last first-round request does and take one
+        # of the 429s meant for that round, which is a second round (2). Never more, never no halving.
+        assert res.stats["min_concurrency"] in (4, 2)
         assert res.stats["concurrency"] == 8      # and recovered
         assert srv.max_in_flight <= 8
 

@@ -64,7 +64,7 @@ def test_demo_results_report_and_chromium(tmp_path):
     assert again.exit_code == 0, again.output
     assert "<section id='quickscope'>" in (tmp_path / "again.html").read_text()
     md = run(["report", str(tmp_path / "d" / "results.json"), "-o", str(tmp_path / "again.md")])
-    assert md.exit_code == 0 and "## faq" in (tmp_path / "again.md").read_text()
+    assert md.exit_code == 0 and "## FAQ" in (tmp_path / "again.md").read_text()
     bad = tmp_path / "bad.json"
     bad.write_text('{"x": 1}')
     res = run(["report", str(bad)])

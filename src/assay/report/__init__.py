@@ -299,7 +299,8 @@ def faq_figure(result: Result) -> str:
         qv = np.cumsum(c**2 * phi**2) - 2 * mean * np.cumsum(c**2 * phi) + mean**2 * sc2
         var = np.where(t > 1, qv / sc**2 * t / np.maximum(t - 1, 1), np.nan)
         half = z * np.sqrt(np.maximum(var, 0))
-        line, = a1.plot(t, mean, lw=1.2, label=str(model)[:30])
+        # an accuracy lies in [0, 1]: the running estimate is drawn clipped to it, as the reported estimate is
+        line, = a1.plot(t, np.clip(mean, 0, 1), lw=1.2, label=str(model)[:30])
         a1.fill_between(t, np.clip(mean - half, 0, 1), np.clip(mean + half, 0, 1), color=line.get_color(), alpha=0.15)
         uni = z * np.sqrt(np.clip(mean * (1 - mean), 0, None) / t)
         a1.plot(t, np.clip(mean + uni, 0, 1), ":", color=line.get_color(), lw=0.8)
@@ -310,14 +311,20 @@ def faq_figure(result: Result) -> str:
                 a1.axhline(float(truth.iloc[0]), color=line.get_color(), lw=0.6, ls="--")
     a1.set_xlabel("queries")
     a1.set_ylabel("accuracy over the bank")
+    a1.set_ylim(0, 1)
     a1.grid(alpha=0.3)
     a1.legend(fontsize=7)
+    from matplotlib.ticker import MaxNLocator
+
     counts = q.groupby("item").size().sort_values(ascending=False)
-    a2.bar(np.arange(min(len(counts), 40)), counts.to_numpy()[:40])
-    a2.set_xticks(np.arange(min(len(counts), 40)))
-    a2.set_xticklabels([str(i)[:10] for i in counts.index[:40]], rotation=90, fontsize=6)
+    shown = min(len(counts), 40)
+    a2.bar(np.arange(shown), counts.to_numpy()[:shown])
+    a2.set_xticks(np.arange(shown))
+    a2.set_xticklabels([str(i) for i in counts.index[:shown]], rotation=90, fontsize=6)
     a2.set_ylabel("times drawn (all models)")
-    a2.set_title(f"{len(counts)} distinct questions asked", fontsize=9)
+    a2.yaxis.set_major_locator(MaxNLocator(integer=True))
+    a2.set_title(f"the {shown} most drawn questions" + (f" of {len(counts)} asked" if len(counts) > shown else ""),
+                 fontsize=9)
     fig.tight_layout()
     return _svg(fig)
 
@@ -599,6 +606,8 @@ def _md_table(df: pd.DataFrame) -> str:
                 return str(v).replace("|", "\\|")
         if isinstance(v, (bool, np.bool_)):
             return "yes" if v else "no"
+        if isinstance(v, (float, np.floating)) and np.isinf(v):
+            return "inf" if v > 0 else "-inf"
         if isinstance(v, (int, np.integer)) or (integral[c] and isinstance(v, (float, np.floating))):
             return str(int(v))
         if isinstance(v, (float, np.floating)):
