@@ -14,8 +14,9 @@ from ._common import app, emit as _emit, guard as _guard, out as _out
 
 def _print_autoeval(result) -> None:
     p = result.params
-    t = Table(title=f"{p['method']} ({p['betting']}): certify risk < {p['risk_target']:g} at delta = "
-                    f"{result.level['delta']:g}, seed = {result.seed}", title_justify="left")
+    _out.print(f"{p['method']} ({p['betting']}): certify risk < {p['risk_target']:g} at delta = "
+                    f"{result.level['delta']:g}, seed = {result.seed}")
+    t = Table()
     cols = ["candidate", "n", "N", "certified", "first n", "p-value", "risk upper", "human mean", "judge mean", "rho (weighted)"]
     has_ci = "ci_low" in result.candidates
     if has_ci:

@@ -44,9 +44,9 @@ def _print_faq(result) -> None:
     level = 1 - result.level["alpha"]
     est = result.estimates
     kind = str(est["interval"].iloc[0]) if "interval" in est.columns and len(est) else "fixed-budget"
-    t = Table(title=f"FAQ: {p['n_queries']} queries of {p['n_items']} questions ({p['n_queries'] / p['n_items']:.1%}) "
-                    f"at most, {level:.0%} {kind} intervals for the accuracy over the whole bank, seed = {result.seed}",
-              title_justify="left")
+    _out.print(f"FAQ: {p['n_queries']} queries of {p['n_items']} questions ({p['n_queries'] / p['n_items']:.1%}) "
+               f"at most, {level:.0%} {kind} intervals for the accuracy over the whole bank, seed = {result.seed}")
+    t = Table()
     cols = [c for c in ("model", "estimate", "ci_low", "ci_high", "width", "truth", "n_queries", "gain_vs_uniform")
             if c in est.columns]
     for c in cols:

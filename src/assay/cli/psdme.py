@@ -19,8 +19,10 @@ def _fmt_kpi(v: float) -> str:
 def _print_psdme(result) -> None:
     info = result.info
     p = result.params
-    t = Table(title=f"PS-DME: method {info['method_used']} ({p['band']} bands), {info['selected_count']} of {info['K']} "
-                    f"configurations selected, delta = {result.level['delta']:g}", title_justify="left")
+    kpi = p.get("kpi", "kpi")
+    _out.print(f"PS-DME on {kpi}: method {info['method_used']} ({p['band']} bands), {info['selected_count']} of "
+               f"{info['K']} configurations selected, delta = {result.level['delta']:g}, seed = {result.seed}")
+    t = Table()
     gcols = [c for c in result.configs.columns if c.startswith("kpi_")]
     for c in ["config", "n", "failures", "mean", "level", "width", *[f"guaranteed {c[4:]}" for c in gcols]]:
         t.add_column(c, justify="left" if c == "config" else "right")
@@ -31,7 +33,7 @@ def _print_psdme(result) -> None:
     _out.print(t)
     for b in info.get("best", []):
         cfg = b["best_config"]
-        _out.print(f"best guaranteed KPI at reliability {b['reliability']:g}: "
+        _out.print(f"best guaranteed {kpi} at reliability {b['reliability']:g}: "
                    + (f"{b['best_kpi']:.4g} ({cfg})" if cfg else "none (no band reaches that level)"))
     if info.get("method_reason"):
         _out.print(f"method: {info['method_reason']}", highlight=False)

@@ -14,8 +14,9 @@ from ._common import app, emit as _emit, fmt_budget as _fmt_budget, guard as _gu
 def _print_siren(result) -> None:
     p = result.params
     level = 1 - result.level["alpha"]
-    t = Table(title=f"SIREN: M = {result.n} items, R = {p['reps']}, selector {p['selector']}, temperature = {p['temperature']:g}, "
-                    f"seed = {result.seed}", title_justify="left")
+    _out.print(f"SIREN: M = {result.n} items, R = {p['reps']}, selector {p['selector']}, temperature = {p['temperature']:g}, "
+                    f"seed = {result.seed}")
+    t = Table()
     for col, just in (("system", "left"), ("budget", "right"), ("K", "right"), ("estimate", "right"),
                       (f"{level:.0%} CI", "right"), (f"{level:.0%} band", "right"), ("se held-out / sel.", "right"),
                       ("naive max", "right"), ("optimism", "right"), ("pi_win", "right")):
