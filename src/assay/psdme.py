@@ -8,8 +8,8 @@ loss). A selection rule S looks at the data and keeps a subset of promising conf
 each kept one we want a band [L_k(x), U_k(x)] that contains its true CDF F_k for every x, with
 false coverage rate FCR = E[#{k in S : band misses F_k} / max(|S|, 1)] <= delta (eq. 8).
 
-Methods
--------
+The methods:
+
 * ``ps-dme`` (in-sample, eq. 13-14): the DKW p-value of configuration k is turned into an e-value by
   a calibrator f; e-BY reports the bands of level alpha = f^{-1}(K / (delta |S|)) for the selected
   configurations, which controls the FCR for ANY selection rule on the full data (Theorem 1). With
