@@ -475,3 +475,16 @@ def test_seed_generator_and_none_are_recorded():
     drawn = siren.evaluate(table, seed=None, reps=3, n_boot=200)
     assert isinstance(drawn.seed, int)
     assert drawn.cells.equals(siren.evaluate(table, seed=drawn.seed, reps=3, n_boot=200).cells)
+
+
+def test_an_empty_contrast_family_beside_others_is_a_warning_not_an_exit():
+    """The README's own layout: one system, a default and one tuned budget. 'pairwise' (systems at the same budget)
+    has no member there: it is left out with a warning; asked alone it is still an error."""
+    rng = np.random.default_rng(0)
+    table = {("my-model", 0): (rng.random((150, 1)) < 0.5).astype(float),
+             ("my-model", "1.5M"): (rng.random((150, 3)) < 0.55).astype(float)}
+    res = siren.evaluate(table, contrasts=["my-model@1.5M - my-model@0", "pairwise"], seed=0, n_boot=200)
+    assert len(res.contrasts) == 1
+    assert any("'pairwise' has no member" in w for w in res.warnings)
+    with pytest.raises(AssayInputError, match="empty for this table"):
+        siren.evaluate(table, contrasts=["pairwise"], seed=0, n_boot=200)

@@ -722,9 +722,13 @@ def contrast_family(kind: str, cells: Sequence[tuple[str, float | str]]) -> list
     return out
 
 
-def _resolve_contrasts(spec: Iterable[Any], cells: Sequence[tuple[str, float | str]]) -> list[Contrast]:
+def _resolve_contrasts(spec: Iterable[Any], cells: Sequence[tuple[str, float | str]],
+                       empty: list[str] | None = None) -> list[Contrast]:
+    """The contrasts asked for. A family with no member in this table (``pairwise`` with one system) is reported in
+    ``empty`` when that list is given and other contrasts remain; it is an error when nothing else was asked."""
     if isinstance(spec, (str, Contrast)):
         spec = [spec]
+    spec = list(spec)
     out: list[Contrast] = []
     for item in spec:
         if isinstance(item, Contrast):
@@ -734,6 +738,9 @@ def _resolve_contrasts(spec: Iterable[Any], cells: Sequence[tuple[str, float | s
             out.append(item)
         elif isinstance(item, str) and item.strip() in CONTRAST_FAMILIES:
             fam = contrast_family(item.strip(), cells)
+            if not fam and empty is not None and len(spec) > 1:
+                empty.append(item.strip())
+                continue
             if not fam:
                 raise AssayInputError(
                     f"contrast family {item!r} is empty for this table (e.g. 'tuned-vs-default' needs "
@@ -967,7 +974,12 @@ def evaluate(
     _check_params(reps, score_fraction, n_boot, alpha, temperature, selector, band, engine, instability_threshold)
     seed = resolve_seed(seed)
     design = prepare(table, columns=columns, on_missing=on_missing)
-    contrast_list = _resolve_contrasts(contrasts, design.cells)
+    empty_families: list[str] = []
+    contrast_list = _resolve_contrasts(contrasts, design.cells, empty_families)
+    if not contrast_list and empty_families:
+        raise AssayInputError(f"the contrast families {', '.join(map(repr, empty_families))} are empty for this table "
+                              "('pairwise' compares systems at the same budget; 'tuned-vs-default' needs a budget-0 "
+                              "cell and a tuned budget for the same system)")
     M = design.n_items
     rng_split, rng_boot, rng_item = (np.random.default_rng(s) for s in seed.spawn(3))
     in_score = split_design(M, reps, score_fraction, rng_split)
@@ -1019,7 +1031,10 @@ def evaluate(
         seed=seed,
         tables=tables,
         alpha=alpha,
-        warnings=_warnings(design, fit, tau, instability_threshold, m),
+        warnings=[*(f"contrast family {f!r} has no member in this table ('pairwise' compares different systems at "
+                    "the same budget; 'tuned-vs-default' needs a budget-0 cell and a tuned budget of the same system): "
+                    "left out" for f in empty_families),
+                  *_warnings(design, fit, tau, instability_threshold, m)],
         info=info,
     )
 
