@@ -744,6 +744,11 @@ class Search:
         df = df[df["n"] > 0]
         return df.sort_values(["ci_low", "estimate", "n"], ascending=False, kind="mergesort").head(k).reset_index(drop=True)
 
+    @property
+    def certified_arms(self) -> np.ndarray:
+        """Ids (pool indices) of the certified configurations, in increasing order."""
+        return np.flatnonzero(self._cert[: self.n])
+
     def certified(self) -> pd.DataFrame:
         df = self.arms()
         return df[df["certified"]].sort_values("certified_at_ticket").reset_index(drop=True)

@@ -101,7 +101,7 @@ def _certify_task(task: dict, ss: np.random.SeedSequence) -> dict:
     search = Search(space, seed=np.random.default_rng(s_search), certify=tau, bound=task["bound"],
                     surrogate=task.get("surrogate", "rf"), n0=task.get("n0", 50))
     run_simulated(search, world.truth, task["budget"], batch=20, seed=np.random.default_rng(s_sim))
-    cert = np.flatnonzero(search._cert[: search.n])
+    cert = search.certified_arms
     th = np.array([world.truth(search.configs[i]) for i in cert])
     return {"certified": len(cert), "false": int((th < tau).sum()), "any_false": float((th < tau).any()),
             "cert_true_mean": float(th.mean()) if len(th) else np.nan}
