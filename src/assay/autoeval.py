@@ -429,65 +429,18 @@ def certify(
     costs = prep.costs
 
     # 4. the core, per candidate
-    rows: list[dict[str, Any]] = []
-    paths: dict[str, Any] = {}
-    orders: dict[str, Any] = {}
+    rows, paths, orders = [], {}, {}
     for cand in candidates:
         d = prep.data[cand]
         c = core(d.loss_human, d.judge_labelled, d.judge_unlabelled, risk_target=risk_target, delta=level,
                  method=method, factors=factors, betting=betting, grid=grid, bounds=bounds, interval=interval)
-        row = {
-            "candidate": cand,
-            "n": len(d.loss_human),
-            "N": d.n_unlabelled,
-            "r": c.r,
-            "unused_unlabelled": c.unused_unlabelled,
-            "certified": c.certified,
-            "certified_at": c.certified_at,
-            "p_value": c.p_value,
-            "e_value_max": float(np.exp(min(c.log_e.max(), 700.0))),
-            "e_value_final": float(np.exp(min(c.log_e[-1], 700.0))),
-            "risk_upper": c.risk_upper,
-            "test_level": level,
-            "mean_human": float(d.loss_human.mean()),
-            "mean_judge": d.mean_judge,
-            "rho_weighted": c.rho_weighted,
-        }
-        if interval:
-            row["ci_low"], row["ci_high"] = c.ci_low, c.ci_high
-        if costs is not None:
-            row["cost"] = costs[cand]
-        rows.append(row)
+        rows.append(_candidate_row(cand, d, c, level, interval, None if costs is None else costs[cand]))
         paths[cand] = {"log_e": c.log_e.tolist(), "weights": c.weights.tolist()}
         orders[cand] = {"labelled": d.labelled_items, "unlabelled": d.unlabelled_items}
 
     # 5. the family-wise procedure
     table_out = pd.DataFrame(rows)
-    selection: dict[str, Any] = {}
-    if select is not None:
-        cert = _select(table_out.set_index("candidate"), select, seq, delta)
-        table_out["certified"] = table_out["candidate"].isin(cert)
-        selection = {"procedure": select, "order": seq, "certified": cert}
-        if cert:
-            if costs is not None:
-                sub = table_out[table_out["candidate"].isin(cert)]
-                best = str(sub.sort_values(["cost"], kind="stable").iloc[0]["candidate"])
-            else:
-                best = cert[-1] if select == "fst" else cert[0]
-            selection["best"] = best
-        else:
-            selection["best"] = None
-            selection["note"] = "no candidate is certified at this delta; nothing can be deployed with the guarantee"
-    elif costs is not None:
-        # a "best" picked among candidates each tested at delta on its own is not covered by any guarantee: with
-        # K candidates at the target, SOME candidate is certified far more often than delta (24% for K = 5 at
-        # delta = 0.1 in the Monte Carlo test). Only a family-wise procedure licenses a pick.
-        cert = table_out.loc[table_out["certified"], "candidate"].tolist()
-        selection = {"procedure": None, "certified": cert, "best": None,
-                     "note": ("no best candidate without a family-wise procedure: each candidate was tested at "
-                              f"delta = {delta:g} on its own, so choosing the cheapest certified one carries no "
-                              "guarantee (the chance that some candidate at the target is certified grows with "
-                              "the number of candidates); use select='holm', 'bonferroni' or 'fst'")}
+    selection = _selection(table_out, select, seq, delta, costs is not None)
 
     # 6. the result
     params = {
@@ -517,6 +470,63 @@ def certify(
                  seed=seed_, tables={"candidates": table_out}, delta=delta,
                  info={"selection": selection, "paths": paths, "order": orders})
 
+
+
+def _candidate_row(cand: str, d: Any, c: "Certificate", level: float, interval: bool, cost: Any) -> dict[str, Any]:
+    """One row of the ``candidates`` table from a candidate's arrays and its :class:`Certificate`."""
+    row = {
+        "candidate": cand,
+        "n": len(d.loss_human),
+        "N": d.n_unlabelled,
+        "r": c.r,
+        "unused_unlabelled": c.unused_unlabelled,
+        "certified": c.certified,
+        "certified_at": c.certified_at,
+        "p_value": c.p_value,
+        "e_value_max": float(np.exp(min(c.log_e.max(), 700.0))),
+        "e_value_final": float(np.exp(min(c.log_e[-1], 700.0))),
+        "risk_upper": c.risk_upper,
+        "test_level": level,
+        "mean_human": float(d.loss_human.mean()),
+        "mean_judge": d.mean_judge,
+        "rho_weighted": c.rho_weighted,
+    }
+    if interval:
+        row["ci_low"], row["ci_high"] = c.ci_low, c.ci_high
+    if cost is not None:
+        row["cost"] = cost
+    return row
+
+
+def _selection(table_out: pd.DataFrame, select: str | None, seq: Sequence[str], delta: float,
+               has_costs: bool) -> dict[str, Any]:
+    """Apply the family-wise procedure to ``table_out`` (its ``certified`` column, in place) and say what may be
+    deployed: with a procedure, the cheapest certified candidate (or the last of the fixed sequence); without one,
+    no ``best`` at all (see :func:`certify`)."""
+    if select is not None:
+        cert = _select(table_out.set_index("candidate"), select, seq, delta)
+        table_out["certified"] = table_out["candidate"].isin(cert)
+        selection: dict[str, Any] = {"procedure": select, "order": list(seq), "certified": cert}
+        if not cert:
+            selection["best"] = None
+            selection["note"] = "no candidate is certified at this delta; nothing can be deployed with the guarantee"
+        elif has_costs:
+            sub = table_out[table_out["candidate"].isin(cert)]
+            selection["best"] = str(sub.sort_values(["cost"], kind="stable").iloc[0]["candidate"])
+        else:
+            selection["best"] = cert[-1] if select == "fst" else cert[0]
+        return selection
+    if has_costs:
+        # a "best" picked among candidates each tested at delta on its own is not covered by any guarantee: with
+        # K candidates at the target, SOME candidate is certified far more often than delta (24% for K = 5 at
+        # delta = 0.1 in the Monte Carlo test). Only a family-wise procedure licenses a pick.
+        cert = table_out.loc[table_out["certified"], "candidate"].tolist()
+        return {"procedure": None, "certified": cert, "best": None,
+                "note": ("no best candidate without a family-wise procedure: each candidate was tested at "
+                         f"delta = {delta:g} on its own, so choosing the cheapest certified one carries no "
+                         "guarantee (the chance that some candidate at the target is certified grows with "
+                         "the number of candidates); use select='holm', 'bonferroni' or 'fst'")}
+    return {}
 
 def _passes(p: float, level: float) -> bool:
     """p <= level with the relative slack of :func:`assay.stats.multiple.rejects` (so that E = 1/delta exactly,
