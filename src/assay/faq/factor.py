@@ -343,7 +343,7 @@ class FactorModel:
     tol : float, default 1e-6
         L-BFGS-B ``ftol`` (relative decrease of the objective); ``gtol`` is ``tol/100``.
     seed : int | numpy.random.Generator | None
-        Seeds the initialisation, the CV folds and the holdout split.
+        Seeds the initialisation, the CV folds and the holdout split. None draws an int, recorded in ``fm.seed``.
     cv : int | None, default None
         Number of CV folds. None = no CV.
     cv_by : "entries" or "models", default "entries"
@@ -404,6 +404,12 @@ class FactorModel:
         self.bias = bias
         self.max_iter = max_iter
         self.tol = tol
+        # the seed rule (assay.seeds): None becomes a recorded int here, so a fit can be repeated from fm.seed;
+        # an int keeps the stream of np.random.default_rng(int); a Generator is used as given
+        if not isinstance(seed, np.random.Generator):
+            from ..seeds import resolve_seed
+
+            seed = resolve_seed(seed).recorded
         self.seed = seed
         self.cv = cv
         self.ks = ks

@@ -71,7 +71,12 @@ def run_study(name: str, **kwargs: Any) -> StudyResult:
     _load()
     if name not in STUDIES:
         raise AssayInputError(f"unknown study {name!r}; available: {', '.join(sorted(STUDIES))}")
-    return STUDIES[name](**kwargs)
+    result = STUDIES[name](**kwargs)
+    # one vocabulary: n and what it counts, and where an unrecorded seed came from
+    result.level.setdefault("n_meaning", "Monte Carlo trials per row (column trials where rows differ)")
+    if result.seed is None and kwargs.get("seed") is not None:
+        result.info.setdefault("seed_source", "generator")
+    return result
 
 
 def available() -> list[str]:
