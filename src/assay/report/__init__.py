@@ -83,19 +83,34 @@ figure{margin:1em 0} figcaption{font-size:.9em;color:#444;max-width:900px}
 
 
 def _table_html(df: pd.DataFrame, floats: str = "{:.4f}") -> str:
-    def fmt(v):
+    # a column whose values are all whole numbers (counts, first-crossing indices) prints as integers
+    integral = {}
+    for c in df.columns:
+        col = df[c]
+        num = pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col)
+        vals = col.dropna().to_numpy(dtype=float) if num else np.array([])
+        vals = vals[np.isfinite(vals)]
+        integral[c] = bool(num and len(vals) and np.all(np.mod(vals, 1) == 0))
+
+    def fmt(c, v):
         if v is None or v is pd.NA:
             return ""
         if isinstance(v, (bool, np.bool_)):
-            return "yes" if v else ""
+            return "yes" if v else "no"
         if isinstance(v, (int, np.integer)):
             return str(int(v))
         if isinstance(v, (float, np.floating)):
-            return "" if np.isnan(v) else floats.format(v)
+            if np.isnan(v):
+                return ""
+            if integral[c] and np.isfinite(v):
+                return str(int(v))
+            return floats.format(v)
         return html.escape(str(v))
 
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
-    body = "".join("<tr>" + "".join(f"<td>{fmt(v)}</td>" for v in row) + "</tr>" for row in df.itertuples(index=False))
+    cols = list(df.columns)
+    body = "".join("<tr>" + "".join(f"<td>{fmt(c, v)}</td>" for c, v in zip(cols, row)) + "</tr>"
+                   for row in df.itertuples(index=False))
     # a wide table scrolls inside the page instead of running past it
     return f"<div class='scroll'><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
 
