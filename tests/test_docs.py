@@ -64,13 +64,8 @@ def _checker_matches(expected: str, got: str) -> bool:
     return doctest.OutputChecker().check_output(want, norm, doctest.ELLIPSIS)
 
 
-CONSOLE = [(p, line, body) for p in FILES for line, body in blocks(p, "console")]
+CONSOLE = [p for p in FILES if blocks(p, "console")]
 PYCON = [p for p in FILES if blocks(p, "pycon")]
-
-
-@pytest.fixture(scope="module")
-def scratch(tmp_path_factory) -> dict[Path, Path]:
-    return {}
 
 
 def _env(tmp: Path) -> dict[str, str]:
@@ -84,25 +79,24 @@ def _env(tmp: Path) -> dict[str, str]:
 
 def test_docs_have_executed_examples():
     assert CONSOLE, "no console blocks found: the docs show no checked output"
-    names = {p.name for p, _, _ in CONSOLE}
+    names = {p.name for p in CONSOLE}
     for page in ("README.md", "siren.md", "autoeval.md", "psdme.md", "faq.md", "quickscope.md"):
         assert page in names, f"{page} has no executed console example"
 
 
-@pytest.mark.parametrize("path,line,body", CONSOLE, ids=[f"{p.relative_to(ROOT)}:{line}" for p, line, _ in CONSOLE])
-def test_console_block(path, line, body, scratch, tmp_path_factory):
-    if path not in scratch:
-        scratch[path] = tmp_path_factory.mktemp(path.stem)
-    tmp = scratch[path]
-    env = _env(tmp)
-    for cmd, expected, code in console_steps(body):
-        r = subprocess.run(cmd, shell=True, cwd=tmp, env=env, capture_output=True, text=True, timeout=600)
-        got = r.stdout
-        assert r.returncode == code, (f"{path.name}:{line}: `{cmd}` exited {r.returncode}, the docs say {code}:\n"
-                                      f"{got}\n{r.stderr[-3000:]}")
-        if expected:
-            assert _checker_matches(expected, got), (
-                f"{path.name}:{line}: `{cmd}` printed\n{got}\nbut the docs show\n{expected}")
+@pytest.mark.parametrize("path", CONSOLE, ids=[str(p.relative_to(ROOT)) for p in CONSOLE])
+def test_console_blocks(path, tmp_path):
+    """All console blocks of one file, in order, in one scratch folder (a later block may use an earlier one's files)."""
+    env = _env(tmp_path)
+    for line, body in blocks(path, "console"):
+        for cmd, expected, code in console_steps(body):
+            r = subprocess.run(cmd, shell=True, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+            got = r.stdout
+            assert r.returncode == code, (f"{path.name}:{line}: `{cmd}` exited {r.returncode}, the docs say {code}:\n"
+                                          f"{got}\n{r.stderr[-3000:]}")
+            if expected:
+                assert _checker_matches(expected, got), (
+                    f"{path.name}:{line}: `{cmd}` printed\n{got}\nbut the docs show\n{expected}")
 
 
 @pytest.mark.parametrize("path", PYCON, ids=[str(p.relative_to(ROOT)) for p in PYCON])

@@ -649,3 +649,12 @@ def test_result_packaging_warnings_seed_and_vocabulary(small):
 def test_public_names():
     for name in psdme.__all__:
         assert hasattr(psdme, name), name
+
+
+def test_tradeoff_points_must_be_a_count():
+    from assay.datasets import load_llmperf
+
+    for bad in (-1, 2.5, True):
+        with pytest.raises(AssayInputError, match="tradeoff_points"):
+            psdme.bands(load_llmperf(), select="top:3", columns={"kpi": "ttft_s"}, failures="worst",
+                        tradeoff_points=bad)

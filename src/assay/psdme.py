@@ -617,6 +617,8 @@ def bands(
         ``configs``); warnings (empty selection, unreachable reliabilities, naive) are in ``result.warnings``.
     """
     delta, band, g, grid_x = _check_arguments(delta, method, band, split, failures, gammas, grid)
+    if isinstance(tradeoff_points, bool) or not isinstance(tradeoff_points, (int, np.integer)) or tradeoff_points < 0:
+        raise AssayInputError(f"tradeoff_points must be a whole number >= 0 (0: no trade-off curve); got {tradeoff_points!r}")
     seed = resolve_seed(seed)
 
     data = prepare(table, columns=columns, failures=failures)
