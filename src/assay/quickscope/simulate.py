@@ -37,7 +37,8 @@ def simulate(world: Any, *, budget: int, batch: int = 20, seed: Any = 0, top: in
     world : a :class:`assay.benchmarks.worlds.World` (or any object with ``space()``, ``truth(config)`` and ``name``).
     budget, batch : tickets to spend and tickets per batch (each ticket's outcome is Bernoulli(truth)).
     seed : int, Generator or None (resolved once; see :mod:`assay.seeds`). An int ``s`` seeds the search with ``s`` and
-        the outcomes with ``default_rng(s)``; a Generator or None gives two spawned streams.
+        the outcomes with ``default_rng(s)``; None draws such an int and records it; a Generator gives two streams
+        spawned from its state (recorded as None, ``seed_source`` says so).
     top : rows of the ``top`` table.
     space : a space to search instead of the world's own (it must carry the parameters ``truth`` reads).
     progress : ``progress(tickets_told, budget)`` after every 50 batches.
