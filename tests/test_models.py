@@ -411,3 +411,13 @@ def test_journal_instance_and_async_api(key, server, tmp_path):
         res = asyncio.run(go(j))
         assert res.run_id == "x" and j.get("x", request_key("fake-model", question(3, 3), model_for(server).params()))
         assert j.run("x")["status"] == "done"
+
+
+def test_timing_arguments_are_checked_before_anything_is_sent():
+    from assay.models import CallableModel
+
+    model = CallableModel(lambda p: "x", name="echo")
+    for kw in ({"lease_s": "x"}, {"lease_s": -1}, {"backoff_base": "1"}, {"backoff_max": float("nan")},
+               {"backoff_base": -0.5}):
+        with pytest.raises(AssayInputError, match=next(iter(kw))):
+            run(model, ["a"], **kw)

@@ -303,10 +303,12 @@ def _check_arguments(model: Model, prompts: Sequence, *, concurrency, max_retrie
     _check_int("max_retries", max_retries, 0)
     rpm = _check_pos("rpm", rpm)
     timeout = _check_pos("timeout", timeout)
+    for name, v in (("backoff_base", backoff_base), ("backoff_max", backoff_max)):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0 or v == float("inf"):
+            raise AssayInputError(f"{name} must be a number of seconds >= 0, got {v!r}")
     backoff_base = float(backoff_base)
     backoff_max = float(backoff_max)
-    if backoff_base < 0 or backoff_max < 0:
-        raise AssayInputError("backoff_base and backoff_max must be >= 0 seconds")
+    lease_s = _check_pos("lease_s", lease_s)
     if recover_after is not None:
         _check_int("recover_after", recover_after, 1)
     for attr in ("name", "params", "generate"):
@@ -696,8 +698,8 @@ async def run_prompts(
                                     timeout=timeout, backoff_base=backoff_base, backoff_max=backoff_max,
                                     adaptive=adaptive, recover_after=recover_after, reuse=reuse, lease_s=lease_s,
                                     seed=resolved)
+    params = model.params()  # before the journal is opened: a model that cannot say its parameters leaves no file open
     journal, own_journal = _open_journal(journal)
-    params = model.params()
     try:
         run_id = _start_run(journal, run_id, model, params, len(prompts))
         session = _Session(model, _group_prompts(model, prompts, params), params, journal, run_id, cfg, progress)
