@@ -358,6 +358,18 @@ RECORD_COLUMNS = [
 ]
 
 
+
+def _checked_record(key: Any, request: Any, response: Any) -> tuple[dict, dict]:
+    """Refuse a malformed record (empty key, non-mapping request or response); return the response with secrets
+    scrubbed and its typed fields (latency, tokens, error)."""
+    if not isinstance(key, str) or not key:
+        raise AssayInputError(f"record key must be a non-empty string (see request_key), got {key!r}")
+    if not isinstance(request, Mapping) or not isinstance(response, Mapping):
+        raise AssayInputError("request and response must be mappings (dicts), got "
+                              f"{type(request).__name__} and {type(response).__name__}")
+    clean = scrub(dict(response))
+    return clean, _response_fields(clean)
+
 class Journal:
     """A SQLite journal of model requests and responses (WAL mode, one commit per answer).
 
@@ -564,13 +576,7 @@ class Journal:
 
     def _put_statements(self, run_id: str, key: str, request: Mapping, response: Mapping) -> list[tuple[str, tuple]]:
         self._check_id(run_id)
-        if not isinstance(key, str) or not key:
-            raise AssayInputError(f"record key must be a non-empty string (see request_key), got {key!r}")
-        if not isinstance(request, Mapping) or not isinstance(response, Mapping):
-            raise AssayInputError("request and response must be mappings (dicts), got "
-                                  f"{type(request).__name__} and {type(response).__name__}")
-        clean = scrub(dict(response))
-        f = _response_fields(clean)
+        clean, f = _checked_record(key, request, response)
         now = _now()
         return [
             ("INSERT OR IGNORE INTO runs (run_id, created, updated, meta, status) VALUES (?, ?, ?, '{}', 'running')",
@@ -746,13 +752,7 @@ class Journal:
 
     @staticmethod
     def _record_row(run_id: str, key: str, request: Mapping, response: Mapping, now: str) -> tuple:
-        if not isinstance(key, str) or not key:
-            raise AssayInputError(f"record key must be a non-empty string (see request_key), got {key!r}")
-        if not isinstance(request, Mapping) or not isinstance(response, Mapping):
-            raise AssayInputError("request and response must be mappings (dicts), got "
-                                  f"{type(request).__name__} and {type(response).__name__}")
-        clean = scrub(dict(response))
-        f = _response_fields(clean)
+        clean, f = _checked_record(key, request, response)
         return (run_id, key, now, _dumps(dict(request)), _mask_secrets(_canonical(clean)), f["latency_s"],
                 f["prompt_tokens"], f["completion_tokens"], f["error"])
 
