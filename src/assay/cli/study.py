@@ -109,6 +109,8 @@ def _print_study(result) -> None:
     from rich.table import Table
     from rich.text import Text
 
+    from ..report import integral_columns
+
     rows = result.rows
     rows = rows.loc[:, ~rows.isna().all()]
     name = result.params.get("study", "study")
@@ -117,8 +119,7 @@ def _print_study(result) -> None:
     for c in rows.columns:
         t.add_column(Text(str(c)), justify="right" if pd.api.types.is_numeric_dtype(rows[c]) else "left")
     # a column is printed as integers when every value in it is a whole number (counts, sizes), else with 4 decimals
-    integral = {c: pd.api.types.is_numeric_dtype(rows[c]) and not pd.api.types.is_bool_dtype(rows[c])
-                and bool(np.all(np.mod(rows[c].dropna().to_numpy(dtype=float), 1) == 0)) for c in rows.columns}
+    integral = integral_columns(rows)
     for rec in rows.to_dict("records"):
         t.add_row(*[Text(_cell(v.item() if isinstance(v, np.generic) else v, integral[c])) for c, v in rec.items()])
     _out.print(t)

@@ -82,15 +82,21 @@ figure{margin:1em 0} figcaption{font-size:.9em;color:#444;max-width:900px}
 """
 
 
-def _table_html(df: pd.DataFrame, floats: str = "{:.4f}") -> str:
-    # a column whose values are all whole numbers (counts, first-crossing indices) prints as integers
-    integral = {}
+def integral_columns(df: pd.DataFrame) -> dict[str, bool]:
+    """Columns whose finite values are all whole numbers (counts, budgets, first-crossing indices): they print as
+    integers. Boolean and all-missing columns are not integral."""
+    out = {}
     for c in df.columns:
         col = df[c]
         num = pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col)
         vals = col.dropna().to_numpy(dtype=float) if num else np.array([])
         vals = vals[np.isfinite(vals)]
-        integral[c] = bool(num and len(vals) and np.all(np.mod(vals, 1) == 0))
+        out[c] = bool(num and len(vals) and np.all(np.mod(vals, 1) == 0))
+    return out
+
+
+def _table_html(df: pd.DataFrame, floats: str = "{:.4f}") -> str:
+    integral = integral_columns(df)
 
     def fmt(c, v):
         if v is None or v is pd.NA:
@@ -602,13 +608,7 @@ def _md_table(df: pd.DataFrame) -> str:
     from ..data import format_budget, parse_budget
 
     df = df.drop(columns=[c for c in ("key", "arm") if c in df.columns])
-    integral = {}
-    for c in df.columns:
-        col = df[c]
-        num = pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col)
-        vals = col.dropna().to_numpy(dtype=float) if num else np.array([])
-        vals = vals[np.isfinite(vals)]
-        integral[c] = bool(num and (len(vals) == 0 or np.all(np.mod(vals, 1) == 0)))
+    integral = integral_columns(df)
 
     def fmt(c, v):
         if v is None or v is pd.NA or (isinstance(v, (float, np.floating)) and np.isnan(v)):
