@@ -6,7 +6,6 @@ import html as html_lib
 import json
 import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -15,7 +14,9 @@ from typer.testing import CliRunner
 
 from assay.cli import app
 
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--hide-scrollbars"]
+from test_report_browser import FLAGS as _BROWSER_FLAGS, _chromium  # noqa: E402  (one way to find and start Chromium)
+
+FLAGS = [*_BROWSER_FLAGS, "--hide-scrollbars"]
 ROOT = Path(__file__).resolve().parents[1]
 
 PROBE = """<script>
@@ -33,15 +34,6 @@ window.addEventListener('load', () => {
   document.body.appendChild(out);
 });
 </script>"""
-
-
-def _chromium():
-    exe = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
-    if exe is None:
-        if os.environ.get("CI"):
-            pytest.fail("chromium is not installed (make test installs Debian's chromium package)")
-        pytest.skip("chromium is not installed")
-    return exe
 
 
 @pytest.fixture(scope="module")
