@@ -56,10 +56,10 @@ def _print_autoeval(result) -> None:
 def autoeval(
     data: Path = typer.Argument(..., help="Long table: candidate, item, loss_human (empty = unlabelled), loss_judge."),
     risk_target: float = typer.Option(..., "--risk-target", help="Risk level to certify (the paper's alpha)."),
-    alpha: float = typer.Option(0.1, "--alpha", "--delta",
-                                help="Error level: P(a model whose risk exceeds --risk-target is certified) <= this "
-                                     "(family-wise with --select). It is the paper's delta (--delta is the same "
-                                     "option); the paper's alpha is --risk-target."),
+    alpha: float = typer.Option(0.1, "--delta", "--alpha",
+                                help="Error level, the paper's delta: P(a model whose risk exceeds --risk-target is "
+                                     "certified) <= this (family-wise with --select). --alpha is accepted as the same "
+                                     "option for symmetry with the other commands; the paper's alpha is --risk-target."),
     method: str = typer.Option("r-autoeval+", "--method", help="r-eval, r-autoeval or r-autoeval+."),
     betting: str = typer.Option("wsr", "--betting", help="wsr or up (universal portfolio)."),
     reliance_levels: int = typer.Option(10, "--reliance-levels",

@@ -95,7 +95,7 @@ def faq(
     until_width: Optional[float] = typer.Option(None, "--until-width", help="Stop as soon as the (anytime-valid) interval is at most this wide; --budget is then the most to spend."),
     min_queries: int = typer.Option(20, "--min-queries", help="With --until-width: never stop before this many queries."),
     seed: Optional[int] = typer.Option(None, "--seed", help="Seed of FAQ's draws (recorded; a resumed live run reuses its own)."),
-    alpha: float = typer.Option(0.05, "--alpha", "--delta", help="1 - confidence level (--delta is an alias)."),
+    alpha: float = typer.Option(0.05, "--delta", "--alpha", help="Error level: 1 - the intervals' confidence (the paper's alpha; --alpha is an alias)."),
     uniform_mix: Optional[float] = typer.Option(None, "--uniform-mix", help="Uniform mixing tau of the sampling policy, in (0, 1]: every question keeps probability >= tau/N (default 0.5; 1 = uniform sampling)."),
     beta0: Optional[float] = typer.Option(None, "--beta0", help="Tempering exponent of the oracle scores (default 1)."),
     rho: Optional[float] = typer.Option(None, "--rho", help="Active-learning share of the budget (default 0 = off)."),

@@ -49,7 +49,7 @@ def psdme(
     config_col: str = typer.Option("config", "--config-col", help="Column naming the configuration."),
     kpi_col: str = typer.Option("kpi", "--kpi-col", help="Column with the KPI (lower is better)."),
     select: str = typer.Option("all", "--select", help="all, top:K (K smallest means) or below:VALUE."),
-    delta: float = typer.Option(0.1, "--alpha", "--delta", help="Error level: the paper's delta, the FCR of the selected bands (family-wise error of all bands for bonferroni); --delta is an alias."),
+    delta: float = typer.Option(0.1, "--delta", "--alpha", help="Error level: the paper's delta, the FCR of the selected bands (family-wise error of all bands for bonferroni); --alpha is an alias."),
     method: str = typer.Option("ps-dme", "--method", help="ps-dme, ss-dme, bonferroni, naive or auto."),
     band: str = typer.Option("dkw", "--band", help="dkw or berk-jones."),
     calibrator_tau: Optional[float] = typer.Option(None, "--calibrator-tau", help="PS-DME's power calibrator f(p) = (1 - tau) p^-tau, tau in (0, 1), fixed in advance (default: optimal for |S| of top:K/all; for below:VALUE, optimal for --max-selected)."),

@@ -92,7 +92,7 @@ def scope(
     adaptive: Optional[float] = typer.Option(None, "--adaptive", help="Adaptive certification (LUCB-K, rising threshold) from tau."),
     repulsion: float = typer.Option(0.0, "--repulsion", help="Repulsion strength alpha away from certified configurations (needs a certificate threshold)."),
     utility: str = typer.Option("error", "--utility", help="error (1 - correct) or cwe (complexity-weighted error)."),
-    delta: float = typer.Option(0.01, "--alpha", "--delta", help="Error level: probability that any bound or certificate is wrong (the paper's delta; --delta is an alias)."),
+    delta: float = typer.Option(0.01, "--delta", "--alpha", help="Error level: probability that any bound or certificate is wrong (the paper's delta; --alpha is an alias)."),
     n0: int = typer.Option(50, "--n0", help="Initial random configurations."),
     exploration: float = typer.Option(1.0, "--exploration", help="c in the expansion rule eps'^2 < c * gamma."),
     seed: int = typer.Option(0, "--seed", help="Seed of the search and of every generated question (reuse it to resume)."),

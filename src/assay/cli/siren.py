@@ -64,7 +64,7 @@ def siren(
     selector: str = typer.Option("softmax", "--selector", help="softmax, hard or adaptive."),
     temperature: float = typer.Option(0.1, "--temperature", help="Softmax temperature on the score scale (0.1: soft argmax; 1.0: near-uniform)."),
     boot: int = typer.Option(2000, "--boot", help="Bootstrap draws B."),
-    alpha: float = typer.Option(0.05, "--alpha", "--delta", help="Miscoverage of each interval and of the band (0.05 -> 95%); --delta is an alias."),
+    alpha: float = typer.Option(0.05, "--delta", "--alpha", help="Error level: miscoverage of each interval and of the band (0.05 -> 95%; the paper's alpha, --alpha is an alias)."),
     seed: Optional[int] = typer.Option(None, "--seed", help="Random seed (recorded; drawn when absent)."),
     contrast: list[str] = typer.Option([], "--contrast", help="'A@1.5M - A@0', or tuned-vs-default, budget-gains, pairwise. Repeatable."),
     band: str = typer.Option("studentized", "--band", help="studentized or raw simultaneous band."),
