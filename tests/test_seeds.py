@@ -171,3 +171,23 @@ def test_search_records_its_seed():
     assert Search(space, seed=np.random.default_rng(0)).seed is None
     with pytest.raises(AssayInputError):
         Search(space, seed="x")
+
+
+def test_delta_is_the_common_name_of_the_error_level():
+    """DESIGN: the error level is ``delta`` in every function; SIREN and FAQ, whose papers say alpha, take both."""
+    from assay import faq, siren
+    from assay.datasets import load_siren_law
+
+    a = siren.evaluate(load_siren_law(), alpha=0.1, seed=1, n_boot=200, reps=3)
+    d = siren.evaluate(load_siren_law(), delta=0.1, seed=1, n_boot=200, reps=3)
+    pd.testing.assert_frame_equal(a.table, d.table)
+    assert d.level["alpha"] == 0.1
+    with pytest.raises(AssayInputError, match="disagree"):
+        siren.evaluate(load_siren_law(), alpha=0.2, delta=0.1, seed=1)
+    hist, new = _faq_world()
+    fm = faq.FactorModel(k=2, weight_decay=1.0, seed=0).fit(hist)
+    a = faq.evaluate(hist, new, budget=0.2, seed=2, factors=fm, alpha=0.1)
+    d = faq.evaluate(hist, new, budget=0.2, seed=2, factors=fm, delta=0.1)
+    pd.testing.assert_frame_equal(a.table, d.table)
+    p = faq.protocol(hist, new, budgets=[0.2], seeds=1, seed=3, tune=False, methods=["uniform"], factors=fm, delta=0.1)
+    assert p.level["alpha"] == 0.1

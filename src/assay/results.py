@@ -25,7 +25,7 @@ import pandas as pd
 
 from .errors import AssayInputError
 
-__all__ = ["Interval", "Result", "build", "to_jsonable"]
+__all__ = ["Interval", "Result", "build", "to_jsonable", "level_alias"]
 
 _REGISTRY: dict[str, type["Result"]] = {}
 
@@ -335,6 +335,17 @@ class Result:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} method={self.method!r} n={self.n} rows={len(self.table)}>"
+
+
+def level_alias(alpha: Any, delta: Any, default: float) -> Any:
+    """The error level of a method whose paper calls it alpha (SIREN, FAQ), which also accepts assay's common name
+    ``delta``: ``delta`` when given (``alpha`` must then be left at its ``default`` or agree), else ``alpha``."""
+    if delta is None:
+        return alpha
+    if alpha != default and alpha != delta:
+        raise AssayInputError(f"give the error level once: alpha={alpha!r} and delta={delta!r} disagree (delta is "
+                              "assay's name for it, alpha the paper's)")
+    return delta
 
 
 R = TypeVar("R", bound=Result)

@@ -88,7 +88,7 @@ from scipy import stats as _st
 from .data import SirenDesign, format_budget, parse_budget
 from .data.siren import prepare
 from .errors import AssayInputError
-from .results import Result, build
+from .results import Result, build, level_alias
 from .seeds import resolve_seed
 from .stats import bootstrap as boot
 
@@ -916,6 +916,7 @@ def evaluate(
     seed: int | np.random.Generator | None = None,
     columns: Mapping[str, str] | None = None,
     on_missing: str = "error",
+    delta: float | None = None,
     band: str = "studentized",
     engine: str = "exact",
     instability_threshold: float = 0.10,
@@ -949,6 +950,9 @@ def evaluate(
         Bootstrap draws B.
     alpha : float, default 0.05
         Miscoverage: 0.05 gives 95% pointwise intervals and a 95% simultaneous band.
+    delta : float, optional
+        assay's common name for the error level (DESIGN: ``delta`` in every function); when given it is used as
+        ``alpha``.
     contrasts : iterable
         Expressions (``"A@1.5M - A@0"``), families (``"tuned-vs-default"``, ``"budget-gains"``,
         ``"pairwise"``), dicts ``{"A@1.5M": 1, "A@0": -1}`` or :class:`Contrast` objects.
@@ -971,6 +975,7 @@ def evaluate(
     SirenResult
         Main table ``cells`` (one row per cell; ``n`` = the M evaluation items shared by every cell).
     """
+    alpha = level_alias(alpha, delta, 0.05)
     _check_params(reps, score_fraction, n_boot, alpha, temperature, selector, band, engine, instability_threshold)
     seed = resolve_seed(seed)
     design = prepare(table, columns=columns, on_missing=on_missing)

@@ -26,7 +26,7 @@ import pandas as pd
 
 from ..data.faq import align_items, as_matrix, prepare_answers, prepare_protocol
 from ..errors import AssayInputError
-from ..results import Result, build
+from ..results import Result, build, level_alias
 from ..seeds import resolve_seed
 from . import baselines as bl
 from .core import VARIANCES, FAQEstimate, FAQParams, check_stopping, estimate, interval, run_faq, uniform_gain  # noqa: F401
@@ -395,6 +395,7 @@ def evaluate(
     budget: float | int,
     seed=None,
     alpha: float = 0.05,
+    delta: float | None = None,
     factors: FactorModel | None = None,
     params: FAQParams | Mapping | None = None,
     beta0: float | None = None,
@@ -431,7 +432,8 @@ def evaluate(
     seed : int / Generator / None. Resolved (and recorded) before anything else; it drives FAQ's draws only. The
         default factors do not depend on it (they are a function of the history), so a run is replayed from its
         recorded seed and history alone. A live run resumed without a seed reuses the seed it was started with.
-    alpha : 1 - confidence level.
+    alpha : 1 - confidence level (the paper's name). ``delta``: assay's common name for the same level; when given it
+        is used as ``alpha``.
     factors : a FactorModel (fitted or to be fitted on ``history``); default: :func:`default_factor_model`,
         cached by a hash of the history (``cache=False`` refits).
     params / beta0, rho, gamma, tau, variance, quantile, design : the policy and interval (see FAQParams);
@@ -450,6 +452,7 @@ def evaluate(
         ``n_queries`` column.
     """
     # 1. arguments
+    alpha = level_alias(alpha, delta, 0.05)
     _check_alpha(alpha)
     prm = _params(params, beta0=beta0, rho=rho, gamma=gamma, tau=tau, variance=variance, quantile=quantile,
                   design=design)
@@ -819,6 +822,7 @@ def protocol(
     seeds: Iterable[int] | int = 10,
     seed=0,
     alpha: float = 0.05,
+    delta: float | None = None,
     methods: Sequence[str] = ("faq", "uniform", "ht_uniform"),
     factors: FactorModel | None = None,
     splits: int = 3,
@@ -855,7 +859,7 @@ def protocol(
     seeds : an int S (= range(S)) or the seed indices; ``seed`` is the master seed (it also places the splits).
         Every (split, seed, budget, chunk of ``chunk`` models) has its own child seed, so results do not depend on
         ``workers``.
-    alpha : 1 - the nominal coverage.
+    alpha : 1 - the nominal coverage (the paper's name; ``delta``, assay's common name, is the same level).
     methods : any of "faq" (assay's defaults, or ``params["faq"]``), "faq_paper" (the paper's Algorithm 1 as
         selected in its released logs: with replacement, tau = 0.05, eq. 8 variance, normal quantile), "uniform"
         (simple random sample, sample mean, Wilson interval: the honest reference), "ht_uniform" (the paper's
@@ -881,6 +885,7 @@ def protocol(
         ``n`` counts the new models evaluated over all splits (``level["n_meaning"]``).
     """
     # 1. arguments
+    alpha = level_alias(alpha, delta, 0.05)
     _check_alpha(alpha)
     methods = list(methods)
     for m in methods:
