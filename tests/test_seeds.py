@@ -191,3 +191,10 @@ def test_delta_is_the_common_name_of_the_error_level():
     pd.testing.assert_frame_equal(a.table, d.table)
     p = faq.protocol(hist, new, budgets=[0.2], seeds=1, seed=3, tune=False, methods=["uniform"], factors=fm, delta=0.1)
     assert p.level["alpha"] == 0.1
+
+
+def test_simulate_refuses_what_is_not_a_world():
+    from assay.quickscope.simulate import simulate
+
+    with pytest.raises(AssayInputError, match="world must have truth"):
+        simulate("dyval", budget=10)

@@ -44,6 +44,9 @@ def simulate(world: Any, *, budget: int, batch: int = 20, seed: Any = 0, top: in
     progress : ``progress(tickets_told, budget)`` after every 50 batches.
     search_params : :class:`~assay.quickscope.COUPParams` fields (``certify``, ``strategy``, ``repulsion``, ``delta``...).
     """
+    if not (callable(getattr(world, "truth", None)) and (space is not None or callable(getattr(world, "space", None)))):
+        raise AssayInputError("world must have truth(config) and space() (e.g. assay.benchmarks.worlds.get_world("
+                              f"'dyval')); got {type(world).__name__}")
     if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 1:
         raise AssayInputError(f"budget must be a positive number of tickets; got {budget!r}")
     if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or batch < 1:
