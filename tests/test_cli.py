@@ -311,7 +311,7 @@ def test_query_scores_resumes_and_lists_runs(tmp_path, monkeypatch):
         if n_requests is not None:
             assert sum(srv.counts.values()) == n_requests
     rows = pd.read_parquet(tmp_path / "out.parquet")
-    assert list(rows["id"]) == [f"q{i}" for i in range(12)] and set(rows["status"]) == {"ok"}
+    assert list(rows["id"]) == [f"q{i}" for i in range(12)] and set(rows["status"]) == {"answered"}
     listing = run(["runs", "list", "--journal", str(journal), "--json"])
     assert listing.exit_code == 0 and "cli1" in listing.stdout
     assert b"sk-test-secret-999" not in journal.read_bytes()

@@ -77,7 +77,7 @@ def test_run_finds_the_hard_templates_and_resumes_from_the_journal(tmp_path):
     assert model.calls == 600
     top = res.table
     assert top["hard"].iloc[0] >= 7  # the highest-LCB template is one of the hardest
-    assert (res.tables["evaluations"]["status"] == "ok").all()
+    assert (res.tables["evaluations"]["status"] == "answered").all()
     # resume: same seed and run id -> the same batches, every answer from the journal
     res2 = run(gen.space(), gen, CallableModel(model, name="adder"), run_id=res.info["run_id"], **kw)
     assert model.calls == 600
@@ -96,10 +96,18 @@ def test_unparseable_answers_and_generator_failures_are_recorded(tmp_path):
     f = res.info["failures"]
     assert f["unparseable"] > 0 and f["generation"] > 0
     t = res.tables["evaluations"]
-    assert set(t["status"]) == {"ok", "unparseable", "generation_failure"}
-    # failures get utility 0 (App. B.3: treated as correct), so they do not attract the search
-    assert (t.loc[t["status"] != "ok", "utility"] == 0).all()
+    assert set(t["status"]) == {"answered", "unparseable", "generation_failure"}
+    # an unparseable answer is the model's wrong answer by default (utility 1 under the error utility); a generator
+    # failure is not the model's and gets utility 0 (App. B.3: treated as correct), so it does not attract the search
+    assert (t.loc[t["status"] == "unparseable", "utility"] == 1).all()
+    assert (t.loc[t["status"] == "generation_failure", "utility"] == 0).all()
     assert t.loc[t["status"] == "generation_failure", "error"].str.contains("cannot be generated").all()
+    assert any("unparseable" in w and "scored as wrong" in w for w in res.warnings)
+    # policy "missing" keeps the paper's App. B.3 choice for unparseable answers too
+    res = run(gen.space(), gen, sometimes, budget=400, batch=20, seed=1, n0=10, surrogate=None, journal=None,
+              policy="missing")
+    t = res.tables["evaluations"]
+    assert (t.loc[t["status"] != "answered", "utility"] == 0).all()
 
 
 def test_broken_generator_and_dead_endpoint_stop_with_clear_errors():

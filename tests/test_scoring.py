@@ -260,7 +260,7 @@ def test_exact_scorer():
     s = exact()
     assert isinstance(s, Scorer)
     o = s(r"work... \boxed{1,000}", "1000")
-    assert (o.score, o.status, o.extracted) == (1.0, "ok", "1,000")
+    assert (o.score, o.status, o.extracted) == (1.0, "answered", "1,000")
     assert s("Answer: Paris.", "paris").score == 1.0
     assert s("Answer: London", "Paris").score == 0.0
     assert s("42", 42).score == 1.0  # one-line response, numeric reference
@@ -304,7 +304,7 @@ def test_numeric_scorer_tolerance_and_normalisation():
 def test_choice_scorer():
     s = choice()
     o = s("The answer is (C).", "C")
-    assert (o.score, o.status, o.extracted) == (1.0, "ok", "C")
+    assert (o.score, o.status, o.extracted) == (1.0, "answered", "C")
     assert s("Answer: B", "c").score == 0.0
     assert s("Answer: B", "(b)").score == 1.0
     assert s("Answer: B", ["A", "B"]).score == 1.0
@@ -338,9 +338,9 @@ def test_make_scorer():
         return None if text == "?" else float(text == ref)
 
     w = make_scorer(my)
-    assert w("x", "x") == Outcome(1.0, "ok", None, None)
+    assert w("x", "x") == Outcome(1.0, "answered", None, None)
     assert w("?", "x").status == "unparseable"
-    assert make_scorer(lambda t, r: Outcome(0.5, "ok", t, "partial"))("a", "b").score == 0.5
+    assert make_scorer(lambda t, r: Outcome(0.5, "answered", t, "partial"))("a", "b").score == 0.5
     with pytest.raises(AssayInputError):
         make_scorer(lambda t, r: "yes")("a", "b")
     with pytest.raises(AssayInputError):
@@ -372,19 +372,19 @@ def test_extract_auto():
 
 
 def test_outcome_validation():
-    assert Outcome(True, "ok", "x", None).score == 1.0
+    assert Outcome(True, "answered", "x", None).score == 1.0
     for bad in (
         dict(score=0.5, status="weird"),
-        dict(score=None, status="ok"),
-        dict(score=1.5, status="ok"),
-        dict(score=float("nan"), status="ok"),
+        dict(score=None, status="answered"),
+        dict(score=1.5, status="answered"),
+        dict(score=float("nan"), status="answered"),
         dict(score=1.0, status="timeout"),
         dict(score=None, status="error", policy="maybe"),
     ):
         with pytest.raises(AssayInputError):
             Outcome(extracted=None, detail=None, **bad)
-    d = Outcome(1.0, "ok", "4", None).to_dict()
-    assert d == {"score": 1.0, "status": "ok", "extracted": "4", "detail": None,
+    d = Outcome(1.0, "answered", "4", None).to_dict()
+    assert d == {"score": 1.0, "status": "answered", "extracted": "4", "detail": None,
                  "policy": None, "final_score": None}
 
 
@@ -392,45 +392,61 @@ EXPECTED = {"missing": None, "wrong": 0.0, "correct": 1.0}
 
 
 @pytest.mark.parametrize("policy", ["missing", "wrong", "correct"])
-@pytest.mark.parametrize("status", ["unparseable", "timeout", "error"])
-def test_apply_policy_non_ok(policy, status):
+@pytest.mark.parametrize("status", ["unparseable", "too_long", "refused"])
+def test_apply_policy_model_failures(policy, status):
+    # the model's failures on an item are scored by the policy
     assert apply_policy(Outcome(None, status, None, "why"), policy) == EXPECTED[policy]
+
+
+@pytest.mark.parametrize("policy", ["missing", "wrong", "correct"])
+@pytest.mark.parametrize("status", ["timeout", "transport"])
+def test_apply_policy_endpoint_failures_are_never_scored(policy, status):
+    # a dead or slow endpoint is not a wrong answer (nor a right one) under any policy
+    assert apply_policy(Outcome(None, status, None, "why"), policy) is None
 
 
 @pytest.mark.parametrize("policy", ["missing", "wrong", "correct"])
 @pytest.mark.parametrize("score", [0.0, 0.25, 1.0])
 def test_apply_policy_ok_keeps_score(policy, score):
-    assert apply_policy(Outcome(score, "ok", "x", None), policy) == score
+    assert apply_policy(Outcome(score, "answered", "x", None), policy) == score
 
 
 def test_apply_policy_default_and_bad():
+    # the default policy is "wrong", as lm-evaluation-harness and inspect-ai score an answer they cannot parse
+    assert apply_policy(Outcome(None, "unparseable")) == 0.0
     assert apply_policy(Outcome(None, "timeout")) is None
     assert set(POLICIES) == {"missing", "wrong", "correct"}
     for bad in ("Missing", "drop", "", None, 0):
         with pytest.raises(AssayInputError):
             apply_policy(Outcome(None, "timeout"), bad)
     with pytest.raises(AssayInputError):
-        apply_policy({"status": "ok"}, "missing")
+        apply_policy({"status": "answered"}, "missing")
+    with pytest.raises(AssayInputError):
+        Outcome(None, "error")  # the old word is refused: one vocabulary
 
 
-# (text, error, expected status) for each way a call can end
+# (text, error, outcome from the model layer) for each way a call can end
 CASES = {
-    "ok": (r"\boxed{4}", None),
-    "unparseable": ("I am not sure\nreally", None),
-    "timeout": (None, "timed out after 30.0 s"),
-    "error": (None, "BadRequestError: context length exceeded"),
+    "answered": (r"\boxed{4}", None, None),
+    "unparseable": ("I am not sure\nreally", None, None),
+    "too_long": (None, None, "too_long"),
+    "refused": ("   ", None, None),
+    "timeout": (None, "no answer within 30.0 s (timed out)", None),
+    "transport": (None, "connection refused at http://127.0.0.1:9/v1", None),
 }
 
 
 @pytest.mark.parametrize("policy", ["missing", "wrong", "correct"])
 @pytest.mark.parametrize("status", list(CASES))
 def test_score_response_every_status_every_policy(status, policy):
-    text, error = CASES[status]
-    o = score_response(text, error, "4", "exact", policy=policy)
+    text, error, outcome = CASES[status]
+    o = score_response(text, error, "4", "exact", policy=policy, outcome=outcome)
     assert o.status == status
     assert o.policy == policy
-    if status == "ok":
+    if status == "answered":
         assert o.score == o.final_score == 1.0
+    elif status in ("timeout", "transport"):
+        assert o.score is None and o.final_score is None
     else:
         assert o.score is None
         assert o.final_score == EXPECTED[policy]
@@ -442,12 +458,16 @@ def test_score_response_details():
     # an error wins over text; any case; "timeout" anywhere
     assert score_response("42", "ReadTimeout: upstream", "42").status == "timeout"
     assert score_response("42", "TIMEOUT", "42").status == "timeout"
-    assert score_response("42", "HTTP 500", "42").status == "error"
+    assert score_response("42", "HTTP 500", "42").status == "transport"
+    # a context-length error from an older journal is the model's too_long, not the endpoint's failure
+    o = score_response(None, "HTTP 400: Requested tokens (2100) exceed context window of 2048", "42")
+    assert (o.status, o.final_score) == ("too_long", 0.0)
     # empty error string = no error
-    assert score_response("42", "", "42").status == "ok"
-    # no text and no error: a generation failure
+    assert score_response("42", "", "42").status == "answered"
+    # no text and no error: the model answered nothing
     o = score_response(None, None, "42")
-    assert (o.status, o.final_score, o.policy) == ("error", None, "missing")
+    assert (o.status, o.final_score, o.policy) == ("refused", 0.0, "wrong")
+    assert score_response(None, None, "42", outcome="refused", detail="refusal: no").detail == "refusal: no"
     # wrong answers stay wrong under every policy
     for policy in POLICIES:
         assert score_response("Answer: 5", None, "42", policy=policy).final_score == 0.0
@@ -462,17 +482,20 @@ def test_score_response_details():
         score_response("42", RuntimeError("x"), "42")
     with pytest.raises(AssayInputError):
         score_response(42, None, "42")
+    with pytest.raises(AssayInputError):
+        score_response("42", None, "42", outcome="ok")
 
 
 def test_count_outcomes():
-    outs = [score_response(t, e, "4", policy="wrong") for t, e in CASES.values()]
+    outs = [score_response(t, e, "4", policy="wrong", outcome=k) for t, e, k in CASES.values()]
     outs += [score_response(None, "timeout", "4"), score_response("Answer: 5", None, "4")]
     counts = count_outcomes(outs)
-    assert counts == {"ok": 2, "unparseable": 1, "timeout": 2, "error": 1}
+    assert counts == {"answered": 2, "unparseable": 1, "too_long": 1, "refused": 1, "timeout": 2, "transport": 1}
     assert list(counts) == list(STATUSES)
     assert count_outcomes([o.to_dict() for o in outs]) == counts
-    assert count_outcomes([]) == {"ok": 0, "unparseable": 0, "timeout": 0, "error": 0}
-    assert count_outcomes(iter(outs[:1])) == {"ok": 1, "unparseable": 0, "timeout": 0, "error": 0}
+    zero = dict.fromkeys(STATUSES, 0)
+    assert count_outcomes([]) == zero
+    assert count_outcomes(iter(outs[:1])) == {**zero, "answered": 1}
     with pytest.raises(AssayInputError):
         count_outcomes([{"status": "weird"}])
     with pytest.raises(AssayInputError):
@@ -480,11 +503,12 @@ def test_count_outcomes():
 
 
 def test_rescoring_under_another_policy_needs_no_model():
-    outs = [score_response(t, e, "4") for t, e in CASES.values()]
+    outs = [score_response(t, e, "4", outcome=k) for t, e, k in CASES.values()]
     means = {}
     for policy in POLICIES:
         vals = [apply_policy(o, policy) for o in outs]
         kept = [v for v in vals if v is not None]
         means[policy] = sum(kept) / len(kept)
+    # 1 answered right, 3 model failures, 2 endpoint failures (never scored)
     assert means == {"missing": 1.0, "wrong": 0.25, "correct": 1.0}
     assert not any(math.isnan(v) for v in means.values())

@@ -66,6 +66,9 @@ def _print_faq(result) -> None:
     _out.print(f"factors: k = {f.get('k')}, weight_decay = {f.get('weight_decay')}, train log-loss "
                f"{f.get('train_logloss', float('nan')):.3f}, held-out {f.get('heldout_logloss', float('nan')):.3f}"
                + (f" (cached fit: {f.get('cache')})" if f.get("cache") not in (None, "not used") else ""))
+    live = result.info.get("live")
+    if live and live.get("headline"):
+        _out.print(f"live answers, {live['headline']}")
     _out.print("gain_vs_uniform: how many uniformly sampled questions each asked question was worth (estimated)")
     for w in result.warnings:
         _out.print(f"note: {w}")
@@ -175,8 +178,12 @@ def faq(
                 sys.stderr.write(f"run id: {answerer.run_id} (resume with --run-id {answerer.run_id}); "
                                  f"{answerer.n_requests} requests, {answerer.n_cached} from the journal\n")
     if answerer is not None:
+        from ..models.outcomes import headline
+
+        counts = answerer.counts
         result.info["live"] = {"run_id": answerer.run_id, "requests": answerer.n_requests, "cached": answerer.n_cached,
-                               "endpoint": answerer.model.base_url, "model": model, "scorer": scorer, "policy": policy}
+                               "endpoint": answerer.model.base_url, "model": model, "scorer": scorer, "policy": policy,
+                               "outcomes": counts, "headline": headline(counts, policy)}
     if save_factors is not None:
         write_factors(result.factors_, save_factors)
         sys.stderr.write(f"factors saved to {save_factors}\n")

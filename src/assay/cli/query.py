@@ -33,8 +33,9 @@ def query(
     prompt_col: str = typer.Option("prompt", "--prompt-col"),
     id_col: str = typer.Option("id", "--id-col", help="Item id column (row numbers when absent)."),
     reference_col: Optional[str] = typer.Option(None, "--reference-col", help="Reference answers: score the responses."),
-    scorer: str = typer.Option("exact", "--scorer", help="exact, numeric, choice or contains."),
-    policy: str = typer.Option("missing", "--policy", help="Score of timeouts / failures / unparseable answers: missing, wrong or correct."),
+    scorer: str = typer.Option("exact", "--scorer", help="exact, numeric, choice, label (True/False/N/A, yes/no) or contains."),
+    policy: str = typer.Option("wrong", "--policy", help="What an unparseable, too long or refused answer counts as: wrong (default, as lm-eval and inspect), missing or correct. Timeouts and transport errors are never scored."),
+    stream: bool = typer.Option(False, "--stream", help="Stream answers to record the time to the first token (ttft_s) as well as the total time."),
     output: Optional[Path] = typer.Option(None, "-o", "--out", "--output", help="Write one row per prompt (CSV/Parquet/JSONL by extension)."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON summary (and rows) on stdout."),
 ) -> None:
@@ -45,7 +46,8 @@ def query(
     from ..errors import AssayBackendError
     from ..models import OpenAIChatModel, run as run_model
     from ..models.journal import default_path
-    from ..models.scoring import count_outcomes, make_scorer, score_response
+    from ..models.outcomes import headline
+    from ..models.scoring import count_outcomes, make_scorer, score
     from ..progress import progress_reporter
 
     if prompts.suffix.lower() == ".txt":
@@ -64,7 +66,8 @@ def query(
     if reference_col and reference_col not in table.columns:
         raise AssayInputError(f"no reference column {reference_col!r}; columns: {', '.join(map(str, table.columns))}")
     llm = OpenAIChatModel(model, base_url=endpoint, api_key_env=api_key_env, temperature=temperature,
-                          max_tokens=max_tokens, seed=seed, timeout=timeout, system_prompt=system_prompt)
+                          max_tokens=max_tokens, seed=seed, timeout=timeout, system_prompt=system_prompt,
+                          stream=stream)
     with progress_reporter(f"query {model}") as update:
         def progress(st: dict) -> None:
             tokens = (st.get("prompt_tokens") or 0) + (st.get("completion_tokens") or 0)
@@ -80,14 +83,15 @@ def query(
     rows.insert(1, "prompt", table[prompt_col].astype(str).tolist())
     summary: dict[str, Any] = {"run_id": result.run_id, "model": model, "endpoint": llm.base_url, "stats": result.stats}
     if scorer_fn is not None:
-        outs = [score_response(r.text, r.error, ref, scorer_fn, policy=policy)
-                for r, ref in zip(result.responses, table[reference_col].tolist())]
+        outs = [score(r, ref, scorer_fn, policy=policy) for r, ref in zip(result.responses, table[reference_col].tolist())]
         rows["extracted"] = [o.extracted for o in outs]
         rows["status"] = [o.status for o in outs]
         rows["score"] = [o.final_score for o in outs]
         scored = [o.final_score for o in outs if o.final_score is not None]
-        summary["scoring"] = {"scorer": scorer, "policy": policy, "counts": count_outcomes(outs),
-                              "accuracy": (sum(scored) / len(scored)) if scored else None, "scored": len(scored)}
+        counts = count_outcomes(outs)
+        summary["scoring"] = {"scorer": scorer, "policy": policy, "counts": counts,
+                              "accuracy": (sum(scored) / len(scored)) if scored else None, "scored": len(scored),
+                              "headline": headline(counts, policy)}
     if output is not None:
         output.parent.mkdir(parents=True, exist_ok=True)
         suffix = output.suffix.lower()
@@ -110,7 +114,7 @@ def query(
         if "scoring" in summary:
             sc = summary["scoring"]
             acc = "n/a" if sc["accuracy"] is None else f"{sc['accuracy']:.4f}"
-            _out.print(f"accuracy {acc} on {sc['scored']} scored ({sc['counts']}; policy {policy})", highlight=False)
+            _out.print(f"accuracy {acc} on {sc['scored']} scored; {sc['headline']}", highlight=False)
         if output is not None:
             _out.print(f"rows written to {output}")
     if result.stats.get("errors"):

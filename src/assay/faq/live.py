@@ -6,11 +6,12 @@ callable ``answer(item_id) -> 0/1`` that :func:`assay.faq.evaluate` accepts. Eve
 ``run_id`` and the same FAQ seed, FAQ draws the same questions (its draws depend only on the seed and the
 answers), the journal answers those already asked, and only the rest are requested.
 
-Failures. A transport failure (timeout, refused connection, 5xx after the retries) raises
-:class:`~assay.errors.AssayBackendError`: the answer is unknown and FAQ cannot use a missing label (the
-answers obtained so far stay in the journal). An answer that arrived but cannot be scored follows
-``policy``: ``"wrong"`` (default: an unparseable answer is a wrong answer, as benchmarks score it) or
-``"missing"`` (stop with an error).
+Outcomes (:mod:`assay.models.outcomes`). An endpoint failure (timeout, transport error after the retries)
+raises :class:`~assay.errors.AssayBackendError`: the answer is unknown and FAQ cannot use a missing label (the
+answers obtained so far stay in the journal). The model's failures on the item (an unparseable answer, a prompt
+too long for its context window, a refusal or an empty answer) follow ``policy``: ``"wrong"`` (default: counted as a
+wrong answer, as lm-evaluation-harness and inspect-ai score them) or ``"missing"`` (stop with an error). Each is
+counted in :attr:`LiveAnswerer.counts`.
 """
 
 from __future__ import annotations
@@ -76,6 +77,13 @@ class LiveAnswerer:
         self.outcomes: dict[str, dict] = {}
 
     @property
+    def counts(self) -> dict[str, int]:
+        """How the questions asked so far ended: ``{outcome: n}`` (:mod:`assay.models.outcomes`)."""
+        from ..models.outcomes import counts_of
+
+        return counts_of(o["status"] for o in self.outcomes.values())
+
+    @property
     def items(self) -> list[str]:
         return list(self.bank.index)
 
@@ -132,7 +140,7 @@ class LiveAnswerer:
 
     def __call__(self, item_id: str) -> int:
         from ..models import run
-        from ..models.scoring import score_response
+        from ..models.scoring import score
 
         item_id = str(item_id)
         if item_id not in self.bank.index:
@@ -148,7 +156,7 @@ class LiveAnswerer:
         if resp.error:
             raise AssayBackendError(f"item {item_id!r}: the endpoint failed after retries ({resp.error}); answers so far "
                                     f"are in the journal, resume with run id {self.run_id}")
-        out = score_response(resp.text, None, row["reference"], self.scorer, policy=self.policy)
+        out = score(resp, row["reference"], self.scorer, policy=self.policy)
         self.outcomes[item_id] = out.to_dict()
         if out.final_score is None:
             raise AssayBackendError(f"item {item_id!r}: the answer could not be scored ({out.status}: "

@@ -28,8 +28,13 @@ class Response:
 
     ``latency_s`` is wall time measured on the client for the attempt that produced the answer
     (seconds). Token counts are ``None`` when the backend does not report them. ``error`` is set
-    (and ``text`` usually ``None``) when the request failed for good. ``attempts`` counts HTTP
-    attempts including retries; ``cached`` is true when the answer came from the journal.
+    (and ``text`` usually ``None``) when the request failed for good on the endpoint's side (a timeout or a
+    transport error: not an answer, not journaled as one, asked again on resume). ``outcome`` names how the
+    request ended when the model layer already knows it (:mod:`assay.models.outcomes`: ``too_long``,
+    ``refused``, ``timeout``, ``transport``; ``None`` when text came back for the scorer); ``detail`` is the
+    server's words for a model-side failure (the context-length message, the refusal). ``attempts`` counts HTTP
+    attempts including retries; ``cached`` is true when the answer came from the journal. ``ttft_s`` is the time
+    to the first token when the answer was streamed (``None`` otherwise).
     """
 
     text: str | None
@@ -40,6 +45,9 @@ class Response:
     error: str | None = None
     attempts: int = 1
     cached: bool = False
+    outcome: str | None = None
+    detail: str | None = None
+    ttft_s: float | None = None
 
     @property
     def ok(self) -> bool:

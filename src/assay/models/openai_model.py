@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 
 from ..errors import AssayInputError
 from .base import Prompt, Response, RetryableError
+from .outcomes import REFUSED, TOO_LONG, TRANSPORT, is_context_length
 
 __all__ = ["OpenAIChatModel", "parse_retry_after"]
 
@@ -84,6 +85,32 @@ def parse_retry_after(headers: Mapping[str, str] | None, now: float | None = Non
     return max(0.0, when.timestamp() - now)
 
 
+def _error_text(exc) -> str:
+    """The server's own error message: ``exc.message`` of the SDK, else the body's ``error.message`` / ``detail``."""
+    body = getattr(exc, "body", None)
+    if isinstance(body, Mapping):
+        err = body.get("error", body)
+        if isinstance(err, Mapping) and isinstance(err.get("message"), str):
+            return err["message"]
+        if isinstance(body.get("detail"), str):
+            return body["detail"]
+    return str(getattr(exc, "message", "") or exc)
+
+
+def _connection_words(exc: BaseException, base_url: str) -> str:
+    """Tell a server that is not there (refused: not running, or died) from one that dropped the request."""
+    cause = exc.__cause__ or exc.__context__
+    name = type(cause).__name__ if cause is not None else ""
+    text = f"{name}: {cause}" if cause is not None else str(exc)
+    low = text.lower()
+    if name == "ConnectError" or "refused" in low or "connect call failed" in low:
+        return (f"connection refused at {base_url}: nothing is listening (the server is not running, or it died); "
+                f"{text}")
+    if name in ("RemoteProtocolError", "ReadError", "WriteError") or "disconnected" in low or "reset" in low:
+        return (f"the server at {base_url} closed the connection without an answer (it may have crashed); {text}")
+    return f"connection error: {text}"
+
+
 def _is_local(base_url: str) -> bool:
     host = (urlsplit(base_url).hostname or "").lower()
     if host in ("localhost", "") or host.endswith(".localhost") or host.endswith(".local"):
@@ -115,12 +142,14 @@ class OpenAIChatModel:
         ``repetition_penalty``, guided decoding...).
     timeout : per-request timeout in seconds (the SDK's HTTP timeout).
     system_prompt : prepended as a system message when a prompt is a plain string.
+    stream : stream the answer (default False) to measure the time to the first token (``Response.ttft_s``) as
+        well as the total time; the answer is the same either way, so it is not part of the journal key.
     """
 
     def __init__(self, model: str, *, base_url: str | None = None, api_key_env: str | None = "OPENAI_API_KEY",
                  temperature: float | None = 0.0, max_tokens: int | None = None, seed: int | None = None,
                  stop: str | Sequence[str] | None = None, extra_body: Mapping[str, Any] | None = None,
-                 timeout: float = 60.0, system_prompt: str | None = None) -> None:
+                 timeout: float = 60.0, system_prompt: str | None = None, stream: bool = False) -> None:
         if not isinstance(model, str) or not model:
             raise AssayInputError(f"model must be a non-empty model name, got {model!r}")
         if timeout is not None and not (isinstance(timeout, (int, float)) and timeout > 0):
@@ -157,6 +186,7 @@ class OpenAIChatModel:
         self.extra_body = dict(extra_body) if extra_body else None
         self.timeout = float(timeout) if timeout is not None else None
         self.system_prompt = system_prompt
+        self.stream = bool(stream)
 
         key = os.environ.get(api_key_env) if api_key_env else None
         if not key:
@@ -228,22 +258,68 @@ class OpenAIChatModel:
         client = self._client()
         t0 = time.perf_counter()
         try:
+            if self.stream:
+                return await self._streamed(client, kwargs, t0)
             out = await client.chat.completions.create(**kwargs)
         except openai.APITimeoutError:
-            raise RetryableError(None, None, f"request timed out after {self.timeout} s", timed_out=True) from None
+            raise RetryableError(None, None, f"timed out: no answer within {self.timeout} s (the server is slow, overloaded or "
+                                             "stuck)", timed_out=True) from None
         except openai.APIConnectionError as exc:
-            raise RetryableError(None, None, self._scrub(f"connection error: {exc}")) from None
+            raise RetryableError(None, None, self._scrub(_connection_words(exc, self.base_url))) from None
         except openai.APIStatusError as exc:
-            status = exc.status_code
-            msg = self._scrub(f"HTTP {status}: {exc.message}")
-            if status in RETRYABLE_STATUS or status >= 500:
-                raise RetryableError(status, parse_retry_after(exc.response.headers), msg) from None
-            return Response(text=None, latency_s=time.perf_counter() - t0, error=msg)
+            return self._status_error(exc, t0)
         except (openai.APIResponseValidationError, ValueError) as exc:  # malformed JSON / schema
             raise RetryableError(None, None, self._scrub(f"malformed response: {type(exc).__name__}: {exc}")[:500]) \
                 from None
         latency = time.perf_counter() - t0
         return self._to_response(out, latency)
+
+    async def _streamed(self, client, kwargs: dict, t0: float) -> Response:
+        """One streamed request: the answer, its total time and its time to the first token (``ttft_s``)."""
+        kwargs = {**kwargs, "stream": True, "stream_options": {"include_usage": True}}
+        stream = await client.chat.completions.create(**kwargs)
+        parts: list[str] = []
+        ttft = finish = refusal = usage = None
+        seen_choice = False
+        async for chunk in stream:
+            if getattr(chunk, "usage", None) is not None:
+                usage = chunk.usage
+            for choice in getattr(chunk, "choices", None) or []:
+                seen_choice = True
+                delta = getattr(choice, "delta", None)
+                piece = getattr(delta, "content", None) if delta is not None else None
+                if piece:
+                    if ttft is None:
+                        ttft = time.perf_counter() - t0
+                    parts.append(piece)
+                r = getattr(delta, "refusal", None) if delta is not None else None
+                if r:
+                    refusal = (refusal or "") + r
+                if getattr(choice, "finish_reason", None):
+                    finish = choice.finish_reason
+        latency = time.perf_counter() - t0
+        if not seen_choice:
+            raise RetryableError(None, None, "malformed response: a stream without any choice")
+        text = "".join(parts)
+        return Response(text=None if (refusal and not text) else text, latency_s=latency, ttft_s=ttft,
+                        prompt_tokens=getattr(usage, "prompt_tokens", None) if usage is not None else None,
+                        completion_tokens=getattr(usage, "completion_tokens", None) if usage is not None else None,
+                        finish_reason=finish, outcome=REFUSED if (refusal and not text) else None,
+                        detail=f"refusal: {refusal}" if (refusal and not text) else None)
+
+    def _status_error(self, exc, t0: float) -> Response:
+        """An HTTP error reply: retried (408/409/429/5xx), the model's ``too_long`` (a context-length 400), or a
+        permanent ``transport`` error (401, 404 unknown model, another 400) that is not retried."""
+        status = exc.status_code
+        msg = self._scrub(f"HTTP {status}: {_error_text(exc)}")
+        if status in RETRYABLE_STATUS or status >= 500:
+            raise RetryableError(status, parse_retry_after(exc.response.headers), msg) from None
+        latency = time.perf_counter() - t0
+        if is_context_length(status, msg):
+            return Response(text=None, latency_s=latency, outcome=TOO_LONG, detail=msg[:500])
+        if status == 404 and "model" in msg.lower():
+            msg += f" (the server does not serve a model called {self.name!r}: `assay models --endpoint URL` lists them)"
+        return Response(text=None, latency_s=latency, error=msg, outcome=TRANSPORT)
 
     # -- helpers --------------------------------------------------------------------------------
     def _to_response(self, out: Any, latency: float) -> Response:
@@ -257,13 +333,16 @@ class OpenAIChatModel:
         text = getattr(message, "content", None)
         refusal = getattr(message, "refusal", None)
         usage = getattr(out, "usage", None)
+        refused = bool(refusal) and not text
+        # a refusal is the model's answer on this item (outcome "refused"), journaled like any answer
         return Response(
-            text=text if text is not None else ("" if not refusal else None),
+            text=None if refused else (text if text is not None else ""),
             latency_s=latency,
             prompt_tokens=getattr(usage, "prompt_tokens", None) if usage is not None else None,
             completion_tokens=getattr(usage, "completion_tokens", None) if usage is not None else None,
             finish_reason=getattr(choice, "finish_reason", None),
-            error=f"refusal: {refusal}" if refusal and text is None else None,
+            outcome=REFUSED if refused else None,
+            detail=f"refusal: {refusal}" if refused else None,
         )
 
     def _scrub(self, text: str) -> str:
@@ -288,6 +367,7 @@ class OpenAIChatModel:
         from .journal import register_secret
 
         self.__dict__.update(state)
+        self.__dict__.setdefault("stream", False)
         if "_raw_url" not in state:
             self._raw_url = self.base_url
         key = os.environ.get(self.api_key_env) if self.api_key_env else None

@@ -55,6 +55,7 @@ from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 from ..errors import AssayInputError
 from .base import Model, Response, RetryableError
+from .outcomes import REFUSED, TIMEOUT, TOO_LONG, TRANSPORT
 
 __all__ = ["run_prompts", "run", "RunResult", "AdaptiveLimiter", "RateLimiter"]
 
@@ -373,7 +374,7 @@ class _Session:
             "throttled": 0, "timeouts": 0, "errors": 0, "in_flight": 0, "max_in_flight": 0,
             "concurrency": cfg.concurrency, "min_concurrency": cfg.concurrency,
             "prompt_tokens": 0, "completion_tokens": 0, "elapsed_s": 0.0, "waited_for_other_process": 0,
-            "duplicates_thrown_away": 0,
+            "duplicates_thrown_away": 0, "too_long": 0, "refused": 0,
         }
         self.writer: _LoopCommitter | None = (_LoopCommitter(journal, asyncio.get_running_loop())
                                               if (journal is not None and hasattr(journal, "batch")) else None)
@@ -411,7 +412,9 @@ class _Session:
             st["cached"] += n
         if resp.error is not None:
             st["errors"] += n
-        elif not resp.cached:
+        elif resp.outcome in (TOO_LONG, REFUSED):  # the model's answer on the item: done, counted apart
+            st[resp.outcome] += n
+        if resp.error is None and not resp.cached:
             st["prompt_tokens"] += resp.prompt_tokens or 0
             st["completion_tokens"] += resp.completion_tokens or 0
 
@@ -481,6 +484,7 @@ class _Session:
         rng = random.Random(f"{cfg.jitter}:{key}")
         attempt = 0
         last_err = ""
+        last_timed_out = False
         n_sent = n_timeouts = 0
         while True:
             epoch = await limiter.acquire()
@@ -505,6 +509,7 @@ class _Session:
             except RetryableError as exc:
                 resp = None
                 last_err = exc.message
+                last_timed_out = exc.timed_out
                 retry_after = exc.retry_after
                 if exc.throttled:
                     outcome = "throttled"
@@ -514,7 +519,8 @@ class _Session:
                     n_timeouts += 1
             except asyncio.TimeoutError:
                 resp = None
-                last_err = f"timed out after {cfg.timeout} s"
+                last_err = f"timed out: no answer within {cfg.timeout} s (the server is slow, overloaded or stuck)"
+                last_timed_out = True
                 st["timeouts"] += 1
                 n_timeouts += 1
             finally:
@@ -534,7 +540,7 @@ class _Session:
                 return resp, n_sent, n_timeouts
             if attempt >= cfg.max_retries:
                 resp = Response(text=None, latency_s=0.0, error=f"gave up after {attempt + 1} attempts: {last_err}",
-                                attempts=attempt + 1)
+                                attempts=attempt + 1, outcome=TIMEOUT if last_timed_out else TRANSPORT)
                 log.warning("prompt %d: %s", idx[0], resp.error)
                 return resp, n_sent, n_timeouts
             delay = rng.uniform(0.0, min(cfg.backoff_max, cfg.backoff_base * (2.0 ** attempt)))

@@ -10,13 +10,16 @@ with ``default_rng([seed, t])`` and the search's own draws come from ``seed``. R
 journal and ``run_id`` replays the same batches; the journal answers the requests already made and only the
 rest go to the endpoint.
 
-Failures (QuickScope App. B.3): a request that still fails after the runner's retries (timeout, refused
-connection, 5xx), an answer that cannot be parsed, and a generator that raises are RECORDED (counted per kind
-in the result, and each ticket's row says what happened) and get utility ``failure_utility`` (default 0, "treated
-as correct", so the search does not chase infrastructure errors). If every ticket of ``max_failed_batches``
-consecutive batches fails, the run stops with :class:`AssayBackendError` (endpoint down) or
-:class:`AssayInputError` (generator broken) naming the run id to resume, instead of spending the budget on
-failures.
+Outcomes (:mod:`assay.models.outcomes`). Every ticket's request ends in one outcome, recorded in its row
+(``status``) and counted in ``info["failures"]``. The model's failures on the question (``unparseable``, ``too_long``
+for its context window, ``refused`` / empty) are its answer and follow ``policy``: ``"wrong"`` (default, as
+lm-evaluation-harness and inspect-ai score them: correct = 0), ``"correct"`` (correct = 1) or ``"missing"`` (utility
+``failure_utility``, the paper's App. B.3 choice). The endpoint's failures (``timeout``, ``transport`` after the
+runner's retries) and a generator that raises are not the model's answer: utility ``failure_utility`` (default 0,
+"treated as correct", so the search does not chase infrastructure errors). Only endpoint failures can stop a run: if
+every ticket of ``max_failed_batches`` consecutive batches fails on the endpoint's side, the run stops with
+:class:`AssayBackendError` (endpoint down) naming the run id to resume; a generator that fails on every ticket of
+as many batches stops it with :class:`AssayInputError`. A model that answers badly, however badly, never stops a run.
 
 Utilities: ``"error"`` = 1 - correct (correct only at score 1.0); ``"cwe"`` (complexity-weighted error) =
 (1 - correct) / max(1, complexity(config)), the generator's complexity (DyVal: log2(children^depth)); or a
@@ -33,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import AssayBackendError, AssayInputError
+from ..models.outcomes import ANSWERED, ENDPOINT_FAILURES, POLICIES, UNPARSEABLE, of_response
 from ..results import Result, build
 from .coup import Search
 
@@ -85,6 +89,34 @@ def make_utility(utility: Any, generator: Any = None) -> Callable[[Mapping, Mapp
     raise AssayInputError(f"utility must be 'error', 'cwe' or a callable; got {utility!r}")
 
 
+def _score_ticket(resp, inst, ticket, generator, ufn, policy: str, failure_utility: float, row: dict):
+    """``(status, correct, utility)`` of one answered ticket; writes the error or detail into ``row``."""
+    status = of_response(resp)
+    sc = None
+    if status is None:
+        try:
+            sc = generator.score(resp.text, inst)
+        except Exception as e:
+            row["error"] = f"scorer: {type(e).__name__}: {e}"[:200]
+        status = ANSWERED if sc is not None else UNPARSEABLE
+    elif status in ENDPOINT_FAILURES:
+        row["error"] = str(resp.error)[:200]
+        return status, None, failure_utility
+    else:
+        row["error"] = str(resp.detail or resp.error or "empty answer")[:200]
+    if status == ANSWERED:
+        correct = 1.0 if float(sc) >= 1.0 else 0.0
+    elif policy == "missing":
+        return status, None, failure_utility
+    else:
+        correct = POLICIES[policy]
+    u = ufn({"correct": correct, "score": float(sc) if sc is not None else correct, "text": resp.text}, ticket.config)
+    if u is None or not (0.0 <= float(u) <= 1.0) or math.isnan(float(u)):
+        raise AssayInputError(f"utility returned {u!r} for ticket {ticket.id} (config {ticket.config}); utilities "
+                              "must be in [0, 1]")
+    return status, correct, u
+
+
 def result_from_search(search: Search, *, params: Mapping, tickets: pd.DataFrame | None = None, top: int = 50,
                        failures: Mapping | None = None, extra: Mapping | None = None) -> ScopeResult:
     st = search.status()
@@ -130,7 +162,7 @@ def check_space(space, generator, *, seed=0, n: int = 20) -> list[str]:
 
 def run(space, generator, model, *, budget: int, batch: int = 20, seed: int | None = 0, utility: Any = "error",
         journal=None, run_id: str | None = None, concurrency: int = 8, timeout: float | None = 120.0,
-        max_retries: int = 4, failure_utility: float = 0.0, max_failed_batches: int = 3,
+        max_retries: int = 4, failure_utility: float = 0.0, max_failed_batches: int = 3, policy: str = "wrong",
         progress: Callable[[int, int], None] | None = None, search: Search | None = None, **search_params: Any
         ) -> ScopeResult:
     """Run QuickScope for ``budget`` model calls in batches of ``batch`` (see the module docstring).
@@ -149,6 +181,9 @@ def run(space, generator, model, *, budget: int, batch: int = 20, seed: int | No
         raise AssayInputError(f"budget ({budget}) is smaller than one batch ({batch}): lower batch= or raise budget=")
     if not 0.0 <= failure_utility <= 1.0:
         raise AssayInputError(f"failure_utility must be in [0, 1]; got {failure_utility!r}")
+    if policy not in POLICIES:
+        raise AssayInputError(f"policy must be one of {', '.join(POLICIES)} (what an unparseable, too long or refused "
+                              f"answer counts as); got {policy!r}")
     from ..seeds import resolve_seed
 
     # resolved once, before any work; a Generator gives an integer drawn from it (generation and the search derive
@@ -166,9 +201,10 @@ def run(space, generator, model, *, budget: int, batch: int = 20, seed: int | No
     if search is None:
         search = Search(space, seed=seed, **search_params)
     preflight = check_space(search.space, generator, seed=seed)
-    failures = {"timeout_or_error": 0, "unparseable": 0, "generation": 0, "bad_utility": 0}
+    failures = {"unparseable": 0, "too_long": 0, "refused": 0, "timeout": 0, "transport": 0, "generation": 0,
+                "bad_utility": 0}
     rows: list[dict] = []
-    failed_streak = 0
+    failed_streak = gen_streak = 0
     t0 = time.perf_counter()
     while search.tickets_told < budget:
         tickets = search.ask(min(batch, budget - search.tickets_told))
@@ -188,68 +224,66 @@ def run(space, generator, model, *, budget: int, batch: int = 20, seed: int | No
             run_id = res.run_id
             for k, resp in zip(ok, res.responses):
                 responses[k] = resp
-        told, n_fail = [], 0
+        told, n_endpoint, n_gen = [], 0, 0
         for k, t in enumerate(tickets):
             row = {"ticket": t.id, "arm": t.arm, "config": search.space.key(t.config), "phase": t.phase}
             if insts[k] is None:
                 status, correct, u = "generation_failure", None, failure_utility
                 failures["generation"] += 1
+                n_gen += 1
                 row["error"] = gen_err[t.id]
             else:
-                resp = responses[k]
-                if resp.error:
-                    status, correct, u = "timeout_or_error", None, failure_utility
-                    failures["timeout_or_error"] += 1
-                    row["error"] = str(resp.error)[:200]
-                else:
-                    try:
-                        sc = generator.score(resp.text, insts[k])
-                    except Exception as e:
-                        sc = None
-                        row["error"] = f"scorer: {type(e).__name__}: {e}"[:200]
-                    if sc is None:
-                        status, correct, u = "unparseable", None, failure_utility
-                        failures["unparseable"] += 1
-                    else:
-                        correct = 1.0 if float(sc) >= 1.0 else 0.0
-                        status = "ok"
-                        u = ufn({"correct": correct, "score": float(sc), "text": resp.text}, t.config)
-                        if u is None or not (0.0 <= float(u) <= 1.0) or math.isnan(float(u)):
-                            raise AssayInputError(f"utility returned {u!r} for ticket {t.id} (config "
-                                                  f"{t.config}); utilities must be in [0, 1]")
-            if status != "ok":
-                n_fail += 1
+                status, correct, u = _score_ticket(responses[k], insts[k], t, generator, ufn, policy,
+                                                   failure_utility, row)
+                if status != ANSWERED:
+                    failures[status] += 1
+                if status in ENDPOINT_FAILURES:
+                    n_endpoint += 1
             row.update({"status": status, "correct": correct, "utility": float(u)})
             rows.append(row)
             told.append((t.id, float(u)))
         search.tell(told)
-        failed_streak = failed_streak + 1 if n_fail == len(tickets) else 0
+        failed_streak = failed_streak + 1 if n_endpoint == len(tickets) else 0
+        gen_streak = gen_streak + 1 if n_gen == len(tickets) else 0
         if progress is not None:
             progress(search.tickets_told, budget)
+        if gen_streak >= max_failed_batches:
+            last = next((r["error"] for r in reversed(rows) if r.get("error")), "")
+            raise AssayInputError(f"the generator failed on every ticket of {gen_streak} batches in a row "
+                                  f"(last: {last}); nothing was evaluated")
         if failed_streak >= max_failed_batches:
-            if failures["generation"] >= failures["timeout_or_error"] + failures["unparseable"]:
-                last = next((r["error"] for r in reversed(rows) if r.get("error")), "")
-                raise AssayInputError(f"the generator failed on every ticket of {failed_streak} batches in a row "
-                                      f"(last: {last}); nothing was evaluated")
-            raise AssayBackendError(f"every request of {failed_streak} batches in a row failed "
-                                    f"({failures['timeout_or_error']} errors, {failures['unparseable']} unparseable); "
-                                    f"the endpoint looks down. Answers so far are in the journal: resume with run id "
-                                    f"{run_id} and the same seed")
+            last = next((r["error"] for r in reversed(rows) if r.get("error")), "")
+            raise AssayBackendError(f"every request of {failed_streak} batches in a row failed on the endpoint's side "
+                                    f"({failures['timeout']} timed out, {failures['transport']} transport errors; last: "
+                                    f"{last[:200]}); the endpoint looks down. Answers so far are in the journal: "
+                                    f"resume with run id {run_id} and the same seed")
     n_told = max(search.tickets_told, 1)
     notes = list(preflight)
     if failures["generation"] == search.tickets_told and search.tickets_told:
         last = next((r["error"] for r in reversed(rows) if r.get("error")), "")
         raise AssayInputError(f"the generator failed on every one of the {search.tickets_told} tickets (last: {last}); "
                               "nothing was evaluated: the search space does not fit the generator")
-    share = sum(failures.values()) / n_told
+    model_fail = failures["unparseable"] + failures["too_long"] + failures["refused"]
+    if model_fail:
+        notes.append(f"{model_fail} of {search.tickets_told} answers were the model's failures ("
+                     f"{failures['unparseable']} unparseable, {failures['too_long']} too long for the model, "
+                     f"{failures['refused']} refused or empty): " + {
+                         "wrong": "scored as wrong (policy 'wrong')", "correct": "scored as correct (policy 'correct')",
+                         "missing": f"counted as utility {failure_utility:g} (policy 'missing')"}[policy])
+    other = failures["generation"] + failures["timeout"] + failures["transport"] + (
+        model_fail if policy == "missing" else 0)
+    share = other / n_told
     if share > 0.2:
-        notes.append(f"{sum(failures.values())} of {search.tickets_told} tickets ({share:.0%}) were not evaluated "
-                     f"({failures['generation']} generation failures, {failures['timeout_or_error']} request errors, "
-                     f"{failures['unparseable']} unparseable answers); each counted as utility {failure_utility:g}, so "
-                     "the ranking and certificates rest on fewer evaluations than the budget suggests")
+        notes.append(f"{other} of {search.tickets_told} tickets ({share:.0%}) were not evaluated "
+                     f"({failures['generation']} generation failures, {failures['timeout']} timeouts, "
+                     f"{failures['transport']} transport errors"
+                     + (f", {model_fail} model failures under policy 'missing'" if policy == "missing" else "")
+                     + f"); each counted as utility {failure_utility:g}, so the ranking and certificates rest on fewer "
+                     "evaluations than the budget suggests")
     params = {**{k: v for k, v in vars(search.params).items()}, "budget": int(budget), "batch": int(batch),
               "utility": utility if isinstance(utility, str) else getattr(utility, "__name__", "custom"),
               "generator": getattr(generator, "name", type(generator).__name__),
-              "model": getattr(model, "name", None), "failure_utility": failure_utility, "seed": seed}
+              "model": getattr(model, "name", None), "failure_utility": failure_utility, "policy": policy,
+              "seed": seed}
     return result_from_search(search, params=params, tickets=pd.DataFrame(rows), failures=failures,
                               extra={"run_id": run_id, "seconds": time.perf_counter() - t0, "warnings": notes})

@@ -1,0 +1,584 @@
+"""Answer extraction: the rules that read a final answer out of a model's text, one section per answer shape.
+
+Real small models rarely answer in the exact shape asked for. The rules below were written against the responses
+of real models (``tests/fixtures/live_corpus/``: prompts and the SmolLM2-135M-Instruct answers they produced, each
+with its expected parse checked by hand) and are tested on every response of that corpus.
+
+Answer shapes and their extractors:
+
+* **boxed** (:func:`extract_boxed`): the last ``\\boxed{...}`` / ``\\fbox{...}``, nested braces matched;
+* **marked** (:func:`extract_answer`): the last ``Answer: X`` / ``**Final answer:** X`` line;
+* **auto** (:func:`extract_auto`, the default of ``exact`` and ``numeric``): boxed, else marked, else a final
+  answer stated in a sentence (``The answer is 42.``, ``The value of zyc is True.``), else a one-line response;
+* **label** (:func:`extract_label`): one of a closed set of words (True / False / N/A, yes / no, a verdict) stated
+  as the answer, after ``<think>`` blocks are dropped;
+* **number** (:func:`parse_number`): the number an extracted answer states (``1,000``, ``3/4``, ``\\frac{3}{4}``,
+  ``50%``, ``42 meters``, ``$1,200.50``);
+* **choice** (:func:`extract_choice`): a multiple-choice letter in its usual shapes (``C``, ``(C)``, ``C)``,
+  ``Answer: C``, ``the correct option is C``), ``None`` when two letters compete.
+
+Everything first drops reasoning blocks (``<think>...</think>``, ``<reasoning>``), which hold drafts, not
+answers: :func:`strip_reasoning`. :func:`normalize` is the canonical string form used by ``exact``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from decimal import Decimal, InvalidOperation
+from fractions import Fraction
+from typing import Any
+
+from ..errors import AssayInputError
+
+__all__ = ["extract_boxed", "extract_answer", "extract_choice", "extract_auto", "extract_label", "normalize",
+           "parse_number", "strip_reasoning", "resolve_extract", "EXTRACTORS"]
+
+# --------------------------------------------------------------------------------------------
+# Extraction
+# --------------------------------------------------------------------------------------------
+
+
+def _check_text(text: Any, where: str) -> str | None:
+    if text is None or isinstance(text, str):
+        return text
+    raise AssayInputError(f"{where} expects a string (or None); got {type(text).__name__}")
+
+
+# One or two backslashes: responses that went through JSON escaping sometimes keep "\\boxed".
+_BOX_RE = re.compile(r"\\{1,2}(?:boxed|fbox)\s*\{")
+
+
+def extract_boxed(text: str | None) -> str | None:
+    """Content of the last ``\\boxed{...}`` (or ``\\fbox{...}``, ``\\boxed {...}``) in ``text``.
+
+    Nested braces are matched (``\\boxed{\\frac{1}{2}}`` -> ``\\frac{1}{2}``) and escaped braces
+    (``\\{``, ``\\}``) do not count. Returns ``None`` when there is no box, when the last box is
+    unbalanced (e.g. a truncated response; an earlier box is *not* used instead, since the model's
+    final answer is the one that was cut off) or when it is empty. The content is stripped.
+    """
+    text = _check_text(text, "extract_boxed")
+    if not text:
+        return None
+    matches = list(_BOX_RE.finditer(text))
+    if not matches:
+        return None
+    start = matches[-1].end()
+    depth, i, n = 1, start, len(text)
+    while i < n:
+        c = text[i]
+        if c == "\\":
+            i += 2  # skip the escaped character: \{ \} \\ and the first letter of \frac
+            continue
+        if c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+            if depth == 0:
+                content = text[start:i].strip()
+                return content or None
+        i += 1
+    return None
+
+
+_MD = r"(?:\*{1,2}|_{1,2})?"
+_TRAIL = " \t\r\n.,;:!?"
+
+
+def _answer_regex(prefix: str) -> re.Pattern[str]:
+    return re.compile(
+        rf"(?<![A-Za-z0-9]){_MD}{re.escape(prefix)}{_MD}[ \t]*[:：]{_MD}[ \t]*([^\n]*)",
+        re.IGNORECASE,
+    )
+
+
+def _trim_value(value: str) -> str:
+    v = value.strip()
+    prev = None
+    while v != prev:  # peel markdown and trailing punctuation until stable
+        prev = v
+        v = v.strip().strip("*_`").strip().rstrip(_TRAIL)
+    return v
+
+
+def _last_answer(text: str, prefix: str) -> tuple[int, int, str | None] | None:
+    """(start, end, value) of the last ``prefix:`` in text, or None when there is none."""
+    matches = list(_answer_regex(prefix).finditer(text))
+    if not matches:
+        return None
+    m = matches[-1]
+    value = _trim_value(m.group(1))
+    end = m.end()
+    if not value:
+        # "Answer:" alone on its line: the answer is on the next non-empty line.
+        for line in text[m.end():].splitlines():
+            value = _trim_value(line)
+            if value:
+                end = text.index(line, m.end()) + len(line)
+                break
+    if value:
+        boxed = extract_boxed(value)
+        if boxed is not None:
+            value = boxed
+    return m.start(), end, (value or None)
+
+
+def extract_answer(text: str | None, prefix: str = "Answer") -> str | None:
+    """The value after the last ``prefix:`` (default ``Answer:``) in ``text``, up to end of line.
+
+    Case-insensitive and tolerant of markdown (``**Answer:** 42``, ``**Answer**: 42``,
+    ``Answer: **42**``); "Final Answer:" matches too, "Answers:" does not. Surrounding
+    whitespace, markdown markers and trailing punctuation (``.,;:!?``) are trimmed. If the last
+    ``Answer:`` ends its line, the next non-empty line is taken. A ``\\boxed{...}`` inside the
+    value is unwrapped. Returns ``None`` when there is no ``Answer:`` or its value is empty.
+    """
+    text = _check_text(text, "extract_answer")
+    if not isinstance(prefix, str) or not prefix.strip():
+        raise AssayInputError(f"extract_answer prefix must be a non-empty string; got {prefix!r}")
+    if not text:
+        return None
+    found = _last_answer(text, prefix.strip())
+    return None if found is None else found[2]
+
+
+# --- multiple choice ----------------------------------------------------------------------------
+
+_LATEX_WRAP = re.compile(r"\\(?:text|textbf|textit|mathrm|mathbf|mbox|operatorname)\s*\{([^{}]*)\}")
+_WHOLE_LETTER = re.compile(r"^(?:option|choice)?\s*[(\[{]?\s*([A-Za-z])\s*[)\]}]?\s*[.:,;!]?$", re.I)
+_MARKED = re.compile(
+    r"[(\[]\s*([A-Za-z])\s*[)\]]"  # (C) [c]
+    r"|(?<![A-Za-z0-9(\[])([A-Z])\)"  # C)
+)
+_LEADING = re.compile(r"^(?:[(\[]\s*([A-Za-z])\s*[)\]]|([A-Z])(?:[).:]|\s*$)(?=\s|$))")
+_BARE = re.compile(r"(?<![A-Za-z0-9'\u2019\\])([A-Z])(?![A-Za-z0-9'\u2019])")
+_ANSWER_IS = re.compile(
+    r"(?<![A-Za-z])(?:answer|option|choice)\s+(?:is|would\s+be|should\s+be|=)\s*:?\s*",
+    re.IGNORECASE,
+)
+_IS_TOKEN = re.compile(r"(?:[(\[]\s*([A-Za-z])\s*[)\]]|([A-Z])(?![A-Za-z0-9'\u2019]))")
+_IS_MORE = re.compile(
+    r"^\s*(?:,|/|&|\bor\b|\band\b)\s*(?:[(\[]\s*([A-Za-z])\s*[)\]]|([A-Z])(?![A-Za-z0-9]))",
+    re.IGNORECASE,
+)
+
+
+def _choice_letters(choices: Any) -> str:
+    if isinstance(choices, str):
+        items = list(choices.replace(",", "").replace(" ", ""))
+    else:
+        try:
+            items = list(choices)
+        except TypeError:
+            items = None
+    bad = (
+        not items
+        or any(not isinstance(c, str) or len(c) != 1 or not c.isascii() or not c.isalpha() for c in items)
+        or len({c.upper() for c in items}) != len(items)
+    )
+    if bad:
+        raise AssayInputError(
+            f"choices must be distinct single letters, e.g. 'ABCD' or ['A', 'B', 'C']; got {choices!r}"
+        )
+    return "".join(c.upper() for c in items)
+
+
+def _clean_mc(s: str) -> str:
+    prev = None
+    while s != prev:
+        prev = s
+        s = _LATEX_WRAP.sub(r"\1", s)
+    return re.sub(r"\*|`|\$|__", "", s).strip()
+
+
+def _letter_in(value: str, letters: str) -> tuple[str | None, str | None]:
+    """(letter, None), (None, 'ambiguous: ...') or (None, None) for the letter stated in value."""
+    v = _clean_mc(value)
+    m = _WHOLE_LETTER.match(v)
+    if m:
+        letter = m.group(1).upper()
+        return (letter, None) if letter in letters else (None, None)
+    marked = _distinct(g.upper() for pair in _MARKED.findall(v) for g in pair if g)
+    marked = [c for c in marked if c in letters]
+    if len(marked) > 1:
+        return None, "ambiguous: " + ", ".join(marked)
+    lead = _LEADING.match(v)
+    if lead:
+        letter = (lead.group(1) or lead.group(2)).upper()
+        if letter in letters and (not marked or marked == [letter]):
+            return letter, None  # "(C) because A is wrong": the leading marked letter is the answer
+    found = _distinct(marked + [c for c in _BARE.findall(v) if c in letters])
+    if len(found) == 1:
+        return found[0], None
+    if len(found) > 1:
+        return None, "ambiguous: " + ", ".join(found)
+    return None, None
+
+
+def _distinct(items: Iterable[str]) -> list[str]:
+    out: list[str] = []
+    for x in items:
+        if x not in out:
+            out.append(x)
+    return out
+
+
+def _choice_with_reason(text: str | None, choices: Any = "ABCD") -> tuple[str | None, str]:
+    letters = _choice_letters(choices)
+    text = _check_text(text, "extract_choice")
+    if not text or not text.strip():
+        return None, "empty response"
+    cleaned = _clean_mc(text)
+    # (end position, letter, reason, rule) for every explicit answer marker
+    cands: list[tuple[int, str | None, str | None, str]] = []
+    found = _last_answer(cleaned, "Answer")
+    if found is not None and found[2] is not None:
+        letter, why = _letter_in(found[2], letters)
+        cands.append((found[1], letter, why, "Answer:"))
+    for m in reversed(list(_ANSWER_IS.finditer(cleaned))):
+        rest = cleaned[m.end():]
+        tok = _IS_TOKEN.match(rest)
+        if not tok:
+            continue
+        letter = (tok.group(1) or tok.group(2)).upper()
+        if letter not in letters:
+            continue
+        more = _IS_MORE.match(rest[tok.end():])
+        other = (more.group(1) or more.group(2)).upper() if more else None
+        if other and other != letter and other in letters:
+            cands.append((m.end() + tok.end(), None, f"ambiguous: {letter}, {other}", "answer is"))
+        else:
+            cands.append((m.end() + tok.end(), letter, None, "answer is"))
+        break
+    boxes = list(_BOX_RE.finditer(cleaned))
+    if boxes:
+        boxed = extract_boxed(cleaned)
+        if boxed is not None:
+            letter, why = _letter_in(boxed, letters)
+            cands.append((boxes[-1].end() + len(boxed), letter, why, "boxed"))
+    # The marker stated last wins: models that correct themselves restate the answer at the end.
+    for _, letter, why, rule in sorted(cands, key=lambda c: c[0], reverse=True):
+        if letter is not None:
+            return letter, f"{rule} {letter}"
+        if why is not None:
+            return None, f"{why} ({rule})"
+    lines = [ln for ln in cleaned.splitlines() if ln.strip()]
+    if lines:
+        m = _WHOLE_LETTER.match(lines[-1].strip())
+        if m and m.group(1).upper() in letters:
+            return m.group(1).upper(), f"final line {m.group(1).upper()}"
+    return None, f"no choice among {letters} found"
+
+
+def extract_choice(text: str | None, choices: Any = "ABCD") -> str | None:
+    """A multiple-choice letter (upper case) stated in ``text``, or ``None``.
+
+    ``choices`` is the set of valid letters: a string (``"ABCDE"``) or a list of single letters.
+    Rules, after removing markdown (``*``, backticks, ``$``) and LaTeX ``\\text{}``-like wrappers:
+
+    1. Explicit answer markers are collected: the last ``Answer: ...`` line (see
+       :func:`extract_answer`), the last ``answer is X`` / ``correct option is (X)`` /
+       ``choice would be X``, and the last ``\\boxed{X}``. The marker that appears *last* in the
+       text decides (a model that corrects itself restates its answer at the end). Markers that
+       name no valid letter (e.g. ``Answer: 42``) are skipped.
+    2. Within a marker's value, a letter counts when the value is just that letter (``C``,
+       ``(c)``, ``C.``, ``Option C``), when it is marked (``(C)``, ``[C]``, ``C)``) or a standalone
+       capital (``Option C is right``). A leading marked letter wins over capitals in the prose that
+       follows (``(C) because A is wrong`` -> ``C``). After ``answer is`` only the letter right
+       after it is read, and lower case only in brackets (``the answer is a bit...`` is no answer).
+    3. Two different letters in the deciding position (``Answer: C or D``, ``(B) and (C)``,
+       ``\\boxed{A, C}``, ``answer is B/C``) make the answer ambiguous: ``None`` is returned (no
+       earlier marker is used instead).
+    4. Without any marker, a last non-empty line that is just a letter (``C``, ``(C)``, ``**C.**``)
+       counts.
+
+    Letters outside ``choices`` never count, so with choices up to ``J`` a standalone ``I`` in an
+    answer line is read as option I. Returns ``None`` when nothing matches.
+    """
+    return _choice_with_reason(text, choices)[0]
+
+
+# --- normalisation and numbers ------------------------------------------------------------------
+
+_NUMBER_RE = re.compile(r"^[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d*)?(?:e[-+]?\d+)?$|^[-+]?\.\d+(?:e[-+]?\d+)?$")
+_THIN_SPACES = re.compile(r"\\[,!;: ]")
+
+
+def _canonical_number(s: str) -> str | None:
+    if not _NUMBER_RE.match(s):
+        return None
+    try:
+        d = Decimal(s.replace(",", ""))
+    except InvalidOperation:
+        return None
+    if not d.is_finite():
+        return None
+    if d == 0:
+        return "0"
+    exponent = d.adjusted()
+    if abs(exponent) > 60:  # keep absurd exponents short rather than writing 10^6 digits
+        return s.replace(",", "")
+    return format(d.normalize(), "f")
+
+
+def normalize(s: Any) -> str:
+    """Canonical string form of an answer for exact comparison.
+
+    Strips whitespace and surrounding ``$`` (``$42$``, ``$$x$$``), unwraps ``\\text{...}``-like
+    wrappers, drops LaTeX thin spaces (``1\\,000``), lowercases, strips trailing periods, and
+    writes numbers canonically: thousands separators removed (``1,000`` -> ``1000``), trailing
+    zeros dropped (``2.50`` -> ``2.5``, ``3.0`` -> ``3``), ``+``/leading zeros removed. Fractions
+    (``1/2``) and other strings are kept as they are. Numbers (int / float / Decimal) are accepted
+    and formatted the same way.
+    """
+    if isinstance(s, bool) or not isinstance(s, (str, int, float, Decimal, Fraction)):
+        raise AssayInputError(f"normalize expects a string or a number; got {type(s).__name__} {s!r}")
+    if isinstance(s, Fraction):
+        s = f"{s.numerator}/{s.denominator}" if s.denominator != 1 else str(s.numerator)
+    elif not isinstance(s, str):
+        s = repr(s) if isinstance(s, float) else str(s)
+    prev = None
+    while s != prev:
+        prev = s
+        s = s.strip()
+        if len(s) >= 2 and s.startswith("$") and s.endswith("$"):
+            s = s.strip("$")
+        s = s.rstrip(".").strip()
+        s = _LATEX_WRAP.sub(r"\1", s)
+    s = _THIN_SPACES.sub("", s).replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac")
+    s = s.lower().strip()
+    num = _canonical_number(s)
+    return num if num is not None else s
+
+
+_FRAC_RE = re.compile(r"^([-+]?)\\frac\s*\{\s*([-+]?[\d.]+)\s*\}\s*\{\s*([-+]?[\d.]+)\s*\}$")
+_SLASH_RE = re.compile(r"^([-+]?[\d.]+)\s*/\s*([-+]?[\d.]+)$")
+_ANY_NUMBER = re.compile(
+    r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?(?:\s*/\s*\d+(?:\.\d+)?)?|[-+]?\.\d+"
+)
+
+
+def _whole_number(s: str) -> float | None:
+    s = s.strip().rstrip("%").rstrip("\\").strip()
+    if not s:
+        return None
+    num = _canonical_number(s)
+    if num is not None:
+        return float(Decimal(num))
+    for rx in (_FRAC_RE, _SLASH_RE):
+        m = rx.match(s)
+        if m:
+            sign = -1.0 if rx is _FRAC_RE and m.group(1) == "-" else 1.0
+            a, b = m.groups()[-2:]
+            try:
+                num_, den = float(a), float(b)
+            except ValueError:
+                return None
+            if den == 0:
+                return None
+            return sign * num_ / den
+    return None
+
+
+def parse_number(s: str | None) -> float | None:
+    """The number an answer states, or ``None``.
+
+    The whole (normalised) answer is tried first: ``1,000``, ``-2.50``, ``1e-3``, ``1/2``,
+    ``\\frac{3}{4}``, ``-\\frac{1}{2}``, ``50%`` (-> 50). Otherwise the *last* number in the
+    answer is used (``x = 3, so y = 5`` -> 5; ``42 meters`` -> 42).
+    """
+    if s is None:
+        return None
+    s = normalize(s)
+    x = _whole_number(s)
+    if x is not None:
+        return x
+    found = _ANY_NUMBER.findall(s)
+    if not found:
+        return None
+    return _whole_number(normalize(found[-1].replace(" ", "")))
+
+
+# --- reasoning blocks ------------------------------------------------------------------------------
+
+_THINK = re.compile(r"<(think|thinking|reasoning|reflection)>.*?</\1>", re.IGNORECASE | re.DOTALL)
+_THINK_OPEN = re.compile(r"<(?:think|thinking|reasoning|reflection)>", re.IGNORECASE)
+_THINK_CLOSE = re.compile(r"^.*?</(?:think|thinking|reasoning|reflection)>", re.IGNORECASE | re.DOTALL)
+
+
+def strip_reasoning(text: str | None) -> str | None:
+    """``text`` without its reasoning blocks: ``<think>...</think>`` (and ``<thinking>``, ``<reasoning>``,
+    ``<reflection>``) removed; an unclosed opening tag drops everything after it (a draft cut off before any
+    answer); a closing tag without its opening (templates that put ``<think>`` in the prompt) drops everything
+    before it."""
+    if not text:
+        return text
+    out = _THINK.sub(" ", text)
+    out = _THINK_CLOSE.sub(" ", out, count=1)
+    m = _THINK_OPEN.search(out)
+    if m:
+        out = out[:m.start()]
+    return out
+
+
+# --- an answer stated in a sentence ---------------------------------------------------------------
+
+# "the answer is 42", "The final answer is: True", "the value of zyc is True", "x = 7", "the result is 3.5",
+# "so the solution is B"; the LAST such statement counts (models restate their answer at the end)
+_STATED = re.compile(
+    r"(?<![A-Za-z])(?:(?:final|correct|right)\s+)?(?:answer|result|solution|value(?:\s+of\s+[A-Za-z_][\w']*)?|"
+    r"output|total|sum)\s*(?:is|would\s+be|will\s+be|should\s+be|equals|=|:)\s*:?\s*"
+    r"(?P<v>[^\n]*)", re.IGNORECASE)
+_SENTENCE_END = re.compile(r"(?<!\d)[.!;](?:\s|$)|[.!;]$|,\s+(?:so|which|because|since|as|and)\b", re.IGNORECASE)
+
+
+def _stated(text: str) -> str | None:
+    """The value of the last "the answer is X" / "the value of n is X" / "x = X" statement, up to its sentence end."""
+    found = None
+    for m in _STATED.finditer(text):
+        v = m.group("v")
+        end = _SENTENCE_END.search(v)
+        v = _trim_value(v[:end.start()] if end else v)
+        if v:
+            found = v
+    return found
+
+
+def extract_auto(text: str | None) -> str | None:
+    """Default extractor: the last ``\\boxed{}``, else the last ``Answer:``, else the last "the answer is X"
+    statement, else a one-line response.
+
+    Reasoning blocks are dropped first (:func:`strip_reasoning`). A response that is a single non-empty line with
+    none of these is taken as the answer itself (models told to "reply with just the number" do that); anything
+    longer without a marker is unparseable.
+    """
+    text = _check_text(text, "extract_auto")
+    text = strip_reasoning(text)
+    if not text or not text.strip():
+        return None
+    for fn in (extract_boxed, extract_answer, _stated):
+        v = fn(text)
+        if v is not None:
+            return v
+    stripped = text.strip()
+    if "\n" not in stripped:
+        return _trim_value(stripped) or None
+    return None
+
+
+# --- labels (a closed set of words) ---------------------------------------------------------------
+
+#: the usual synonyms of True / False / N/A, keyed by the letters-only lower-case form
+LABEL_SYNONYMS: dict[str, str] = {
+    "true": "True", "false": "False", "yes": "True", "no": "False",
+    "na": "N/A", "unknown": "N/A", "undetermined": "N/A", "undeterminable": "N/A", "indeterminate": "N/A",
+    "cannotbedetermined": "N/A", "cannotdetermine": "N/A", "notdetermined": "N/A", "notapplicable": "N/A",
+}
+_WORD = re.compile(r"[A-Za-z][A-Za-z/'-]*")
+_PHRASES = re.compile(r"cannot be determined|can ?not be determined|not determined|not applicable|n/a",
+                      re.IGNORECASE)
+
+
+def _label_of(s: str, labels: dict[str, str]) -> str | None:
+    """The label a short answer states (its letters-only lower-case form looked up in ``labels``)."""
+    key = re.sub(r"[^a-z0-9]", "", _LATEX_WRAP.sub(r"\1", s).lower())
+    return labels.get(key)
+
+
+def _labels_in(s: str, labels: dict[str, str]) -> list[str]:
+    """Every label mentioned in ``s``, in order of appearance (a phrase such as "cannot be determined" is one)."""
+    found: list[tuple[int, str]] = []
+    taken = []
+    for m in _PHRASES.finditer(s):
+        lab = labels.get(re.sub(r"[^a-z]", "", m.group(0).lower()))
+        if lab:
+            found.append((m.start(), lab))
+            taken.append((m.start(), m.end()))
+    for m in _WORD.finditer(s):
+        if any(a <= m.start() < b for a, b in taken):
+            continue
+        lab = labels.get(re.sub(r"[^a-z]", "", m.group(0).lower()))
+        if lab:
+            found.append((m.start(), lab))
+    return [lab for _, lab in sorted(found)]
+
+
+def extract_label(text: str | None, labels: Any = None) -> str | None:
+    """The label (one of a closed set of words) a response gives as its answer, or ``None``.
+
+    ``labels`` maps a word's letters-only lower-case form to its label (default :data:`LABEL_SYNONYMS`: True /
+    False / N/A with yes, no, unknown, "cannot be determined"...); a list of words means each word is its own
+    label. Rules, after reasoning blocks are dropped:
+
+    1. a marker (``\\boxed{}``, ``Answer:``, "the answer is ...", "the value of X is ...") decides: the labels in its
+       value, if they agree (``Answer: True``; ``The value of zyc is True.``); two different ones -> ``None``;
+    2. without a marker, the labels mentioned in the whole response, if they all agree (``True.``,
+       ``zyc is true``); otherwise the labels of the last sentence, if they agree; else ``None``.
+    """
+    table = _label_table(labels)
+    text = _check_text(text, "extract_label")
+    text = strip_reasoning(text)
+    if not text or not text.strip():
+        return None
+    for fn in (extract_boxed, extract_answer, _stated):
+        v = fn(text)
+        if v is not None:
+            found = _distinct(_labels_in(v, table))
+            if len(found) == 1:
+                return found[0]
+            if len(found) > 1:
+                return None
+    found = _distinct(_labels_in(text, table))
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        return None
+    sentences = [x for x in re.split(r"(?<=[.!?])\s+|\n+", text.strip()) if _labels_in(x, table)]
+    last = _distinct(_labels_in(sentences[-1], table)) if sentences else []
+    return last[0] if len(last) == 1 else None
+
+
+def _label_table(labels: Any) -> dict[str, str]:
+    if labels is None:
+        return LABEL_SYNONYMS
+    if isinstance(labels, dict):
+        return {re.sub(r"[^a-z0-9]", "", str(k).lower()): str(v) for k, v in labels.items()}
+    if isinstance(labels, (list, tuple, set, frozenset)) and labels and all(isinstance(w, str) and w.strip()
+                                                                          for w in labels):
+        return {re.sub(r"[^a-z0-9]", "", w.lower()): w for w in labels}
+    raise AssayInputError(f"labels must be a non-empty list of words or a dict word -> label; got {labels!r}")
+
+
+def _extract_text(text: str | None) -> str | None:
+    if text is None or not text.strip():
+        return None
+    return text.strip()
+
+
+EXTRACTORS: dict[str, Callable[[str | None], str | None]] = {
+    "auto": extract_auto,
+    "label": extract_label,
+    "boxed": extract_boxed,
+    "answer": extract_answer,
+    "text": _extract_text,
+}
+
+
+def resolve_extract(extract: Any) -> Callable[[str | None], str | None]:
+    if extract is None:
+        return _extract_text
+    if isinstance(extract, str):
+        if extract in EXTRACTORS:
+            return EXTRACTORS[extract]
+        raise AssayInputError(
+            f"unknown extractor {extract!r}; accepted: {', '.join(map(repr, EXTRACTORS))}, None "
+            "(the whole text) or a callable text -> str | None"
+        )
+    if callable(extract):
+        return extract
+    raise AssayInputError(f"extract must be a name, None or a callable; got {extract!r}")
+
+
+def _name(fn: Any) -> str:
+    return getattr(fn, "__name__", None) or type(fn).__name__
+
+

@@ -1,0 +1,131 @@
+"""The outcome vocabulary: how one request to a model ended, in six words used by every live path.
+
+Every request that query, FAQ, QuickScope and the judge send ends in exactly one outcome:
+
+=============== ==================================================================== ==============================
+outcome         what happened                                                        whose failure
+=============== ==================================================================== ==============================
+``answered``    text came back and the scorer read an answer from it                 -- (scored right or wrong)
+``unparseable`` text came back but no answer of the expected shape is in it          the model's, on this item
+``too_long``    the prompt does not fit the model's context window (an HTTP 400      the model's, on this item
+                context-length reply, or a prompt over a known window found before
+                sending)
+``refused``     the model refused (an OpenAI ``refusal``) or answered nothing        the model's, on this item
+                (empty text, or no text at all)
+``timeout``     no answer within the time limit, after the retries                   the endpoint's
+``transport``   the request did not go through: connection refused or dropped,       the endpoint's
+                5xx after the retries, a body that is not OpenAI JSON, another
+                permanent HTTP error (401, 404 unknown model, ...)
+=============== ==================================================================== ==============================
+
+The first four are *answers*: the model's behaviour on that item, journaled as completed (a resumed run never
+sends them again) and scored by the failure policy (:data:`POLICIES`; ``wrong`` by default, as
+lm-evaluation-harness and inspect-ai score an answer they cannot parse). The last two say nothing about the model:
+they are never journaled as answers (a resumed run asks again), never scored by a policy (always missing), and
+they are the only outcomes that count toward "the endpoint looks down" (:data:`ENDPOINT_FAILURES`).
+
+:func:`of_response` reads the outcome of a :class:`~assay.models.base.Response` before scoring (``None``: text
+to score). :func:`is_context_length` recognises the context-length replies of llama.cpp, llama-cpp-python, vLLM,
+Ollama, OpenAI and LiteLLM. :func:`headline` is the one sentence every command prints under its accuracy.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable, Mapping
+
+__all__ = ["ANSWERED", "UNPARSEABLE", "TOO_LONG", "REFUSED", "TIMEOUT", "TRANSPORT", "OUTCOMES", "MODEL_FAILURES",
+           "ENDPOINT_FAILURES", "POLICIES", "DEFAULT_POLICY", "LABELS", "is_context_length", "of_response",
+           "headline", "counts_of"]
+
+ANSWERED = "answered"
+UNPARSEABLE = "unparseable"
+TOO_LONG = "too_long"
+REFUSED = "refused"
+TIMEOUT = "timeout"
+TRANSPORT = "transport"
+
+#: every outcome, in the order they are reported
+OUTCOMES: tuple[str, ...] = (ANSWERED, UNPARSEABLE, TOO_LONG, REFUSED, TIMEOUT, TRANSPORT)
+#: the model's failures on an item: scored by the policy, counted, never a reason to stop a run
+MODEL_FAILURES = frozenset({UNPARSEABLE, TOO_LONG, REFUSED})
+#: the endpoint's failures: always missing, and the only ones that can say "the endpoint looks down"
+ENDPOINT_FAILURES = frozenset({TIMEOUT, TRANSPORT})
+
+#: what a model failure counts as: ``wrong`` (0, the default), ``missing`` (left out) or ``correct`` (1)
+POLICIES: dict[str, float | None] = {"wrong": 0.0, "missing": None, "correct": 1.0}
+DEFAULT_POLICY = "wrong"
+
+#: plain words for each outcome, as printed
+LABELS: dict[str, str] = {ANSWERED: "answered", UNPARSEABLE: "unparseable", TOO_LONG: "too long for the model",
+                          REFUSED: "refused or empty", TIMEOUT: "timed out", TRANSPORT: "transport errors"}
+
+# context-length replies, lower-cased: llama-cpp-python "Requested tokens (2100) exceed context window of 2048",
+# llama.cpp server "the request exceeds the available context size", vLLM "This model's maximum context length is
+# 2048 tokens", OpenAI "context_length_exceeded", Ollama / others "prompt is too long", "input is too long"
+_CONTEXT = re.compile(
+    r"context[ _-]?(?:length|window|size)|maximum context|context_length_exceeded|exceeds? (?:the )?(?:available )?"
+    r"context|n_ctx|prompt is too long|input is too long|too many tokens|reduce the length of the (?:messages|prompt)"
+    r"|maximum (?:input|prompt) length|string_above_max_length")
+
+
+def is_context_length(status: int | None, message: str | None) -> bool:
+    """True when an HTTP error says the prompt does not fit the model's context window (400 / 413 / 422 with a
+    context-length message; the status alone is not enough, a 400 can be any bad request)."""
+    if status not in (400, 413, 422) or not message:
+        return False
+    return bool(_CONTEXT.search(message.lower()))
+
+
+def of_response(resp: Any) -> str | None:
+    """The outcome a response already has before any scoring, or ``None`` when it holds text for the scorer.
+
+    Reads ``resp.outcome`` when the model layer set it (``too_long``, ``refused``, ``timeout``, ``transport``);
+    otherwise an error message that mentions a timeout is ``timeout``, any other error ``transport``, and a
+    response with no text or only whitespace ``refused``. Accepts a :class:`~assay.models.base.Response` or its
+    ``to_dict()``.
+    """
+    get = resp.get if isinstance(resp, Mapping) else (lambda k, d=None: getattr(resp, k, d))
+    outcome = get("outcome")
+    if outcome in OUTCOMES and outcome != ANSWERED:
+        return outcome
+    error = get("error")
+    if error:
+        low = str(error).lower()
+        if "timeout" in low or "timed out" in low:
+            return TIMEOUT
+        if is_context_length(400, low):
+            return TOO_LONG
+        return TRANSPORT
+    text = get("text")
+    if text is None or not str(text).strip():
+        return REFUSED
+    return None
+
+
+def counts_of(outcomes: Iterable[Any]) -> dict[str, int]:
+    """``{outcome: n}`` for every outcome (zeros included), from outcome names, Outcomes or their dicts."""
+    from ..errors import AssayInputError
+
+    counts = dict.fromkeys(OUTCOMES, 0)
+    for i, o in enumerate(outcomes):
+        name = o if isinstance(o, str) else (o.get("status") if isinstance(o, Mapping) else getattr(o, "status", None))
+        if name not in counts:
+            raise AssayInputError(f"item {i}: {o!r} is not an outcome; outcomes are {', '.join(OUTCOMES)}")
+        counts[name] += 1
+    return counts
+
+
+def headline(counts: Mapping[str, int], policy: str) -> str:
+    """One sentence: how many answers were not scored as given and what they counted as, e.g.
+    ``"13 of 40 unparseable, 2 too long for the model: scored as wrong (policy 'wrong'); 1 timed out: missing"``.
+    Every model failure is named whatever the policy, so an accuracy never hides them."""
+    total = sum(int(v) for v in counts.values())
+    model = [(k, int(counts.get(k, 0))) for k in (UNPARSEABLE, TOO_LONG, REFUSED)]
+    endpoint = [(k, int(counts.get(k, 0))) for k in (TIMEOUT, TRANSPORT) if counts.get(k, 0)]
+    what = {"wrong": "scored as wrong", "missing": "left out of the accuracy", "correct": "scored as correct"}[policy]
+    parts = ", ".join(f"{n} {LABELS[k]}" for k, n in model)
+    line = f"of {total} requests: {parts}: {what} (policy {policy!r})"
+    if endpoint:
+        line += "; " + ", ".join(f"{n} {LABELS[k]}" for k, n in endpoint) + ": missing (not answers)"
+    return line
