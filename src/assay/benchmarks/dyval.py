@@ -78,8 +78,11 @@ Question layout: line 0 is a header, lines ``1 .. metadata["n_descriptions"]`` a
 per line; :func:`description_lines` returns them), then the question and the instruction
 ``Give your final answer inside \\boxed{}, ...``.
 
-Scoring (:meth:`DyValGenerator.score`): the last ``\\boxed{...}`` (else the last ``Answer: ...``); ``None`` if there
-is none or it holds no number / no recognisable label. Numbers are compared as DyVal does, rounded to two decimals
+Scoring (:meth:`DyValGenerator.score`), with the extraction rules of :mod:`assay.models.extract`: numbers by
+:func:`~assay.models.extract.extract_auto` (the last ``\\boxed{...}``, else ``Answer: ...``, else "the value of x is
+...", else a one-line answer) and :func:`~assay.models.extract.parse_number`; labels by
+:func:`~assay.models.extract.extract_label` (True / False / N/A and their synonyms, stated as the answer); ``None``
+when no number / no single label is found. Numbers are compared as DyVal does, rounded to two decimals
 (``decimals``): correct when the answer rounded half-up equals the reference rounded to two decimals (half-up, or
 half-even at an exact tie, since either is a correct rounding), computed in decimal arithmetic on the numbers'
 shortest representations. (An earlier version accepted anything within 1% relative, so 1584 and 1615 counted as
@@ -98,7 +101,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..errors import AssayInputError
-from ..models.scoring import extract_answer, extract_boxed, parse_number
+from ..models.extract import extract_auto, extract_label, parse_number
 from ..quickscope.space import Categorical, Integer, SearchSpace
 from . import Instance, register_generator
 
@@ -115,6 +118,20 @@ UNARY_FLOOR = 1e3  # the child of a sqrt/square node is kept >= -1000 (so one of
 UNARY_PROB = 1.0 / 3.0
 PIN_PROB = 0.5  # logic types: probability that the rules on a random root-to-leaf path all fire through that path
 REPAIR_PROB = 0.5  # logic rules: probability that literal signs are chosen so the premise holds (when possible)
+
+#: prompt tokens outside the description lines, and per description line (SmolLM2's tokenizer; see
+#: DyValGenerator.expected_prompt_tokens)
+_TOKENS_BASE = {"arithmetic": 76.0, "linear_equation": 125.0, "bool_logic": 44.0, "deductive_logic": 117.0,
+                "abductive_logic": 165.0}
+_TOKENS_PER_LINE = 14.0
+
+
+
+def _expected_tokens(kind: str, depth: int, children: int, distractors: int) -> float:
+    m = 1.0 / 3.0 + 2.0 / 3.0 * children
+    lines = sum(m ** level for level in range(depth + 1)) * (2 if kind == "linear_equation" else 1)
+    return _TOKENS_BASE[kind] + _TOKENS_PER_LINE * (lines + distractors)
+
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
 _STOP = frozenset(
@@ -624,9 +641,51 @@ class DyValGenerator:
 
     # -- space --------------------------------------------------------------------------------------------------
 
-    @staticmethod
-    def space() -> SearchSpace:
-        """QuickScope's DyVal template space (App. C): 4,440 valid templates."""
+    @classmethod
+    def expected_prompt_tokens(cls, config: Mapping[str, Any]) -> float:
+        """The expected prompt length of a template in tokens: ``base[dataset_type] + 14 * E[lines]``.
+
+        ``E[lines]`` is the expected number of description lines: the expected node count of the tree,
+        ``sum_{l=0}^{depth} m^l`` with ``m = 1/3 + 2/3 * children`` (each internal node is unary with probability 1/3),
+        twice that for ``linear_equation`` (two graphs), plus ``add_rand_desc``. The base lengths (header, question
+        and instructions) and the 14 tokens per line were measured on SmolLM2's tokenizer (60 generated prompts,
+        every prompt within 5% of the fit); other tokenizers differ by a few tens of percent, and the node count of a
+        deep template varies widely around its mean, so this is an estimate for narrowing the space, not a bound.
+        """
+        cfg = cls.validate(config)
+        return _expected_tokens(cfg["dataset_type"], cfg["depth"], cfg["children"], cfg["add_rand_desc"])
+
+    @classmethod
+    def space(cls, context_window: int | None = None, reserve: int = 256, fill: float = 0.8) -> SearchSpace:
+        """QuickScope's DyVal template space (App. C): 4,440 valid templates.
+
+        With ``context_window`` (the model's window in tokens), templates whose expected prompt
+        (:meth:`expected_prompt_tokens`, with the most distractors) exceeds ``fill * (context_window - reserve)``
+        are forbidden too, so the budget goes to questions the model can read (``reserve``: tokens kept for the
+        answer). Prompts of the remaining templates that still do not fit are answered ``too_long`` by the server
+        and counted as the model's failure on that question.
+        """
+        forbidden: list[dict] = [
+            {"depth": [8, 9, 10], "children": [3, 4]},
+            {"depth": 7, "children": 4},
+            {"depth": [8, 9, 10], "extra_links": [2, 3]},
+        ]
+        if context_window is not None:
+            if isinstance(context_window, bool) or not isinstance(context_window, int) or context_window <= reserve:
+                raise AssayInputError(f"context_window must be an integer number of tokens > reserve ({reserve}); "
+                                      f"got {context_window!r}")
+            limit = fill * (context_window - reserve)
+            fits = 0
+            for kind in DATASET_TYPES:
+                for children in range(2, 5):
+                    too_deep = [d for d in range(2, 11) if _expected_tokens(kind, d, children, 3) > limit]
+                    fits += 9 - len(too_deep)
+                    if too_deep:
+                        forbidden.append({"dataset_type": kind, "children": children, "depth": too_deep})
+            if not fits:
+                raise AssayInputError(f"no DyVal template fits a context window of {context_window} tokens (with "
+                                      f"{reserve} kept for the answer); the shortest prompts need about "
+                                      f"{_expected_tokens('bool_logic', 2, 2, 0):.0f}")
         return SearchSpace(
             [
                 Categorical("dataset_type", list(DATASET_TYPES)),
@@ -636,11 +695,7 @@ class DyValGenerator:
                 Integer("add_rand_desc", 0, 3),
                 Categorical("order", list(ORDERS)),
             ],
-            forbidden=[
-                {"depth": [8, 9, 10], "children": [3, 4]},
-                {"depth": 7, "children": 4},
-                {"depth": [8, 9, 10], "extra_links": [2, 3]},
-            ],
+            forbidden=forbidden,
         )
 
     @staticmethod
@@ -826,20 +881,16 @@ class DyValGenerator:
             return None
         if not isinstance(text, str):
             raise AssayInputError(f"dyval.score expects a string (or None); got {type(text).__name__}")
-        ans = extract_boxed(text)
-        if ans is None:
-            ans = extract_answer(text)
-        if ans is None:
-            return None
         answer_type = instance.metadata.get("answer_type")
         if answer_type is None:
             answer_type = "number" if isinstance(instance.reference, (int, float)) else "label"
         if answer_type == "number":
-            x = parse_number(ans)
+            ans = extract_auto(text)
+            x = parse_number(ans) if ans is not None else None
             if x is None or not math.isfinite(x):
                 return None
             return 1.0 if same_rounded(x, float(instance.reference), self.decimals) else 0.0
-        got = _label(ans)
+        got = extract_label(text)
         if got is None:
             return None
         return 1.0 if got == _label(str(instance.reference)) else 0.0

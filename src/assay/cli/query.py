@@ -33,11 +33,12 @@ def query(
     prompt_col: str = typer.Option("prompt", "--prompt-col"),
     id_col: str = typer.Option("id", "--id-col", help="Item id column (row numbers when absent)."),
     reference_col: Optional[str] = typer.Option(None, "--reference-col", help="Reference answers: score the responses."),
-    scorer: str = typer.Option("exact", "--scorer", help="exact, numeric, choice, label (True/False/N/A, yes/no) or contains."),
+    scorer: str = typer.Option("exact", "--scorer", help="exact, numeric, choice, label (True/False/N/A, yes/no) or contains; or a column naming each row's scorer (e.g. the shipped basics bank's 'scorer')."),
     policy: str = typer.Option("wrong", "--policy", help="What an unparseable, too long or refused answer counts as: wrong (default, as lm-eval and inspect), missing or correct. Timeouts and transport errors are never scored."),
     stream: bool = typer.Option(False, "--stream", help="Stream answers to record the time to the first token (ttft_s) as well as the total time."),
     output: Optional[Path] = typer.Option(None, "-o", "--out", "--output", help="Write one row per prompt (CSV/Parquet/JSONL by extension)."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON summary (and rows) on stdout."),
+    no_check: bool = typer.Option(False, "--no-check", help="Skip the check that the endpoint lists the model (GET /models) before sending."),
 ) -> None:
     """Send prompts to an OpenAI-compatible endpoint through the crash-safe journal; optionally score them."""
     import pandas as pd
@@ -45,6 +46,7 @@ def query(
     from .. import data as d
     from ..errors import AssayBackendError
     from ..models import OpenAIChatModel, run as run_model
+    from ..models.openai_model import check_model
     from ..models.journal import default_path
     from ..models.outcomes import headline
     from ..models.scoring import count_outcomes, make_scorer, score
@@ -62,12 +64,21 @@ def query(
     if table[prompt_col].isna().any():
         raise AssayInputError(f"empty prompts at {d.describe_rows(table.index[table[prompt_col].isna()])}")
     ids = table[id_col].astype(str).tolist() if id_col in table.columns else [str(i) for i in range(len(table))]
-    scorer_fn = make_scorer(scorer) if reference_col else None
     if reference_col and reference_col not in table.columns:
         raise AssayInputError(f"no reference column {reference_col!r}; columns: {', '.join(map(str, table.columns))}")
+    if scorer in table.columns:  # one scorer per row, named in a column
+        scorers = {name: make_scorer(str(name)) for name in table[scorer].dropna().unique()}
+        if table[scorer].isna().any():
+            raise AssayInputError(f"the scorer column {scorer!r} is empty at {d.describe_rows(table.index[table[scorer].isna()])}")
+        row_scorers = [scorers[name] for name in table[scorer]]
+    else:
+        row_scorers = [make_scorer(scorer)] * len(table)
+    scorer_fn = row_scorers if reference_col else None
     llm = OpenAIChatModel(model, base_url=endpoint, api_key_env=api_key_env, temperature=temperature,
                           max_tokens=max_tokens, seed=seed, timeout=timeout, system_prompt=system_prompt,
                           stream=stream)
+    if not no_check:
+        check_model(llm)  # an endpoint that is not OpenAI-compatible, or a model it does not serve: before any request
     with progress_reporter(f"query {model}") as update:
         def progress(st: dict) -> None:
             tokens = (st.get("prompt_tokens") or 0) + (st.get("completion_tokens") or 0)
@@ -83,7 +94,9 @@ def query(
     rows.insert(1, "prompt", table[prompt_col].astype(str).tolist())
     summary: dict[str, Any] = {"run_id": result.run_id, "model": model, "endpoint": llm.base_url, "stats": result.stats}
     if scorer_fn is not None:
-        outs = [score(r, ref, scorer_fn, policy=policy) for r, ref in zip(result.responses, table[reference_col].tolist())]
+        outs = [score(r, ref, fn, policy=policy)
+                for r, ref, fn in zip(result.responses, table[reference_col].tolist(), scorer_fn)]
+        rows["reference"] = table[reference_col].tolist()
         rows["extracted"] = [o.extracted for o in outs]
         rows["status"] = [o.status for o in outs]
         rows["score"] = [o.final_score for o in outs]
@@ -93,14 +106,7 @@ def query(
                               "accuracy": (sum(scored) / len(scored)) if scored else None, "scored": len(scored),
                               "headline": headline(counts, policy)}
     if output is not None:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        suffix = output.suffix.lower()
-        if suffix in (".parquet", ".pq"):
-            rows.to_parquet(output, index=False)
-        elif suffix in (".jsonl", ".ndjson"):
-            rows.to_json(output, orient="records", lines=True)
-        else:
-            rows.to_csv(output, index=False)
+        d.write_table(rows, output)
     if as_json:
         from ..results import to_jsonable
 

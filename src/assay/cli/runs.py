@@ -156,20 +156,23 @@ def show(
 @runs_app.command("export")
 @_guard
 def export(
-    run: str = typer.Argument(..., help="Run id (see `assay runs list`)."),
+    run: list[str] = typer.Argument(..., help="Run id(s) (see `assay runs list`); several runs go into one table, told apart by run_id (e.g. serving configurations for `assay psdme --config-col run_id --kpi-col ttft_s`)."),
     out: Path = typer.Option(..., "-o", "--out", help="Output file."),
     format: Optional[str] = typer.Option(None, "--format", help="parquet, csv or jsonl (default: from the file name, else parquet)."),
     journal: Optional[Path] = typer.Option(None, "--journal", help=_JOURNAL_HELP),
 ) -> None:
-    """Export one run's records (one row per request) to Parquet, CSV or JSONL."""
+    """Export runs' records (one row per request: text, outcome, latency_s, ttft_s, tokens) to Parquet, CSV or JSONL."""
     fmt = (format or _SUFFIX_FORMAT.get(out.suffix.lower(), "parquet")).lower()
     if fmt not in _FORMATS:
         raise AssayInputError(f"unknown --format {format!r}; use one of {', '.join(_FORMATS)}")
+    import pandas as pd
+
     j = _open(journal)
     try:
-        df = j.records(run)
+        frames = [j.records(r) for r in run]
     finally:
         j.close()
+    df = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
     for col in df.columns:  # journals written before URL redaction may hold credentials in stored URLs
         if df[col].dtype == object:
             df[col] = df[col].map(lambda v: mask_secrets(v) if isinstance(v, str) else v)
@@ -183,4 +186,4 @@ def export(
             df.to_json(out, orient="records", lines=True, force_ascii=False)
     except OSError as exc:
         raise AssayInputError(f"cannot write {out}: {exc}") from None
-    _out.print(Text(f"exported {len(df)} records of run {run} to {out} ({fmt})"))
+    _out.print(Text(f"exported {len(df)} records of run{'s' if len(run) > 1 else ''} {', '.join(run)} to {out} ({fmt})"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import sys
 from pathlib import Path
 from typing import Optional
@@ -66,8 +67,10 @@ def _print_scope(result, rows: int = 15) -> None:
     _out.print(t)
     fails = i.get("failures") or {}
     if any(fails.values()):
-        _out.print(Text("failures (counted as utility %s): %s" % (
-            p.get("failure_utility"), ", ".join(f"{k} {v}" for k, v in fails.items() if v))))
+        from ..models.outcomes import LABELS
+
+        _out.print(Text("not answered as asked: " + ", ".join(f"{v} {LABELS.get(k, k.replace('_', ' '))}"
+                                                             for k, v in fails.items() if v)))
     if "simulated" in i:
         _out.print(Text(f"simulated world {i['simulated']['world']}: {i['simulated']['false_certifications']} "
                         "false certificate(s) (a certified configuration whose true error rate is below tau)"))
@@ -106,6 +109,8 @@ def scope(
     temperature: float = typer.Option(0.0, "--temperature"),
     max_tokens: Optional[int] = typer.Option(None, "--max-tokens"),
     system_prompt: Optional[str] = typer.Option(None, "--system", help="System message."),
+    context_window: Optional[int] = typer.Option(None, "--context-window", help="The model's context window in tokens: the generator's space keeps templates whose prompts fit (dyval); prompts that still do not fit count as the model's failure (too_long)."),
+    policy: str = typer.Option("wrong", "--policy", help="What an unparseable, too long or refused answer counts as: wrong (default), correct, or missing (utility of a failure, the paper's App. B.3)."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout."),
     out: Optional[Path] = typer.Option(None, "-o", "--out", help="Also write the JSON result to this file."),
     report: Optional[Path] = typer.Option(None, "--report", help="Also write a self-contained HTML report."),
@@ -149,14 +154,22 @@ def scope(
         from ..models import OpenAIChatModel
         from ..models.journal import default_path
 
+        from ..models.openai_model import check_model
+
         gen = get_generator(generator)
-        sp = qs.SearchSpace.from_yaml(space) if space is not None else gen.space()
+        if space is not None:
+            sp = qs.SearchSpace.from_yaml(space)
+        elif context_window is not None and "context_window" in inspect.signature(gen.space).parameters:
+            sp = gen.space(context_window=context_window, reserve=max_tokens or 256)
+        else:
+            sp = gen.space()
         llm = OpenAIChatModel(model, base_url=endpoint, api_key_env=api_key_env, temperature=temperature,
                               max_tokens=max_tokens, timeout=timeout, system_prompt=system_prompt)
+        check_model(llm)
         with progress_reporter("scope tickets") as update:
             result = qs.run(sp, gen, llm, budget=budget, batch=batch, seed=seed, utility=utility,
                             journal=journal or default_path(), run_id=run_id, concurrency=concurrency, timeout=timeout,
-                            max_retries=max_retries, progress=update, **sp_params)
+                            max_retries=max_retries, progress=update, policy=policy, **sp_params)
         sys.stderr.write(f"run id: {result.info.get('run_id')} (resume with --run-id {result.info.get('run_id')} "
                          f"--seed {seed})\n")
     _emit(result, as_json, out, report, lambda: _print_scope(result))

@@ -20,10 +20,10 @@ from ..errors import AssayInputError
 from .autoeval import merge_judge
 from .release import read_siren_release
 from .siren import SIREN_COLUMNS, SirenDesign, siren_design
-from .tables import check_scores, check_unique, format_budget, map_columns, parse_budget, read_plain
+from .tables import check_scores, check_unique, format_budget, map_columns, parse_budget, read_plain, write_table
 
 __all__ = ["read_table", "read_plain", "map_columns", "check_scores", "check_unique", "read_siren_release",
-           "SirenDesign", "siren_design", "SIREN_COLUMNS", "parse_budget", "format_budget", "merge_judge"]
+           "SirenDesign", "siren_design", "SIREN_COLUMNS", "parse_budget", "format_budget", "merge_judge", "write_table"]
 
 _LOG_FORMATS = ("lmeval", "inspect", "helm")
 

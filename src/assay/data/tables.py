@@ -213,3 +213,18 @@ def format_budget(value: float | str, compact: bool = False) -> str:
     if v.is_integer():
         return str(int(v))
     return f"{v:g}"
+
+
+def write_table(table: pd.DataFrame, path: str | Path) -> Path:
+    """Write ``table`` by the file's extension: Parquet (``.parquet``, ``.pq``), JSON lines (``.jsonl``,
+    ``.ndjson``), else CSV. Parent folders are created. Returns the path."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    suffix = p.suffix.lower()
+    if suffix in (".parquet", ".pq"):
+        table.to_parquet(p, index=False)
+    elif suffix in (".jsonl", ".ndjson"):
+        table.to_json(p, orient="records", lines=True)
+    else:
+        table.to_csv(p, index=False)
+    return p

@@ -6,12 +6,17 @@ from importlib import resources
 
 import pandas as pd
 
-__all__ = ["load_siren_law", "load_llmperf", "synthetic_autoeval", "simulated_faq", "load_faq_factors", "SHIPPED", "path"]
+__all__ = ["load_basics", "load_siren_law", "load_llmperf", "synthetic_autoeval", "simulated_faq", "load_faq_factors", "SHIPPED", "path"]
 
 SHIPPED = {
     "siren-law": (
         "siren_law_dspy.parquet",
         "MMLU-Pro Law, DSPy-tuned prompts for 3 open models at 4 budgets + default, 1,001 items (SIREN)",
+    ),
+    "basics": (
+        "basics.parquet",
+        "320 easy questions in four answer shapes (number, True/False, multiple choice, one word), written here, for "
+        "live runs: id, prompt, reference, scorer",
     ),
 }
 
@@ -23,6 +28,14 @@ def path(name: str) -> str:
     if name not in SHIPPED:
         raise AssayInputError(f"no shipped data set {name!r}; available: {', '.join(SHIPPED)}")
     return str(resources.files(__package__).joinpath(SHIPPED[name][0]))
+
+
+def load_basics() -> pd.DataFrame:
+    """The ``basics`` item bank (:mod:`assay.benchmarks.basics`, ``make_bank(seed=0)``): 320 questions with columns
+    ``id, prompt, reference, scorer, shape, topic``; ``scorer`` names the scorer that reads each item's answer."""
+    with resources.files(__package__).joinpath("basics.parquet").open("rb") as fh:
+        df = pd.read_parquet(fh)
+    return df.astype({"id": str, "reference": str})
 
 
 def load_siren_law() -> pd.DataFrame:

@@ -12,8 +12,8 @@ the SQLite journal (answers survive ``kill -9``; a run resumes by id without re-
 
 from .base import CallableModel, Model, Prompt, Response, RetryableError
 from .journal import Journal, request_key
-from .openai_model import OpenAIChatModel
+from .openai_model import OpenAIChatModel, OpenAICompletionModel
 from .runner import RunResult, run, run_prompts
 
-__all__ = ["Response", "RetryableError", "Model", "Prompt", "CallableModel", "OpenAIChatModel",
+__all__ = ["Response", "RetryableError", "Model", "Prompt", "CallableModel", "OpenAIChatModel", "OpenAICompletionModel",
            "run_prompts", "run", "RunResult", "Journal", "request_key"]

@@ -469,7 +469,7 @@ def extract_auto(text: str | None) -> str | None:
 
 #: the usual synonyms of True / False / N/A, keyed by the letters-only lower-case form
 LABEL_SYNONYMS: dict[str, str] = {
-    "true": "True", "false": "False", "yes": "True", "no": "False",
+    "true": "True", "false": "False",
     "na": "N/A", "unknown": "N/A", "undetermined": "N/A", "undeterminable": "N/A", "indeterminate": "N/A",
     "cannotbedetermined": "N/A", "cannotdetermine": "N/A", "notdetermined": "N/A", "notapplicable": "N/A",
 }
@@ -506,7 +506,8 @@ def extract_label(text: str | None, labels: Any = None) -> str | None:
     """The label (one of a closed set of words) a response gives as its answer, or ``None``.
 
     ``labels`` maps a word's letters-only lower-case form to its label (default :data:`LABEL_SYNONYMS`: True /
-    False / N/A with yes, no, unknown, "cannot be determined"...); a list of words means each word is its own
+    False / N/A with unknown, "cannot be determined"...; yes / no are not in it, "no" is too common a word); a list
+    of words means each word is its own
     label. Rules, after reasoning blocks are dropped:
 
     1. a marker (``\\boxed{}``, ``Answer:``, "the answer is ...", "the value of X is ...") decides: the labels in its

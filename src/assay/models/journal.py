@@ -46,9 +46,41 @@ if TYPE_CHECKING:  # pandas is imported where used: a runner that only gets / pu
 from ..errors import AssayInputError
 
 __all__ = ["DEFAULT_PATH", "default_path", "request_key", "scrub", "Journal", "RECORD_COLUMNS", "register_secret",
-           "redact_url", "mask_secrets"]
+           "redact_url", "mask_secrets", "SCHEMA", "SCHEMA_VERSION"]
 
 SCHEMA_VERSION = 2
+
+#: The journal's schema, all of it. One SQLite file; four tables:
+#:
+#: * ``runs``: one row per run id, with its ``meta`` (JSON: model, params, what the method recorded, e.g. FAQ's seed)
+#:   and ``status`` (running, done, incomplete, interrupted, failed);
+#: * ``records``: one row per (run id, request key): the ``request`` (model, prompt, params; secrets scrubbed) and the
+#:   ``response`` as JSON (every field of :class:`~assay.models.base.Response`: text, latency_s, ttft_s, tokens,
+#:   finish_reason, outcome, detail, error), with latency, tokens and error also as columns for queries. A row whose
+#:   ``error`` is set (a timeout or transport error) is kept for the record but is not an answer: it is asked again
+#:   on resume and replaced by the first answer; a completed answer is never overwritten;
+#: * ``claims`` (v2): which live process holds a key it is asking (owner ``host:pid:token``, lease expiry), so two
+#:   processes on one run never pay twice for it;
+#: * ``counters`` (v2): per run, requests sent, and answers paid for but thrown away (timeouts, duplicates).
+#:
+#: :data:`RECORD_COLUMNS` are the columns of :meth:`Journal.records` (and ``assay runs export``).
+SCHEMA: tuple[str, ...] = (
+    "CREATE TABLE IF NOT EXISTS runs ("
+    " run_id TEXT PRIMARY KEY, created TEXT NOT NULL, updated TEXT NOT NULL,"
+    " meta TEXT NOT NULL DEFAULT '{}', status TEXT NOT NULL DEFAULT 'running')",
+    "CREATE TABLE IF NOT EXISTS records ("
+    " run_id TEXT NOT NULL, key TEXT NOT NULL, created TEXT NOT NULL,"
+    " request TEXT NOT NULL, response TEXT NOT NULL, latency_s REAL,"
+    " prompt_tokens INTEGER, completion_tokens INTEGER, error TEXT,"
+    " PRIMARY KEY (run_id, key))",
+    "CREATE INDEX IF NOT EXISTS records_key ON records(key)",
+    "CREATE TABLE IF NOT EXISTS claims ("
+    " run_id TEXT NOT NULL, key TEXT NOT NULL, owner TEXT NOT NULL, expires REAL NOT NULL,"
+    " PRIMARY KEY (run_id, key))",
+    "CREATE TABLE IF NOT EXISTS counters ("
+    " run_id TEXT NOT NULL, name TEXT NOT NULL, value INTEGER NOT NULL DEFAULT 0,"
+    " PRIMARY KEY (run_id, name))",
+)
 
 
 def default_path() -> Path:
@@ -321,6 +353,13 @@ def _text_of(response: Mapping) -> Any:
     return ch.get("text")
 
 
+def _outcome_of(response: Mapping, error: Any) -> str | None:
+    """How the request ended before scoring (:func:`assay.models.outcomes.of_response`), ``None`` for text to score."""
+    from .outcomes import of_response
+
+    return of_response({"text": _text_of(response), "error": error, "outcome": response.get("outcome")})
+
+
 def _as_str(v: Any) -> str | None:
     if v is None:
         return None
@@ -355,6 +394,7 @@ _UPSERT_RECORD = (
 RECORD_COLUMNS = [
     "run_id", "key", "created", "model", "prompt", "text", "finish_reason", "latency_s",
     "prompt_tokens", "completion_tokens", "total_tokens", "error", "params", "request", "response",
+    "ttft_s", "outcome",
 ]
 
 
@@ -461,26 +501,8 @@ class Journal:
                                   f"({SCHEMA_VERSION}); upgrade assay")
         conn.execute("BEGIN IMMEDIATE")
         try:
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS runs ("
-                " run_id TEXT PRIMARY KEY, created TEXT NOT NULL, updated TEXT NOT NULL,"
-                " meta TEXT NOT NULL DEFAULT '{}', status TEXT NOT NULL DEFAULT 'running')")
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS records ("
-                " run_id TEXT NOT NULL, key TEXT NOT NULL, created TEXT NOT NULL,"
-                " request TEXT NOT NULL, response TEXT NOT NULL, latency_s REAL,"
-                " prompt_tokens INTEGER, completion_tokens INTEGER, error TEXT,"
-                " PRIMARY KEY (run_id, key))")
-            conn.execute("CREATE INDEX IF NOT EXISTS records_key ON records(key)")
-            # v2: per-request claims (two processes on one run never pay twice for a key) and counters
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS claims ("
-                " run_id TEXT NOT NULL, key TEXT NOT NULL, owner TEXT NOT NULL, expires REAL NOT NULL,"
-                " PRIMARY KEY (run_id, key))")
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS counters ("
-                " run_id TEXT NOT NULL, name TEXT NOT NULL, value INTEGER NOT NULL DEFAULT 0,"
-                " PRIMARY KEY (run_id, name))")
+            for statement in SCHEMA:
+                conn.execute(statement)
             if version < SCHEMA_VERSION:
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             conn.execute("COMMIT")
@@ -812,7 +834,9 @@ class Journal:
         """One row per record of ``run_id``, in the order they were recorded.
 
         Columns (:data:`RECORD_COLUMNS`): run_id, key, created, model, prompt, text, finish_reason,
-        latency_s, prompt_tokens, completion_tokens, total_tokens, error, params, request, response.
+        latency_s, prompt_tokens, completion_tokens, total_tokens, error, params, request, response, ttft_s (time to
+        the first token of a streamed answer), outcome (:func:`assay.models.outcomes.of_response`: too_long, refused,
+        timeout, transport, or None for text to score).
         ``prompt`` / ``text`` are strings (JSON for chat messages); ``params``, ``request`` and
         ``response`` are the stored JSON, so an export loses nothing.
         """
@@ -832,15 +856,17 @@ class Journal:
             finish = resp.get("finish_reason", _first_choice(resp).get("finish_reason"))
             data.append((rid, key, created, _as_str(req.get("model")), _as_str(prompt), _as_str(_text_of(resp)),
                          _as_str(finish), lat, pt, ct, None, err,
-                         _canonical(req.get("params", {})), req_s, resp_s))
+                         _canonical(req.get("params", {})), req_s, resp_s, _float_or_none(resp.get("ttft_s")),
+                         _outcome_of(resp, err)))
         df = pd.DataFrame(data, columns=RECORD_COLUMNS)
         df["latency_s"] = df["latency_s"].astype("float64")
+        df["ttft_s"] = df["ttft_s"].astype("float64")
         for col in ("prompt_tokens", "completion_tokens"):
             df[col] = pd.array(df[col].tolist(), dtype="Int64")
         total = df["prompt_tokens"].fillna(0) + df["completion_tokens"].fillna(0)
         df["total_tokens"] = total.mask(df["prompt_tokens"].isna() & df["completion_tokens"].isna()).astype("Int64")
         for col in ("run_id", "key", "created", "model", "prompt", "text", "finish_reason", "error",
-                    "params", "request", "response"):
+                    "params", "request", "response", "outcome"):
             df[col] = df[col].astype("object")
         return df
 

@@ -26,7 +26,7 @@ from ..errors import AssayInputError
 from .base import Prompt, Response, RetryableError
 from .outcomes import REFUSED, TOO_LONG, TRANSPORT, is_context_length
 
-__all__ = ["OpenAIChatModel", "parse_retry_after"]
+__all__ = ["OpenAIChatModel", "OpenAICompletionModel", "parse_retry_after", "list_models"]
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 #: Key sent to local servers (vLLM, Ollama, llama.cpp) that do not check it; the SDK needs one.
@@ -374,3 +374,127 @@ class OpenAIChatModel:
         if key:
             register_secret(key)
         self._key = _Secret(key or DUMMY_KEY)
+
+
+class OpenAICompletionModel(OpenAIChatModel):
+    """A *completion* model behind an OpenAI-compatible ``POST /v1/completions`` endpoint: plain text in, the
+    continuation out, no chat template.
+
+    For pretrained (base) models, which through the chat endpoint echo the prompt or answer nothing (Gemma 3 270M,
+    say): give them a prompt that the answer continues, e.g. a few-shot rubric ending in ``Verdict:``, and a ``stop``
+    such as ``["\\n"]``. Same parameters, journal key, retries and outcomes as :class:`OpenAIChatModel`; a prompt must
+    be a string (chat messages are refused), and ``system_prompt`` is prepended to it with a blank line.
+    """
+
+    def params(self) -> dict[str, Any]:
+        return {**super().params(), "endpoint": "completions"}
+
+    def messages(self, prompt: Prompt) -> list[dict[str, Any]]:  # pragma: no cover - not used for completions
+        raise AssayInputError("a completion model takes a plain string prompt, not chat messages")
+
+    def _text_prompt(self, prompt: Prompt) -> str:
+        if not isinstance(prompt, str):
+            raise AssayInputError(f"a completion model takes a plain string prompt, not {type(prompt).__name__} "
+                                  "(use OpenAIChatModel for chat messages)")
+        return f"{self.system_prompt}\n\n{prompt}" if self.system_prompt else prompt
+
+    async def generate(self, prompt: Prompt) -> Response:
+        import openai
+
+        kwargs: dict[str, Any] = {"model": self.name, "prompt": self._text_prompt(prompt)}
+        for name in ("temperature", "max_tokens", "seed", "stop"):
+            if getattr(self, name) is not None:
+                kwargs[name] = getattr(self, name)
+        if self.extra_body:
+            kwargs["extra_body"] = dict(self.extra_body)
+        client = self._client()
+        t0 = time.perf_counter()
+        try:
+            out = await client.completions.create(**kwargs)
+        except openai.APITimeoutError:
+            raise RetryableError(None, None, f"timed out: no answer within {self.timeout} s (the server is slow, "
+                                             "overloaded or stuck)", timed_out=True) from None
+        except openai.APIConnectionError as exc:
+            raise RetryableError(None, None, self._scrub(_connection_words(exc, self.base_url))) from None
+        except openai.APIStatusError as exc:
+            return self._status_error(exc, t0)
+        except (openai.APIResponseValidationError, ValueError) as exc:
+            raise RetryableError(None, None, self._scrub(f"malformed response: {type(exc).__name__}: {exc}")[:500]) \
+                from None
+        latency = time.perf_counter() - t0
+        choices = getattr(out, "choices", None)
+        if not choices:
+            raise RetryableError(None, None, f"malformed response: no choices in {str(out)[:200]!r}")
+        usage = getattr(out, "usage", None)
+        return Response(text=getattr(choices[0], "text", None) or "", latency_s=latency,
+                        prompt_tokens=getattr(usage, "prompt_tokens", None) if usage is not None else None,
+                        completion_tokens=getattr(usage, "completion_tokens", None) if usage is not None else None,
+                        finish_reason=getattr(choices[0], "finish_reason", None))
+
+    def __repr__(self) -> str:
+        return super().__repr__().replace("OpenAIChatModel(", "OpenAICompletionModel(", 1)
+
+
+def list_models(model: OpenAIChatModel, timeout: float = 10.0) -> list[str] | None:
+    """The model ids the endpoint serves (``GET {base_url}/models``), or ``None`` when it does not list them (an
+    OpenAI-style JSON error for that path: some proxies have no ``/models``).
+
+    Raises :class:`~assay.errors.AssayBackendError` when nothing answers or the key is refused, and
+    :class:`~assay.errors.AssayInputError` when what answers is not an OpenAI-compatible API (HTML, another JSON
+    shape, a wrong base URL), naming the URL and what came back. Never prints the key.
+    """
+    import json as _json
+    import urllib.error
+    import urllib.request
+
+    from ..errors import AssayBackendError
+
+    url = model._raw_url + "/models"
+    shown = model.base_url + "/models"
+    req = urllib.request.Request(url, headers={"Authorization": f"Bearer {model._key.get()}"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            status, raw = resp.status, resp.read(1_000_000)
+    except urllib.error.HTTPError as exc:
+        status, raw = exc.code, exc.read(100_000)
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise AssayBackendError(model._scrub(f"nothing answers at {model.base_url} ({type(reason).__name__}: {reason}); "
+                                             "is the server running, and is the port right?")) from None
+    text = raw.decode("utf-8", "replace")
+    try:
+        body = _json.loads(text)
+    except ValueError:
+        body = None
+    if status in (401, 403):
+        raise AssayBackendError(f"the endpoint refused the API key (HTTP {status} on GET {shown}): set the "
+                                f"environment variable named by --api-key-env ({model.api_key_env})")
+    if status >= 400:
+        if isinstance(body, Mapping) and ("error" in body or "detail" in body):
+            return None  # an OpenAI-style API without /models: the model name cannot be checked
+        raise AssayInputError(f"{model.base_url} is not an OpenAI-compatible endpoint: GET {shown} answered HTTP "
+                              f"{status} with {text[:120]!r}. The base URL should end in /v1 (vLLM "
+                              "http://host:8000/v1, Ollama http://host:11434/v1, llama.cpp http://host:8080/v1)")
+    data = body.get("data") if isinstance(body, Mapping) else None
+    if not isinstance(data, list) or not all(isinstance(m, Mapping) and isinstance(m.get("id"), str) for m in data):
+        raise AssayInputError(f"{model.base_url} is not an OpenAI-compatible endpoint: GET {shown} answered "
+                              f"{text[:120]!r}, not a model list {{'data': [{{'id': ...}}]}}. The base URL should "
+                              "end in /v1")
+    return [m["id"] for m in data]
+
+
+def check_model(model: OpenAIChatModel, timeout: float = 10.0) -> None:
+    """Before anything is paid: the endpoint answers like an OpenAI API and serves ``model.name``.
+
+    A name the server does not list is refused with :class:`~assay.errors.AssayInputError` naming the models it does
+    serve (Ollama's ``name`` for ``name:latest`` and a provider prefix ``org/name`` are accepted). llama.cpp's server
+    answers to any name, so without this check a typo would silently evaluate whatever model it loaded.
+    """
+    served = list_models(model, timeout=timeout)
+    if not served:
+        return
+    name = model.name
+    if any(s == name or s == f"{name}:latest" or s.endswith("/" + name) for s in served):
+        return
+    shown = ", ".join(served[:20]) + (f" (and {len(served) - 20} more)" if len(served) > 20 else "")
+    raise AssayInputError(f"the server at {model.base_url} does not serve a model called {name!r}; it serves: {shown}")

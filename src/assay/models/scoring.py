@@ -335,7 +335,7 @@ class _Label(_Base):
 def label(labels: Any = None) -> Scorer:
     """Scorer for answers from a closed set of words: 1 when :func:`extract_label` reads the reference's label.
 
-    ``labels``: ``None`` (True / False / N/A and their synonyms: yes, no, unknown, "cannot be determined"...), a
+    ``labels``: ``None`` (True / False / N/A and their synonyms: unknown, "cannot be determined"...), a
     list of words (each its own label, case-insensitive) or a dict word -> label. No label, or two different ones
     in the deciding place, -> ``"unparseable"``.
     """
