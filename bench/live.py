@@ -10,13 +10,24 @@ Steps (``--steps``, default all):
   temperature / seed) answer 200 items of the shipped ``basics`` bank (50 of each shape); their raw answers go to
   ``OUT/history_answers.parquet`` (scored with the current scorers when read, so better extraction rules rescore
   without asking again), and ``tests/fixtures/live_history.parquet`` when ``--fixture`` is given.
-* further steps are added by their sections below.
+* ``query``: ``assay query`` on the whole basics bank (303 items), with every outcome counted;
+* ``scope``: ``assay scope`` on DyVal (context window 2048) and on reasoning-gym's chain_sum, 200 tickets each;
+* ``judge``: ``assay judge`` (Gemma 3 270M, few-shot rubric, /v1/completions) on the query step's answers, then
+  ``assay autoeval`` with a third of them human-labelled (here: the reference-based score), against R-Eval alone;
+* ``psdme``: ``assay psdme`` on streamed latencies (ttft and total) of three serving configurations (max tokens
+  16 / 64 / 256), 60 requests each, recorded in the journal;
+* ``faq``: FAQ on the history of the ``history`` step, holding out each variant in turn (its recorded answers are
+  the truth, so coverage and saving are measured), at budgets of 10% and 25%;
+* ``faqlive``: ``assay faq --endpoint`` on the served model with a system prompt no variant used, anytime stopping.
+
+Every number is printed and collected in ``OUT/summary.json``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -101,10 +112,162 @@ def step_history(urls: list[str], out: Path, max_tokens: int = 48) -> pd.DataFra
     return df
 
 
+def assay(*args, check: bool = True) -> subprocess.CompletedProcess:
+    """Run the ``assay`` command line (the one users run) and echo its human output."""
+    cmd = [sys.executable, "-m", "assay.cli", *map(str, args)]
+    print("$ assay " + " ".join(map(str, args)), flush=True)
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    print(res.stdout[-4000:], flush=True)
+    if check and res.returncode != 0:
+        raise SystemExit(f"assay failed ({res.returncode}): {res.stderr[-3000:]}")
+    return res
+
+
+def step_query(url: str, out: Path) -> dict:
+    from assay.datasets import path
+
+    assay("query", path("basics"), "--model", "smollm2", "--endpoint", url, "--reference-col", "reference",
+          "--scorer", "scorer", "--max-tokens", 64, "--concurrency", 2, "--journal", out / "journal.sqlite",
+          "--run-id", "live-query", "-o", out / "answers.parquet")
+    rows = pd.read_parquet(out / "answers.parquet")
+    by_shape = rows.assign(shape=rows["id"].str.split("-").str[0]).groupby("shape")
+    return {"n": len(rows), "accuracy": float(rows["score"].mean()),
+            "outcomes": rows["status"].value_counts().to_dict(),
+            "accuracy_by_shape": by_shape["score"].mean().round(4).to_dict(),
+            "unparseable_by_shape": by_shape["status"].apply(lambda s: int((s == "unparseable").sum())).to_dict()}
+
+
+def step_scope(url: str, out: Path) -> dict:
+    res = {}
+    r = assay("scope", "--generator", "dyval", "--endpoint", url, "--model", "smollm2", "--budget", 200, "--batch", 20,
+              "--certify", 0.9, "--context-window", 2048, "--max-tokens", 64, "--concurrency", 2, "--seed", 0,
+              "--journal", out / "journal.sqlite", "--run-id", "live-scope-dyval", "-o", out / "scope_dyval.json")
+    d = json.loads((out / "scope_dyval.json").read_text())
+    res["dyval"] = {"tickets": d["tickets"], "pool": d["pool"], "certified": d["n_certified"],
+                    "failures": d["failures"], "seconds": d["seconds"]}
+    space = out / "chain_sum.yaml"
+    space.write_text("parameters:\n  terms: {type: integer, low: 2, high: 6}\n  digits: {type: integer, low: 1, high: 4}\n")
+    assay("scope", "--generator", "reasoning_gym:chain_sum", "--space", space, "--endpoint", url, "--model", "smollm2",
+          "--budget", 200, "--batch", 20, "--certify", 0.9, "--max-tokens", 64, "--concurrency", 2, "--seed", 0,
+          "--journal", out / "journal.sqlite", "--run-id", "live-scope-rg", "-o", out / "scope_rg.json")
+    d = json.loads((out / "scope_rg.json").read_text())
+    res["chain_sum"] = {"tickets": d["tickets"], "pool": d["pool"], "certified": d["n_certified"],
+                        "failures": d["failures"], "seconds": d["seconds"]}
+    return res
+
+
+def step_judge(judge_url: str, out: Path) -> dict:
+    import numpy as np
+
+    rows = pd.read_parquet(out / "answers.parquet")
+    rng = np.random.default_rng(0)
+    rows["candidate"] = "smollm2"
+    rows["loss_human"] = np.where(rng.random(len(rows)) < 1 / 3, 1.0 - rows["score"], np.nan)
+    rows.to_parquet(out / "to_judge.parquet")
+    assay("judge", out / "to_judge.parquet", "--model", "gemma3", "--endpoint", judge_url, "--completions",
+          "--rubric", "fewshot", "--human-col", "loss_human", "--journal", out / "journal.sqlite", "--run-id",
+          "live-judge", "--concurrency", 2, "-o", out / "judged.csv")
+    lab = pd.read_csv(out / "judged.csv")
+    truth = 1.0 - rows["score"].to_numpy()
+    res = {"n": len(lab), "outcomes": lab["outcome"].value_counts().to_dict(),
+           "judge_agrees_with_reference": float((lab["loss_judge"].round() == truth).mean()),
+           "true_risk": float(truth.mean())}
+    for method in ("r-eval", "r-autoeval+"):
+        for target in (0.6, 0.7, 0.8, 0.9):
+            r = assay("autoeval", out / "judged.csv", "--risk-target", target, "--method", method, "--seed", 0,
+                      "--json", check=False)
+            c = json.loads(r.stdout)["candidates"][0]
+            res[f"{method}@{target}"] = {"certified": bool(c["certified"]), "risk_upper": c["risk_upper"],
+                                         "n": c["n"], "N": c["N"]}
+    return res
+
+
+def step_psdme(url: str, out: Path) -> dict:
+    from assay.datasets import load_basics
+
+    bank = load_basics().groupby("shape").head(15)
+    bank.to_csv(out / "psdme_bank.csv", index=False)
+    runs = []
+    for mt in (16, 64, 256):
+        rid = f"live-psdme-max{mt}"
+        assay("query", out / "psdme_bank.csv", "--model", "smollm2", "--endpoint", url, "--stream", "--max-tokens", mt,
+              "--concurrency", 1, "--journal", out / "journal.sqlite", "--run-id", rid)
+        runs.append(rid)
+    assay("runs", "export", *runs, "--journal", out / "journal.sqlite", "-o", out / "latency.csv")
+    res = {}
+    for kpi in ("ttft_s", "latency_s"):
+        r = assay("psdme", out / "latency.csv", "--config-col", "run_id", "--kpi-col", kpi, "--seed", 0, "--json")
+        res[kpi] = json.loads(r.stdout)
+    return {k: {"n": v["n"], "guaranteed": v.get("configs", v.get("table"))} for k, v in res.items()}
+
+
+def scored_history(out: Path) -> pd.DataFrame:
+    """The history step's answers scored now (models x items, 0/1), from OUT or the test fixture."""
+    from assay.datasets import load_basics
+    from assay.models.scoring import score_rows
+
+    path = out / "history_answers.parquet"
+    if not path.exists():
+        path = ROOT / "tests" / "fixtures" / "live_history.parquet"
+    answers = pd.read_parquet(path)
+    bank = load_basics().set_index("id").loc[answers["item"]]
+    outs = score_rows(answers["text"], bank["reference"], list(bank["scorer"]), outcomes=answers["outcome"])
+    answers["score"] = [o.final_score for o in outs]
+    answers["status"] = [o.status for o in outs]
+    return answers
+
+
+def step_faq(out: Path, seeds: int = 10, budgets=(0.1, 0.25)) -> dict:
+    """FAQ on real variants: hold out each prompt template (its three sampling settings together: a family
+    split), fit on the others, and estimate each held-out variant's accuracy on the 200 items from a budget, over
+    ``seeds`` seeds; the variant's recorded answers are the truth."""
+    import numpy as np
+
+    import assay
+
+    answers = scored_history(out)
+    wide = answers.pivot(index="model", columns="item", values="score")
+    family = wide.index.str.rsplit("-", n=1).str[0]
+    rows = []
+    for fam in sorted(set(family)):
+        hist, new = wide[family != fam], wide[family == fam]
+        for budget in budgets:
+            for seed in range(seeds):
+                r = assay.faq.evaluate(hist, new, budget=budget, seed=seed)
+                est = r.estimates
+                for rec in est.to_dict("records"):
+                    rows.append({"family": fam, "model": rec["model"], "budget": budget, "seed": seed,
+                                 "estimate": rec["estimate"], "ci_low": rec["ci_low"], "ci_high": rec["ci_high"],
+                                 "truth": rec["truth"], "gain": rec.get("gain_vs_uniform", np.nan)})
+    df = pd.DataFrame(rows)
+    df["covered"] = (df["ci_low"] <= df["truth"]) & (df["truth"] <= df["ci_high"])
+    df["width"] = df["ci_high"] - df["ci_low"]
+    df.to_csv(out / "faq_variants.csv", index=False)
+    res = {"variants": int(wide.shape[0]), "items": int(wide.shape[1]), "families": int(len(set(family))),
+           "mean_accuracy": float(wide.to_numpy().mean()), "runs_per_budget": int(len(df) / len(budgets))}
+    n_items = wide.shape[1]
+    for budget, g in df.groupby("budget"):
+        cov = float(g["covered"].mean())
+        # realised saving: the variance of the uniform sample mean (without replacement) over FAQ's mean squared
+        # error, per held-out variant (its MSE over the seeds), averaged over variants
+        n = int(round(budget * n_items))
+        per = g.groupby("model").apply(lambda h: pd.Series({
+            "mse": float(((h["estimate"] - h["truth"]) ** 2).mean()),
+            "uniform_var": float(h["truth"].iloc[0] * (1 - h["truth"].iloc[0]) / n * (n_items - n) / (n_items - 1))}))
+        ratio = (per["uniform_var"] / per["mse"].clip(lower=1e-12)).replace([np.inf], np.nan)
+        res[f"budget_{budget}"] = {"queries": n, "coverage": round(cov, 4),
+                                   "mc_se": round(float(np.sqrt(cov * (1 - cov) / len(g))), 4),
+                                   "mean_width": round(float(g["width"].mean()), 4),
+                                   "estimated_gain_vs_uniform": round(float(g["gain"].mean()), 3),
+                                   "realised_ess_ratio_median": round(float(ratio.median()), 3)}
+    print(json.dumps(res, indent=2))
+    return res
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, default=ROOT / "live-out")
-    ap.add_argument("--steps", default="history")
+    ap.add_argument("--steps", default="history,query,scope,judge,psdme,faq,faqlive")
     ap.add_argument("--servers", type=int, default=2, help="model-under-test servers (one thread each)")
     ap.add_argument("--urls", default=None, help="use running servers (comma-separated base URLs) instead")
     ap.add_argument("--fixture", action="store_true", help="also write tests/fixtures/live_history.parquet")
@@ -114,6 +277,10 @@ def main(argv: list[str] | None = None) -> int:
 
     from live_server import LiveServer, smollm2_path
 
+    from live_server import gemma3_path
+
+    summary_path = args.out / "summary.json"
+    summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
     with ExitStack() as stack:
         urls = args.urls.split(",") if args.urls else [
             stack.enter_context(LiveServer(smollm2_path(), alias="smollm2")).base_url for _ in range(args.servers)]
@@ -122,6 +289,16 @@ def main(argv: list[str] | None = None) -> int:
             df = step_history(urls, args.out)
             if args.fixture:
                 df.to_parquet(ROOT / "tests" / "fixtures" / "live_history.parquet", index=False)
+        for name, fn in (("query", step_query), ("scope", step_scope), ("psdme", step_psdme)):
+            if name in steps:
+                summary[name] = fn(urls[0], args.out)
+        if "judge" in steps:
+            judge_url = stack.enter_context(LiveServer(gemma3_path(), alias="gemma3")).base_url
+            summary["judge"] = step_judge(judge_url, args.out)
+        if "faq" in steps:
+            summary["faq"] = step_faq(args.out)
+        summary_path.write_text(json.dumps(summary, indent=2, default=str))
+    print(json.dumps(summary, indent=2, default=str))
     return 0
 
 

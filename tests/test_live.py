@@ -27,6 +27,7 @@ from assay.cli import app
 
 pytestmark = pytest.mark.live
 runner = CliRunner()
+N_ITEMS = 24
 
 
 def cli(args: list[str]):
@@ -45,12 +46,12 @@ def bank_subset(tmp_path: Path, per_shape: int = 10) -> Path:
 
 @pytest.fixture(scope="module")
 def answered(live_model, tmp_path_factory):
-    """40 items of the shipped bank (10 per answer shape) asked of the real model through `assay query`."""
+    """24 items of the shipped bank (6 per answer shape) asked of the real model through `assay query`."""
     d = tmp_path_factory.mktemp("live-query")
-    bank = bank_subset(d)
+    bank = bank_subset(d, N_ITEMS // 4)
     args = ["query", bank, "--model", live_model.alias, "--endpoint", live_model.base_url, "--journal",
             d / "j.sqlite", "--run-id", "q1", "--reference-col", "reference", "--scorer", "scorer",
-            "--max-tokens", "96", "--concurrency", "2", "-o", d / "answers.parquet"]
+            "--max-tokens", "48", "--concurrency", "2", "-o", d / "answers.parquet"]
     first = cli(args)
     return d, args, first
 
@@ -62,21 +63,21 @@ def test_query_on_the_shipped_bank_counts_every_outcome(answered):
     d, args, res = answered
     assert res.exit_code == 0, res.output
     rows = pd.read_parquet(d / "answers.parquet")
-    assert len(rows) == 40 and rows["status"].notna().all()
+    assert len(rows) == N_ITEMS and rows["status"].notna().all()
     counts = rows["status"].value_counts().to_dict()
     # every answer is accounted for in the outcome vocabulary, and unparseable answers are scored as wrong
     assert set(counts) <= {"answered", "unparseable", "too_long", "refused"}
     assert (rows.loc[rows["status"] != "answered", "score"] == 0).all()
     acc = rows["score"].mean()
     line = next(ln for ln in res.stdout.splitlines() if ln.startswith("accuracy"))
-    assert line.startswith(f"accuracy {acc:.4f} on 40 scored")
+    assert line.startswith(f"accuracy {acc:.4f} on {N_ITEMS} scored")
     n_unp = counts.get("unparseable", 0)
     assert f"{n_unp} unparseable" in line and "too long for the model" in line and "scored as wrong" in line
     # the same run again: every answer from the journal, nothing sent
     again = cli([*args, "--json"])
     assert again.exit_code == 0, again.output
     out = json.loads(again.stdout)
-    assert out["stats"]["cached"] == 40 and out["stats"]["requests"] == 0
+    assert out["stats"]["cached"] == N_ITEMS and out["stats"]["requests"] == 0
     assert out["scoring"]["accuracy"] == pytest.approx(acc)
 
 
@@ -86,7 +87,7 @@ def test_policy_missing_says_what_it_left_out(answered):
     assert res.exit_code == 0, res.output
     sc = json.loads(res.stdout)["scoring"]
     n_fail = sum(v for k, v in sc["counts"].items() if k != "answered")
-    assert sc["scored"] == 40 - n_fail and "left out of the accuracy" in sc["headline"]
+    assert sc["scored"] == N_ITEMS - n_fail and "left out of the accuracy" in sc["headline"]
 
 
 def test_a_prompt_too_long_for_the_model_is_its_failure_not_an_outage(live_model, tmp_path):
@@ -160,10 +161,10 @@ def test_scope_reasoning_gym_runs_its_whole_budget(live_model, tmp_path):
     space = tmp_path / "space.yaml"
     space.write_text("parameters:\n  terms: {type: integer, low: 2, high: 4}\n  digits: {type: integer, low: 1, high: 2}\n")
     res = cli(["scope", "--generator", "reasoning_gym:chain_sum", "--space", space, "--endpoint", live_model.base_url,
-               "--model", live_model.alias, "--budget", 40, "--batch", 20, "--n0", 6, "--certify", 0.9,
-               "--max-tokens", 64, "--concurrency", 2, "--seed", 1, "--journal", tmp_path / "j.sqlite"])
+               "--model", live_model.alias, "--budget", 20, "--batch", 10, "--n0", 6, "--certify", 0.9,
+               "--max-tokens", 48, "--concurrency", 2, "--seed", 1, "--journal", tmp_path / "j.sqlite"])
     assert res.exit_code == 0, res.output
-    assert "40 tickets" in res.stdout
+    assert "20 tickets" in res.stdout
     assert "certified at tau = 0.9" in res.stdout
 
 
@@ -184,7 +185,7 @@ def test_judge_then_autoeval_on_real_labels(answered, live_judge, tmp_path):
     res = cli(args)
     assert res.exit_code == 0, res.output
     lab = pd.read_csv(tmp_path / "judged.csv")
-    assert len(lab) == 40 and lab["loss_judge"].between(0, 1).all()
+    assert len(lab) == N_ITEMS and lab["loss_judge"].between(0, 1).all()
     assert set(lab["outcome"]) <= {"answered", "unparseable", "too_long", "refused", "not sent"}
     assert (lab.loc[lab["outcome"] == "unparseable", "loss_judge"] == 1).all()
     again = cli([*args, "--json"])  # resumed: every verdict from the journal
@@ -204,21 +205,22 @@ def test_judge_then_autoeval_on_real_labels(answered, live_judge, tmp_path):
 
 
 def test_psdme_on_live_latencies(live_model, tmp_path):
-    bank = bank_subset(tmp_path, 4)  # 16 prompts
+    bank = bank_subset(tmp_path, 2)  # 8 prompts
     journal = tmp_path / "j.sqlite"
-    for name, max_tokens in (("short", 8), ("medium", 32), ("long", 96)):
+    for name, max_tokens in (("short", 4), ("medium", 16), ("long", 48)):
         res = cli(["query", bank, "--model", live_model.alias, "--endpoint", live_model.base_url, "--stream",
                    "--max-tokens", max_tokens, "--journal", journal, "--run-id", name, "--concurrency", 1])
         assert res.exit_code == 0, res.output
     res = cli(["runs", "export", "short", "medium", "long", "--journal", journal, "-o", tmp_path / "lat.csv"])
     assert res.exit_code == 0, res.output
     lat = pd.read_csv(tmp_path / "lat.csv")
-    assert len(lat) == 48 and (lat["ttft_s"] > 0).all() and (lat["latency_s"] >= lat["ttft_s"]).all()
+    assert len(lat) == 24 and (lat["ttft_s"] > 0).all() and (lat["latency_s"] >= lat["ttft_s"]).all()
     res = cli(["psdme", tmp_path / "lat.csv", "--config-col", "run_id", "--kpi-col", "latency_s", "--seed", 0,
                "--json"])
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
-    assert out["n"] == 48
+    configs = pd.DataFrame(out["configs"])
+    assert sorted(configs["config"]) == ["long", "medium", "short"] and (configs["n"] == 8).all()
 
 
 # -- crash safety: kill -9 in the middle of live runs, resume, nothing lost or paid twice -------------------------
@@ -290,10 +292,10 @@ def test_kill_9_during_a_live_judge_run_then_resume(answered, live_judge, tmp_pa
            live_judge.alias, "--endpoint", live_judge.base_url, "--completions", "--rubric", "fewshot", "--journal",
            str(journal), "--run-id", "judge-k9", "--concurrency", "2", "-o", str(tmp_path / "judged.csv")]
     n_sent = int(rows["text"].fillna("").str.strip().ne("").sum())
-    _kill_midway(cmd, journal, "judge-k9", after=10, env=env)
+    _kill_midway(cmd, journal, "judge-k9", after=6, env=env)
     out = _resume_and_check(cmd, journal, "judge-k9", env, expected=n_sent)
-    assert out["stats"]["cached"] >= 10
-    assert len(pd.read_csv(tmp_path / "judged.csv")) == 40
+    assert out["stats"]["cached"] >= 6
+    assert len(pd.read_csv(tmp_path / "judged.csv")) == N_ITEMS
 
 
 def test_the_server_fixture_reports_a_dead_server(tmp_path):
@@ -315,3 +317,47 @@ def test_the_server_fixture_reports_a_dead_server(tmp_path):
 
     res = run(OpenAIChatModel("doomed", base_url=srv.base_url), ["hi"], max_retries=1, backoff_base=0.01)
     assert res.responses[0].outcome == "transport" and "nothing is listening" in res.responses[0].error
+
+
+# -- FAQ: a history made of real generations, and a live run with anytime stopping -------------------------------
+
+HISTORY = Path(__file__).parent / "fixtures" / "live_history.parquet"
+
+
+def history_matrix() -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The recorded answers of 21 variants of the served model on 200 items of the basics bank (``make live``),
+    scored now with the current scorers: (long table model/item/score, the bank)."""
+    from assay.datasets import load_basics
+    from assay.models.scoring import score_rows
+
+    answers = pd.read_parquet(HISTORY)
+    bank = load_basics().set_index("id")
+    b = bank.loc[answers["item"]]
+    outs = score_rows(answers["text"], b["reference"], list(b["scorer"]), outcomes=answers["outcome"])
+    answers["score"] = [o.final_score for o in outs]
+    return answers[["model", "item", "score"]], bank.loc[sorted(answers["item"].unique())].reset_index()
+
+
+def test_faq_live_with_anytime_stopping(live_model, tmp_path):
+    if not HISTORY.exists():
+        pytest.fail(f"{HISTORY} is missing: `python bench/live.py --steps history --fixture` records it")
+    hist, bank = history_matrix()
+    assert hist["model"].nunique() >= 20 and hist["item"].nunique() >= 200
+    assert hist["score"].notna().all() and 0.05 < hist["score"].mean() < 0.95  # neither all wrong nor all right
+    hist.to_csv(tmp_path / "history.csv", index=False)
+    bank.to_csv(tmp_path / "bank.csv", index=False)
+    args = ["faq", "--history", tmp_path / "history.csv", "--items", tmp_path / "bank.csv", "--endpoint",
+            live_model.base_url, "--model", live_model.alias, "--scorer", "scorer", "--system", "Be concise.",
+            "--max-tokens", 48, "--budget", 24, "--until-width", 0.5, "--min-queries", 8, "--seed", 0,
+            "--journal", tmp_path / "j.sqlite", "--run-id", "faq1", "--json"]
+    res = cli(args)
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    est = out["estimates"][0]
+    assert est["ci_low"] <= est["estimate"] <= est["ci_high"]
+    n = int(est["n_queries"])
+    assert 8 <= n <= 24
+    live = out["live"]
+    assert sum(live["outcomes"].values()) == n and "scored as wrong" in live["headline"]
+    again = json.loads(cli(args).stdout)  # resumed: the same questions, every answer from the journal
+    assert again["live"]["requests"] == 0 and again["estimates"][0]["estimate"] == est["estimate"]

@@ -10,7 +10,7 @@ Shapes (each prompt says how to answer; small models often do not, which is the 
 * ``number`` (scorer ``numeric``): sums, differences, products of small integers and one-step word problems;
 * ``label`` (scorer ``label``): "True or False" statements about numbers and everyday facts;
 * ``choice`` (scorer ``choice``): four-option multiple choice (largest / smallest number, odd one out, everyday facts);
-* ``word`` (scorer ``exact``): one-word answers (opposites, plurals, the next day or month).
+* ``word`` (scorer ``exact``): one-word answers (opposites, plurals, the day or month before or after another).
 
 The bank is deliberately easy for people and hard enough for a 135M-parameter model to miss a fair share, so accuracy
 is neither 0 nor 1 and answers come in every messy shape.
@@ -149,31 +149,35 @@ def _choice_items(rng: np.random.Generator, n: int) -> list[dict]:
 
 
 def _word_items(rng: np.random.Generator, n: int) -> list[dict]:
-    out = []
-    for k in range(n):
-        kind = k % 4
-        if kind == 0:
-            w, ref = _OPPOSITES[int(rng.integers(len(_OPPOSITES)))]
-            q, topic = f"What is the opposite of '{w}'?", "opposite"
-        elif kind == 1:
-            w, ref = _PLURALS[int(rng.integers(len(_PLURALS)))]
-            q, topic = f"What is the plural of '{w}'?", "plural"
-        elif kind == 2:
-            i = int(rng.integers(7))
-            q, ref, topic = f"Which day comes after {_DAYS[i]}?", _DAYS[(i + 1) % 7], "next day"
-        else:
-            i = int(rng.integers(12))
-            q, ref, topic = f"Which month comes after {_MONTHS[i]}?", _MONTHS[(i + 1) % 12], "next month"
-        out.append({"prompt": q + _WORD_SUFFIX, "reference": ref, "shape": "word", "topic": topic})
-    return out
+    pool = ([(f"What is the opposite of '{w}'?", ref, "opposite") for w, ref in _OPPOSITES]
+            + [(f"What is the plural of '{w}'?", ref, "plural") for w, ref in _PLURALS]
+            + [(f"Which day comes after {_DAYS[i]}?", _DAYS[(i + 1) % 7], "next day") for i in range(7)]
+            + [(f"Which day comes before {_DAYS[i]}?", _DAYS[i - 1], "previous day") for i in range(7)]
+            + [(f"Which month comes after {_MONTHS[i]}?", _MONTHS[(i + 1) % 12], "next month") for i in range(12)]
+            + [(f"Which month comes before {_MONTHS[i]}?", _MONTHS[i - 1], "previous month") for i in range(12)])
+    order = rng.permutation(len(pool))[:n]
+    return [{"prompt": pool[int(k)][0] + _WORD_SUFFIX, "reference": pool[int(k)][1], "shape": "word",
+             "topic": pool[int(k)][2]} for k in order]
+
+
+def _unique(make, rng: np.random.Generator, n: int) -> list[dict]:
+    """``n`` items of distinct prompts (fewer when the shape has fewer distinct questions)."""
+    out: dict[str, dict] = {}
+    for _ in range(20):
+        for it in make(rng, n):
+            out.setdefault(it["prompt"], it)
+        if len(out) >= n:
+            break
+    return list(out.values())[:n]
 
 
 def make_bank(seed: int = 0, per_shape: int = 80) -> pd.DataFrame:
-    """The bank: ``per_shape`` items of each shape (default 80, 320 in all), ids ``shape-NNN``, in a fixed order."""
+    """The bank: up to ``per_shape`` items of each shape, every prompt distinct (default 80 each, but there are 63
+    one-word questions: 303 in all), ids ``shape-NNN``, in a fixed order."""
     rng = np.random.default_rng([int(seed), 20261125])
     rows: list[dict] = []
     for make in (_number_items, _label_items, _choice_items, _word_items):
-        items = make(rng, per_shape)
+        items = _unique(make, rng, per_shape)
         for i, it in enumerate(items):
             rows.append({"id": f"{it['shape']}-{i:03d}", **it})
     bank = pd.DataFrame(rows, columns=["id", "prompt", "reference", "shape", "topic"])

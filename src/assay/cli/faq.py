@@ -114,7 +114,7 @@ def faq(
     endpoint: Optional[str] = typer.Option(None, "--endpoint", help="Live: OpenAI-compatible base URL."),
     model: Optional[str] = typer.Option(None, "--model", help="Live: model name as the endpoint knows it."),
     api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env", help="Environment variable holding the API key."),
-    scorer: str = typer.Option("exact", "--scorer", help="Live: exact, numeric, choice or contains."),
+    scorer: str = typer.Option("exact", "--scorer", help="Live: exact, numeric, choice, label or contains, or a column of the item bank naming each item's scorer (the shipped basics bank: scorer)."),
     policy: str = typer.Option("wrong", "--policy", help="Live: unparseable answers count as wrong, or missing (stop)."),
     journal: Optional[Path] = typer.Option(None, "--journal", help="Live: SQLite journal (default $ASSAY_JOURNAL or ~/.cache/assay/journal.sqlite)."),
     run_id: Optional[str] = typer.Option(None, "--run-id", help="Live: resume this run (its seed, budget and factors must match; the seed is reused when omitted)."),
@@ -164,6 +164,9 @@ def faq(
 
         llm = OpenAIChatModel(model, base_url=endpoint, api_key_env=api_key_env, temperature=temperature,
                               max_tokens=max_tokens, timeout=timeout, system_prompt=system_prompt)
+        from ..models.openai_model import check_model
+
+        check_model(llm)
         answerer = LiveAnswerer(llm, items, scorer=scorer, policy=policy, journal=journal or default_path(),
                                 run_id=run_id, timeout=timeout, max_retries=max_retries, id_col=id_col,
                                 prompt_col=prompt_col, reference_col=reference_col)

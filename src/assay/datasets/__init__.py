@@ -15,7 +15,7 @@ SHIPPED = {
     ),
     "basics": (
         "basics.parquet",
-        "320 easy questions in four answer shapes (number, True/False, multiple choice, one word), written here, for "
+        "303 easy questions in four answer shapes (number, True/False, multiple choice, one word), written here, for "
         "live runs: id, prompt, reference, scorer",
     ),
 }
@@ -31,7 +31,7 @@ def path(name: str) -> str:
 
 
 def load_basics() -> pd.DataFrame:
-    """The ``basics`` item bank (:mod:`assay.benchmarks.basics`, ``make_bank(seed=0)``): 320 questions with columns
+    """The ``basics`` item bank (:mod:`assay.benchmarks.basics`, ``make_bank(seed=0)``): 303 distinct questions with columns
     ``id, prompt, reference, scorer, shape, topic``; ``scorer`` names the scorer that reads each item's answer."""
     with resources.files(__package__).joinpath("basics.parquet").open("rb") as fh:
         df = pd.read_parquet(fh)

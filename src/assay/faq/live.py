@@ -26,8 +26,10 @@ from ..errors import AssayBackendError, AssayInputError
 __all__ = ["LiveAnswerer", "read_bank"]
 
 
-def read_bank(bank: Any, *, id_col: str = "id", prompt_col: str = "prompt", reference_col: str = "reference") -> pd.DataFrame:
-    """The item bank as a DataFrame indexed by item id (str) with ``prompt`` and ``reference`` columns."""
+def read_bank(bank: Any, *, id_col: str = "id", prompt_col: str = "prompt", reference_col: str = "reference",
+              scorer_col: str | None = None) -> pd.DataFrame:
+    """The item bank as a DataFrame indexed by item id (str) with ``prompt`` and ``reference`` columns (and
+    ``scorer`` when ``scorer_col`` names a column holding each item's scorer)."""
     if isinstance(bank, (str, Path)):
         from ..data import read_table
 
@@ -46,6 +48,11 @@ def read_bank(bank: Any, *, id_col: str = "id", prompt_col: str = "prompt", refe
         raise AssayInputError(f"the item bank has empty prompts for ids {', '.join(ids[bank[prompt_col].isna()].head(3))}")
     out = pd.DataFrame({"prompt": bank[prompt_col].astype(str).to_numpy(), "reference": bank[reference_col].to_numpy()},
                        index=ids.to_numpy())
+    if scorer_col is not None:
+        if bank[scorer_col].isna().any():
+            raise AssayInputError(f"the item bank's scorer column {scorer_col!r} is empty for ids "
+                                  f"{', '.join(ids[bank[scorer_col].isna()].head(3))}")
+        out["scorer"] = bank[scorer_col].astype(str).to_numpy()
     return out
 
 
@@ -59,13 +66,26 @@ class LiveAnswerer:
     def __init__(self, model, bank, *, scorer: Any = "exact", policy: str = "wrong", journal=None,
                  run_id: str | None = None, timeout: float | None = 60.0, max_retries: int = 6,
                  id_col: str = "id", prompt_col: str = "prompt", reference_col: str = "reference") -> None:
-        from ..models.scoring import make_scorer
+        from ..models.scoring import SCORERS, make_scorer
 
         if policy not in ("wrong", "missing"):
             raise AssayInputError(f"policy must be 'wrong' or 'missing' for FAQ (a label is needed); got {policy!r}")
         self.model = model
+        by_column = isinstance(scorer, str) and scorer not in SCORERS and isinstance(bank, (pd.DataFrame, str, Path))
         self.bank = read_bank(bank, id_col=id_col, prompt_col=prompt_col, reference_col=reference_col)
-        self.scorer = make_scorer(scorer)
+        if by_column:
+            raw = bank if isinstance(bank, pd.DataFrame) else None
+            if raw is None:
+                from ..data import read_table
+
+                raw = read_table(bank, text_columns=(id_col,))
+            if scorer not in raw.columns:
+                raise AssayInputError(f"unknown scorer {scorer!r}: neither a scorer ({', '.join(SCORERS)}) nor a column "
+                                      f"of the item bank ({', '.join(map(str, raw.columns))})")
+            self.bank = read_bank(raw, id_col=id_col, prompt_col=prompt_col, reference_col=reference_col,
+                                  scorer_col=scorer)
+            self.scorers = {name: make_scorer(name) for name in self.bank["scorer"].unique()}
+        self.scorer = None if by_column else make_scorer(scorer)
         self.scorer_name = scorer if isinstance(scorer, str) else getattr(scorer, "__name__", "custom")
         self.policy = policy
         self.journal = journal
@@ -156,7 +176,8 @@ class LiveAnswerer:
         if resp.error:
             raise AssayBackendError(f"item {item_id!r}: the endpoint failed after retries ({resp.error}); answers so far "
                                     f"are in the journal, resume with run id {self.run_id}")
-        out = score(resp, row["reference"], self.scorer, policy=self.policy)
+        scorer = self.scorer if self.scorer is not None else self.scorers[row["scorer"]]
+        out = score(resp, row["reference"], scorer, policy=self.policy)
         self.outcomes[item_id] = out.to_dict()
         if out.final_score is None:
             raise AssayBackendError(f"item {item_id!r}: the answer could not be scored ({out.status}: "

@@ -83,6 +83,7 @@ def extract_boxed(text: str | None) -> str | None:
 
 _MD = r"(?:\*{1,2}|_{1,2})?"
 _TRAIL = " \t\r\n.,;:!?"
+_QUOTES = "'\"\u2018\u2019\u201c\u201d`"
 
 
 def _answer_regex(prefix: str) -> re.Pattern[str]:
@@ -98,6 +99,10 @@ def _trim_value(value: str) -> str:
     while v != prev:  # peel markdown and trailing punctuation until stable
         prev = v
         v = v.strip().strip("*_`").strip().rstrip(_TRAIL)
+        if len(v) >= 2 and v[0] in _QUOTES and v[-1] in _QUOTES:  # 'closed', "mice", “mice”
+            v = v[1:-1]
+        elif v and v[-1] in _QUOTES and v.count(v[-1]) == 1:  # a stray closing quote: 19'
+            v = v[:-1]
     return v
 
 
@@ -443,26 +448,63 @@ def _stated(text: str) -> str | None:
     return found
 
 
-def extract_auto(text: str | None) -> str | None:
-    """Default extractor: the last ``\\boxed{}``, else the last ``Answer:``, else the last "the answer is X"
-    statement, else a one-line response.
+# "<subject> is <answer>." as the response's last sentence: "The opposite of 'open' is 'closed'.", "The day after
+# Friday is Sunday." (a short predicate only: at most three words)
+_COPULA = re.compile(r"\b(?:is|are|equals)\s+(?P<v>[^\s.!?,;:]+(?:\s+[^\s.!?,;:]+){0,2})[\s.!'\"\u2018\u2019\u201c\u201d]*$",
+                     re.IGNORECASE)
+# "... = 40 coins in total" on the last line of a worked answer
+_EQUATION = re.compile(r"=\s*(?P<v>[-+]?\$?\d[\d,]*(?:\.\d+)?)(?![\d.]*\s*[-+*/x×÷])")
 
-    Reasoning blocks are dropped first (:func:`strip_reasoning`). A response that is a single non-empty line with
-    none of these is taken as the answer itself (models told to "reply with just the number" do that); anything
-    longer without a marker is unparseable.
+
+def _last_sentence(text: str) -> str:
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    if not lines:
+        return ""
+    parts = [p for p in re.split(r"(?<=[.!?])\s+", lines[-1].strip()) if p.strip()]
+    return parts[-1] if parts else ""
+
+
+def _copula(text: str) -> str | None:
+    m = _COPULA.search(_last_sentence(text))
+    if not m:
+        return None
+    v = _trim_value(m.group("v").strip(_QUOTES))
+    return v if v and v.lower() not in ("a", "an", "the", "not") else None
+
+
+def _equation(text: str) -> str | None:
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    if not lines:
+        return None
+    found = list(_EQUATION.finditer(lines[-1]))
+    return found[-1].group("v") if found else None
+
+
+def extract_auto(text: str | None) -> str | None:
+    """Default extractor: the first of these that finds an answer.
+
+    1. the last ``\\boxed{}``;
+    2. the last ``Answer:`` line;
+    3. the last "the answer is X" / "the value of zyc is X" / "the result = X" statement;
+    4. a last sentence of the form "<subject> is <short answer>." (``The plural of 'mouse' is mice.``; at most three
+       words after "is");
+    5. a one-line response, taken whole (models told to "reply with just the number" do that);
+    6. the result of an equation on the last line (``5 * 9 = 45 coins in total`` -> ``45``).
+
+    Reasoning blocks are dropped first (:func:`strip_reasoning`). Anything else is unparseable.
     """
     text = _check_text(text, "extract_auto")
     text = strip_reasoning(text)
     if not text or not text.strip():
         return None
-    for fn in (extract_boxed, extract_answer, _stated):
+    for fn in (extract_boxed, extract_answer, _stated, _copula):
         v = fn(text)
         if v is not None:
             return v
     stripped = text.strip()
     if "\n" not in stripped:
         return _trim_value(stripped) or None
-    return None
+    return _equation(text)
 
 
 # --- labels (a closed set of words) ---------------------------------------------------------------

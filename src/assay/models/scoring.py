@@ -67,6 +67,7 @@ __all__ = [
     "apply_policy",
     "score_response",
     "score",
+    "score_rows",
     "count_outcomes",
 ]
 
@@ -527,3 +528,30 @@ def count_outcomes(outcomes: Iterable[Outcome | Mapping[str, Any]]) -> dict[str,
             )
         counts[status] += 1
     return counts
+
+
+def score_rows(texts: Iterable[Any], references: Iterable[Any], scorers: Any, policy: str = DEFAULT_POLICY,
+               outcomes: Iterable[Any] | None = None) -> list[Outcome]:
+    """Score many stored answers at once (e.g. a history of raw answers read back from a journal or a file).
+
+    ``scorers`` is one scorer (name or callable) or one per row; ``outcomes`` the model layer's outcome per row
+    (``Response.outcome``) when known. Rescoring stored text with better extraction rules needs no model call.
+    """
+    texts, references = list(texts), list(references)
+    if len(texts) != len(references):
+        raise AssayInputError(f"score_rows: {len(texts)} texts but {len(references)} references")
+    per_row = (list(scorers) if isinstance(scorers, (list, tuple)) or hasattr(scorers, "__array__")
+               else [scorers] * len(texts))
+    if len(per_row) != len(texts):
+        raise AssayInputError(f"score_rows: {len(per_row)} scorers for {len(texts)} rows")
+    made: dict[Any, Any] = {}
+    outs = list(outcomes) if outcomes is not None else [None] * len(texts)
+    result = []
+    for text, ref, sc, oc in zip(texts, references, per_row, outs):
+        key = sc if isinstance(sc, str) else id(sc)
+        if key not in made:
+            made[key] = make_scorer(sc)
+        oc = None if (oc is None or (isinstance(oc, float) and math.isnan(oc))) else oc
+        text = None if (text is None or (isinstance(text, float) and math.isnan(text))) else text
+        result.append(score_response(text, None, ref, made[key], policy, outcome=oc))
+    return result
