@@ -105,6 +105,11 @@ def test_a_prompt_too_long_for_the_model_is_its_failure_not_an_outage(live_model
     again = run(model, prompts, journal=tmp_path / "j.sqlite", run_id="long")
     assert again.stats["cached"] == 3 and again.stats["requests"] == 0
     assert again.responses[1].outcome == "too_long"
+    # with the window known, the server's tokenizer finds it before sending
+    known = OpenAIChatModel(live_model.alias, base_url=live_model.base_url, max_tokens=16, context_window=2048)
+    res = run(known, prompts, max_retries=0)
+    assert res.responses[1].outcome == "too_long" and res.responses[1].detail.startswith("found before sending")
+    assert res.responses[0].outcome is None and res.responses[0].text
 
 
 def test_bad_input_model_name_and_endpoint(live_model, tmp_path):
@@ -361,3 +366,11 @@ def test_faq_live_with_anytime_stopping(live_model, tmp_path):
     assert sum(live["outcomes"].values()) == n and "scored as wrong" in live["headline"]
     again = json.loads(cli(args).stdout)  # resumed: the same questions, every answer from the journal
     assert again["live"]["requests"] == 0 and again["estimates"][0]["estimate"] == est["estimate"]
+
+
+def test_a_bank_whose_prompts_are_all_too_long_is_refused(live_model, tmp_path):
+    pd.DataFrame({"id": ["a", "b"], "prompt": ["word " * 3000, "token " * 2500], "reference": ["1", "2"]}).to_csv(
+        tmp_path / "long.csv", index=False)
+    res = cli(["query", tmp_path / "long.csv", "--model", live_model.alias, "--endpoint", live_model.base_url,
+               "--journal", tmp_path / "j.sqlite", "--reference-col", "reference"])
+    assert res.exit_code == 2 and "every one of the 2 prompts is too long" in res.output

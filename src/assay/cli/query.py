@@ -35,6 +35,7 @@ def query(
     reference_col: Optional[str] = typer.Option(None, "--reference-col", help="Reference answers: score the responses."),
     scorer: str = typer.Option("exact", "--scorer", help="exact, numeric, choice, label (True/False/N/A, yes/no) or contains; or a column naming each row's scorer (e.g. the shipped basics bank's 'scorer')."),
     policy: str = typer.Option("wrong", "--policy", help="What an unparseable, too long or refused answer counts as: wrong (default, as lm-eval and inspect), missing or correct. Timeouts and transport errors are never scored."),
+    context_window: Optional[int] = typer.Option(None, "--context-window", help="The model's context window in tokens: prompts that cannot fit are answered too_long without being sent (counted by the server's tokenizer when it has one)."),
     stream: bool = typer.Option(False, "--stream", help="Stream answers to record the time to the first token (ttft_s) as well as the total time."),
     output: Optional[Path] = typer.Option(None, "-o", "--out", "--output", help="Write one row per prompt (CSV/Parquet/JSONL by extension)."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON summary (and rows) on stdout."),
@@ -76,7 +77,7 @@ def query(
     scorer_fn = row_scorers if reference_col else None
     llm = OpenAIChatModel(model, base_url=endpoint, api_key_env=api_key_env, temperature=temperature,
                           max_tokens=max_tokens, seed=seed, timeout=timeout, system_prompt=system_prompt,
-                          stream=stream)
+                          stream=stream, context_window=context_window)
     if not no_check:
         check_model(llm)  # an endpoint that is not OpenAI-compatible, or a model it does not serve: before any request
     with progress_reporter(f"query {model}") as update:
@@ -89,6 +90,10 @@ def query(
                            concurrency=concurrency, rpm=rpm, max_retries=max_retries, timeout=timeout,
                            progress=progress)
     sys.stderr.write(f"run id: {result.run_id} (resume with --run-id {result.run_id})\n")
+    if result.responses and all(r.outcome == "too_long" for r in result.responses):
+        raise AssayInputError(f"every one of the {len(result.responses)} prompts is too long for the model's context "
+                              f"window ({result.responses[0].detail}); shorten the prompts, lower --max-tokens, or "
+                              "serve the model with a larger window")
     rows = pd.DataFrame([r.to_dict() for r in result.responses])
     rows.insert(0, "id", ids)
     rows.insert(1, "prompt", table[prompt_col].astype(str).tolist())

@@ -164,7 +164,8 @@ def scope(
         else:
             sp = gen.space()
         llm = OpenAIChatModel(model, base_url=endpoint, api_key_env=api_key_env, temperature=temperature,
-                              max_tokens=max_tokens, timeout=timeout, system_prompt=system_prompt)
+                              max_tokens=max_tokens, timeout=timeout, system_prompt=system_prompt,
+                              context_window=context_window)
         check_model(llm)
         with progress_reporter("scope tickets") as update:
             result = qs.run(sp, gen, llm, budget=budget, batch=batch, seed=seed, utility=utility,

@@ -23,7 +23,10 @@ import pandas as pd
 
 from ..errors import AssayBackendError, AssayInputError
 
-__all__ = ["LiveAnswerer", "read_bank"]
+__all__ = ["LiveAnswerer", "read_bank", "TOO_LONG_STOP"]
+
+#: a live FAQ run stops with an input error when its first this-many questions were all too long for the model
+TOO_LONG_STOP = 10
 
 
 def read_bank(bank: Any, *, id_col: str = "id", prompt_col: str = "prompt", reference_col: str = "reference",
@@ -179,6 +182,11 @@ class LiveAnswerer:
         scorer = self.scorer if self.scorer is not None else self.scorers[row["scorer"]]
         out = score(resp, row["reference"], scorer, policy=self.policy)
         self.outcomes[item_id] = out.to_dict()
+        statuses = [o["status"] for o in self.outcomes.values()]
+        if len(statuses) >= TOO_LONG_STOP and all(st == "too_long" for st in statuses):
+            raise AssayInputError(f"the first {len(statuses)} questions asked are all too long for the model's context "
+                                  f"window ({resp.detail}); the bank's prompts do not fit this model: shorten them or "
+                                  f"serve the model with a larger window (answers so far are in run {self.run_id})")
         if out.final_score is None:
             raise AssayBackendError(f"item {item_id!r}: the answer could not be scored ({out.status}: "
                                     f"{(resp.text or '')[:80]!r}) and policy is 'missing'; use policy 'wrong' to count "

@@ -287,6 +287,9 @@ def judge(rows: pd.DataFrame, model, *, rubric: "str | Path | Rubric | None" = N
         out.append({"verdict": verdict, "outcome": status, "loss_judge": loss,
                     "judge_text": resp.text if resp.text is None else resp.text[:2000]})
     rid = res.run_id if res is not None else run_id
+    if res is not None and all(r.outcome == "too_long" for r in res.responses):
+        raise AssayInputError(f"every one of the {len(res.responses)} judge prompts is too long for the judge's context "
+                              f"window ({res.responses[0].detail}); use a shorter rubric or a judge with a larger window")
     if failed:
         raise AssayBackendError(f"{len(failed)} judge requests failed on the endpoint's side after retries (first: "
                                 f"{failed[0][:200]}); the verdicts so far are journaled: rerun with run id {rid}")

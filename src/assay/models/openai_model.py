@@ -144,12 +144,19 @@ class OpenAIChatModel:
     system_prompt : prepended as a system message when a prompt is a plain string.
     stream : stream the answer (default False) to measure the time to the first token (``Response.ttft_s``) as
         well as the total time; the answer is the same either way, so it is not part of the journal key.
+    context_window : the model's context window in tokens, when known. Before each request the prompt's tokens are
+        counted with the server's tokenizer (llama-cpp-python ``/extras/tokenize/count``, vLLM and llama.cpp
+        ``/tokenize``); a prompt whose message text alone plus ``max_tokens`` exceeds the window is answered
+        ``too_long`` without being sent (the chat template only adds tokens, so this never refuses a prompt that
+        fits). Without a tokenize endpoint nothing is checked before sending, and the server's own context-length
+        reply still gives ``too_long``.
     """
 
     def __init__(self, model: str, *, base_url: str | None = None, api_key_env: str | None = "OPENAI_API_KEY",
                  temperature: float | None = 0.0, max_tokens: int | None = None, seed: int | None = None,
                  stop: str | Sequence[str] | None = None, extra_body: Mapping[str, Any] | None = None,
-                 timeout: float = 60.0, system_prompt: str | None = None, stream: bool = False) -> None:
+                 timeout: float = 60.0, system_prompt: str | None = None, stream: bool = False,
+                 context_window: int | None = None) -> None:
         if not isinstance(model, str) or not model:
             raise AssayInputError(f"model must be a non-empty model name, got {model!r}")
         if timeout is not None and not (isinstance(timeout, (int, float)) and timeout > 0):
@@ -187,6 +194,11 @@ class OpenAIChatModel:
         self.timeout = float(timeout) if timeout is not None else None
         self.system_prompt = system_prompt
         self.stream = bool(stream)
+        if context_window is not None and (isinstance(context_window, bool) or not isinstance(context_window, int)
+                                           or context_window < 1):
+            raise AssayInputError(f"context_window must be a positive number of tokens or None, got {context_window!r}")
+        self.context_window = context_window
+        self._tokenize_path: str | None | bool = None  # None: not probed yet; False: the server has none
 
         key = os.environ.get(api_key_env) if api_key_env else None
         if not key:
@@ -203,9 +215,55 @@ class OpenAIChatModel:
     # -- the Model interface ------------------------------------------------------------------
     def params(self) -> dict[str, Any]:
         """Everything that defines the answer (for the journal key); never the key."""
-        return {"base_url": self.base_url, "temperature": self.temperature, "max_tokens": self.max_tokens,
-                "seed": self.seed, "stop": self.stop, "extra_body": self.extra_body,
-                "system_prompt": self.system_prompt}
+        out = {"base_url": self.base_url, "temperature": self.temperature, "max_tokens": self.max_tokens,
+               "seed": self.seed, "stop": self.stop, "extra_body": self.extra_body,
+               "system_prompt": self.system_prompt}
+        if self.context_window is not None:  # a known window can answer too_long before sending
+            out["context_window"] = self.context_window
+        return out
+
+    # -- a prompt over a known context window, found before sending ------------------------------------------------
+
+    def _count_tokens(self, text: str) -> int | None:
+        """Tokens of ``text`` by the server's tokenizer, or ``None`` when the server has no tokenize endpoint."""
+        import json as _json
+        import urllib.error
+        import urllib.request
+
+        root = self._raw_url[:-3] if self._raw_url.endswith("/v1") else self._raw_url
+        candidates = [self._tokenize_path] if isinstance(self._tokenize_path, str) else [
+            "/extras/tokenize/count", "/tokenize"]
+        if self._tokenize_path is False:
+            return None
+        for path in candidates:
+            body = ({"input": text} if path.startswith("/extras") else
+                    {"model": self.name, "prompt": text, "content": text})
+            req = urllib.request.Request(root + path, data=_json.dumps(body).encode(),
+                                         headers={"Content-Type": "application/json",
+                                                  "Authorization": f"Bearer {self._key.get()}"})
+            try:
+                with urllib.request.urlopen(req, timeout=self.timeout or 30) as r:
+                    out = _json.loads(r.read())
+            except (urllib.error.URLError, OSError, ValueError):
+                continue
+            n = out.get("count") if isinstance(out, Mapping) else None
+            if n is None and isinstance(out, Mapping) and isinstance(out.get("tokens"), list):
+                n = len(out["tokens"])
+            if isinstance(n, int):
+                self._tokenize_path = path
+                return n
+        self._tokenize_path = False
+        return None
+
+    async def _over_window(self, texts: list[str]) -> Response | None:
+        if self.context_window is None or self._tokenize_path is False:
+            return None
+        n = await asyncio.to_thread(self._count_tokens, "\n".join(texts))
+        if n is None or n + (self.max_tokens or 0) <= self.context_window:
+            return None
+        return Response(text=None, latency_s=0.0, outcome=TOO_LONG,
+                        detail=f"found before sending: the prompt has at least {n} tokens and {self.max_tokens or 0} "
+                               f"more are asked for the answer, over the context window of {self.context_window}")
 
     def messages(self, prompt: Prompt) -> list[dict[str, Any]]:
         if isinstance(prompt, str):
@@ -245,6 +303,9 @@ class OpenAIChatModel:
         import openai
 
         kwargs: dict[str, Any] = {"model": self.name, "messages": self.messages(prompt)}
+        early = await self._over_window([str(m.get("content", "")) for m in kwargs["messages"]])
+        if early is not None:
+            return early
         if self.temperature is not None:
             kwargs["temperature"] = self.temperature
         if self.max_tokens is not None:
@@ -368,6 +429,8 @@ class OpenAIChatModel:
 
         self.__dict__.update(state)
         self.__dict__.setdefault("stream", False)
+        self.__dict__.setdefault("context_window", None)
+        self.__dict__.setdefault("_tokenize_path", None)
         if "_raw_url" not in state:
             self._raw_url = self.base_url
         key = os.environ.get(self.api_key_env) if self.api_key_env else None
@@ -402,6 +465,9 @@ class OpenAICompletionModel(OpenAIChatModel):
         import openai
 
         kwargs: dict[str, Any] = {"model": self.name, "prompt": self._text_prompt(prompt)}
+        early = await self._over_window([kwargs["prompt"]])
+        if early is not None:
+            return early
         for name in ("temperature", "max_tokens", "seed", "stop"):
             if getattr(self, name) is not None:
                 kwargs[name] = getattr(self, name)
