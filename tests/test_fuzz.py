@@ -248,6 +248,58 @@ def test_data_readers(df, fmt, garbage):
         call(read_table, Path(d) / "ok.csv")
 
 
+# -- answers and verdicts: any text a model may send --------------------------------------------------------------
+
+ANSWER_TEXT = st.one_of(
+    st.none(), st.text(max_size=200),
+    st.sampled_from(["The value of zyc is True.", "A) Paris", "<think>x", "</think> 4", "Answer: 1,200.",
+                     "\\boxed{\\frac{1}{2}", "The answer is 'Answer: 19'.", "5 * 9 = 45 coins in total\n",
+                     "'", "\"", "is", "= =", "not correct", "CORRECT or INCORRECT", "\u201cmice\u201d"]),
+    st.lists(st.sampled_from(["The", "answer", "is", "True", "False", "N/A", "(B)", "B)", "=", "42", "\n", ".",
+                              "'", "**", "Answer:", "\\boxed{", "}", "<think>", "</think>", "not", "CORRECT"]),
+             max_size=12).map(" ".join),
+)
+
+
+@FUZZ
+@given(text=ANSWER_TEXT, ref=st.sampled_from(["4", "True", "B", "mice", "1,000", "N/A", "x", 3.5]),
+       scorer=st.sampled_from(["exact", "numeric", "choice", "label", "contains"]),
+       policy=st.sampled_from(["wrong", "missing", "correct", "drop"]),
+       outcome=st.sampled_from([None, "too_long", "refused", "timeout", "ok"]))
+def test_scoring_any_answer(text, ref, scorer, policy, outcome):
+    from assay.models import extract
+    from assay.models.judge import RUBRICS, parse_verdict
+    from assay.models.scoring import score_response
+
+    call(score_response, text, None, ref, scorer, policy, outcome=outcome)
+    for fn in (extract.extract_auto, extract.extract_label, extract.extract_choice, extract.strip_reasoning,
+               extract.extract_boxed, extract.extract_answer):
+        call(fn, text)
+    call(parse_verdict, text, RUBRICS["default"])
+
+
+@FUZZ
+@given(df=tables(["question", "reference", "answer", "candidate", "item", "h"], max_rows=6),
+       reply=ANSWER_TEXT, policy=st.sampled_from(["wrong", "correct", "missing"]),
+       template=st.sampled_from(["default", "fewshot", "{question} {reference} {answer} CORRECT or INCORRECT",
+                                 "{answer} only", "{question}{reference}{answer} PASS"]))
+def test_judge_any_rows(df, reply, policy, template):
+    from assay.models import CallableModel
+    from assay.models.judge import judge
+
+    call(judge, df, CallableModel(lambda p: reply, name="j"), rubric=template if template in ("default", "fewshot")
+         else _rubric(template), policy=policy, human_col="h" if "h" in df.columns else None, concurrency=2)
+
+
+def _rubric(template):
+    from assay.models.judge import Rubric
+
+    try:
+        return Rubric(template)
+    except AssayError:
+        return None
+
+
 # -- CLI commands ---------------------------------------------------------------------------------------------------
 
 @FUZZ

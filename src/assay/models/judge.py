@@ -234,6 +234,9 @@ def judge(rows: pd.DataFrame, model, *, rubric: "str | Path | Rubric | None" = N
                               f"'correct'; got {policy!r}")
     if not isinstance(rows, pd.DataFrame) or not len(rows):
         raise AssayInputError("judge needs a non-empty table of rows to grade")
+    dup_cols = rows.columns[rows.columns.duplicated()]
+    if len(dup_cols):
+        raise AssayInputError(f"the rows to grade have duplicate column names: {', '.join(map(str, dup_cols.unique()))}")
     need = [c for c in (question_col, reference_col, answer_col) if c not in rows.columns]
     if need:
         raise AssayInputError(f"the rows to grade have no column(s) {', '.join(map(repr, need))}; columns: "
