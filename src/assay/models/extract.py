@@ -167,6 +167,9 @@ _IS_MORE = re.compile(
 )
 
 
+_OPTION_LINE = re.compile(r"^[(\[]?([A-Z])[)\].:](?:\s|$)")
+
+
 def _choice_letters(choices: Any) -> str:
     if isinstance(choices, str):
         items = list(choices.replace(",", "").replace(" ", ""))
@@ -271,6 +274,10 @@ def _choice_with_reason(text: str | None, choices: Any = "ABCD") -> tuple[str | 
         m = _WHOLE_LETTER.match(lines[-1].strip())
         if m and m.group(1).upper() in letters:
             return m.group(1).upper(), f"final line {m.group(1).upper()}"
+        # an answer that starts with an option as the prompt listed it: "A) Paris", "(B) 26 is the largest"
+        lead = _OPTION_LINE.match(lines[0].strip())
+        if lead and lead.group(1).upper() in letters:
+            return lead.group(1).upper(), f"leading option {lead.group(1).upper()}"
     return None, f"no choice among {letters} found"
 
 
@@ -294,7 +301,8 @@ def extract_choice(text: str | None, choices: Any = "ABCD") -> str | None:
        ``\\boxed{A, C}``, ``answer is B/C``) make the answer ambiguous: ``None`` is returned (no
        earlier marker is used instead).
     4. Without any marker, a last non-empty line that is just a letter (``C``, ``(C)``, ``**C.**``)
-       counts.
+       counts; else a response that starts with an option written as the prompt lists them (``A) Paris``,
+       ``(B) 26``) gives that option's letter.
 
     Letters outside ``choices`` never count, so with choices up to ``J`` a standalone ``I`` in an
     answer line is read as option I. Returns ``None`` when nothing matches.
