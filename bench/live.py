@@ -211,7 +211,8 @@ def scored_history(out: Path) -> pd.DataFrame:
         path = ROOT / "tests" / "fixtures" / "live_history.parquet"
     answers = pd.read_parquet(path)
     bank = load_basics().set_index("id").loc[answers["item"]]
-    outs = score_rows(answers["text"], bank["reference"], list(bank["scorer"]), outcomes=answers["outcome"])
+    outs = score_rows(answers["text"], bank["reference"], list(bank["scorer"]), outcomes=answers["outcome"],
+                      prompts=list(bank["prompt"]))
     answers["score"] = [o.final_score for o in outs]
     answers["status"] = [o.status for o in outs]
     return answers

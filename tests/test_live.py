@@ -338,7 +338,8 @@ def history_matrix() -> tuple[pd.DataFrame, pd.DataFrame]:
     answers = pd.read_parquet(HISTORY)
     bank = load_basics().set_index("id")
     b = bank.loc[answers["item"]]
-    outs = score_rows(answers["text"], b["reference"], list(b["scorer"]), outcomes=answers["outcome"])
+    outs = score_rows(answers["text"], b["reference"], list(b["scorer"]), outcomes=answers["outcome"],
+                      prompts=list(b["prompt"]))
     answers["score"] = [o.final_score for o in outs]
     return answers[["model", "item", "score"]], bank.loc[sorted(answers["item"].unique())].reset_index()
 

@@ -1,6 +1,6 @@
 """Answer extraction on a corpus of REAL model answers with hand-checked expected parses.
 
-``tests/fixtures/live_corpus/responses.jsonl``: answers of SmolLM2-135M-Instruct (the live model) to prompts of the
+``tests/fixtures/live_corpus/*.jsonl``: answers of SmolLM2-135M-Instruct (the live model) to prompts of the
 shipped basics bank and of DyVal, each with the final answer a careful reader finds in it (``expected``; ``null``
 when there is none), checked by hand (see the folder's README). Every scorer is tested on every response of its
 shape: the extractor must read what the reader read, or nothing when the reader found nothing. No model is needed.
@@ -14,15 +14,25 @@ from pathlib import Path
 
 import pytest
 
-from assay.models.extract import extract_auto, extract_choice, extract_label, normalize, parse_number
+from assay.models.extract import extract_auto, extract_choice, extract_label, normalize, parse_number, parse_options
 from assay.models.scoring import make_scorer, score_response
 
-CORPUS = Path(__file__).parent / "fixtures" / "live_corpus" / "responses.jsonl"
-RECORDS = [json.loads(line) for line in CORPUS.read_text().splitlines() if line.strip()] if CORPUS.exists() else []
+CORPUS = Path(__file__).parent / "fixtures" / "live_corpus"
+#: every hand-labelled file of the corpus (``*_raw.jsonl`` files hold unlabelled answers and are skipped)
+RECORDS = [json.loads(line) for f in sorted(CORPUS.glob("*.jsonl")) if not f.name.endswith("_raw.jsonl")
+           for line in f.read_text().splitlines() if line.strip()]
 
 # Responses where the rules read something other than the hand label, each with the reason it is left so (a rule
 # that would read it would misread more common shapes). Keep this list short and explained.
-KNOWN: dict[str, str] = {}
+KNOWN: dict[str, str] = {
+    "s1-basics-053": "'Answer: Months are numbered, but ...': the value of an Answer: line is read whole, a sentence (the "
+                  "exact scorer then finds it unequal to any one-word reference, as a reader would)",
+    "s1-basics-162": "'... 17 bags x 9 marbles = 165 marbles.' then another sentence: only an equation on the LAST line is "
+                  "read (reading any equation in the text misreads worked steps, e.g. s1-basics-194)",
+    "s1-basics-197": "cut off by max_tokens inside 'answer: 10 (the total number of marbles) + 32': the last number of an "
+                  "Answer: value is read (32); a reader sees no finished answer",
+    "s1-basics-205": "two contradictory totals, cut off: the equation on the last line is read (15)",
+}
 
 
 def parsed(rec: dict):
@@ -35,7 +45,7 @@ def parsed(rec: dict):
     if scorer == "label":
         return extract_label(text)
     if scorer == "choice":
-        return extract_choice(text, "ABCD")
+        return extract_choice(text, "ABCD", parse_options(rec["prompt"]))
     if scorer == "exact":
         ans = extract_auto(text)
         return None if ans is None else normalize(ans)
@@ -80,7 +90,7 @@ def test_every_scorer_scores_the_response_as_the_label_says(rec):
     if rec["id"] in KNOWN:
         pytest.skip(KNOWN[rec["id"]])
     ref = rec["reference"]
-    o = score_response(rec["response"], None, ref, make_scorer(rec["scorer"]))
+    o = score_response(rec["response"], None, ref, make_scorer(rec["scorer"]), prompt=rec["prompt"])
     if rec["expected"] is None:
         assert o.status in ("unparseable", "refused") and o.final_score == 0.0
         return

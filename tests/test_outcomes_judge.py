@@ -84,7 +84,7 @@ def test_shipped_rubrics_and_bad_rubrics(tmp_path):
     ("CORRECT", "CORRECT"), (" INCORRECT", "INCORRECT"), ("Verdict: correct.", "CORRECT"),
     ("The answer is incorrect because 2 + 2 is 4.", "INCORRECT"), ("**INCORRECT**", "INCORRECT"),
     ("This is not correct.", "INCORRECT"), ("<think>maybe correct</think> INCORRECT", "INCORRECT"),
-    ("It is correct. No wait, it is incorrect.", "INCORRECT"), ("10", None), ("", None), (None, None),
+    ("It is correct. No wait, it is incorrect.", None), ("10", None), ("", None), (None, None),
     ("CORRECT or INCORRECT", None),
 ])
 def test_parse_verdict(reply, verdict):

@@ -99,8 +99,9 @@ def query(
     rows.insert(1, "prompt", table[prompt_col].astype(str).tolist())
     summary: dict[str, Any] = {"run_id": result.run_id, "model": model, "endpoint": llm.base_url, "stats": result.stats}
     if scorer_fn is not None:
-        outs = [score(r, ref, fn, policy=policy)
-                for r, ref, fn in zip(result.responses, table[reference_col].tolist(), scorer_fn)]
+        outs = [score(r, ref, fn, policy=policy, prompt=p)
+                for r, ref, fn, p in zip(result.responses, table[reference_col].tolist(), scorer_fn,
+                                         table[prompt_col].astype(str).tolist())]
         rows["reference"] = table[reference_col].tolist()
         rows["extracted"] = [o.extracted for o in outs]
         rows["status"] = [o.status for o in outs]

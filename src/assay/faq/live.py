@@ -180,7 +180,7 @@ class LiveAnswerer:
             raise AssayBackendError(f"item {item_id!r}: the endpoint failed after retries ({resp.error}); answers so far "
                                     f"are in the journal, resume with run id {self.run_id}")
         scorer = self.scorer if self.scorer is not None else self.scorers[row["scorer"]]
-        out = score(resp, row["reference"], scorer, policy=self.policy)
+        out = score(resp, row["reference"], scorer, policy=self.policy, prompt=row["prompt"])
         self.outcomes[item_id] = out.to_dict()
         statuses = [o["status"] for o in self.outcomes.values()]
         if len(statuses) >= TOO_LONG_STOP and all(st == "too_long" for st in statuses):

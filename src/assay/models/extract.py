@@ -32,7 +32,7 @@ from typing import Any
 from ..errors import AssayInputError
 
 __all__ = ["extract_boxed", "extract_answer", "extract_choice", "extract_auto", "extract_label", "normalize",
-           "parse_number", "strip_reasoning", "resolve_extract", "EXTRACTORS"]
+           "parse_number", "strip_reasoning", "resolve_extract", "EXTRACTORS", "parse_options"]
 
 # --------------------------------------------------------------------------------------------
 # Extraction
@@ -157,7 +157,7 @@ _MARKED = re.compile(
 _LEADING = re.compile(r"^(?:[(\[]\s*([A-Za-z])\s*[)\]]|([A-Z])(?:[).:]|\s*$)(?=\s|$))")
 _BARE = re.compile(r"(?<![A-Za-z0-9'\u2019\\])([A-Z])(?![A-Za-z0-9'\u2019])")
 _ANSWER_IS = re.compile(
-    r"(?<![A-Za-z])(?:answer|option|choice)\s+(?:is|would\s+be|should\s+be|=)\s*:?\s*",
+    r"(?<![A-Za-z])(?:answer|option|choice)(?:\s+(?:is|would\s+be|should\s+be|=)\s*:?\s*|\s+(?=[(\[]?[A-Z][)\].:]))",
     re.IGNORECASE,
 )
 _IS_TOKEN = re.compile(r"(?:[(\[]\s*([A-Za-z])\s*[)\]]|([A-Z])(?![A-Za-z0-9'\u2019]))")
@@ -167,7 +167,7 @@ _IS_MORE = re.compile(
 )
 
 
-_OPTION_LINE = re.compile(r"^[(\[]?([A-Z])[)\].:](?:\s|$)")
+_OPTION_LINE = re.compile(r"^(?:option\s+)?[(\[]?([A-Z])[)\].:](?:\s|$)", re.IGNORECASE)
 
 
 def _choice_letters(choices: Any) -> str:
@@ -230,7 +230,8 @@ def _distinct(items: Iterable[str]) -> list[str]:
     return out
 
 
-def _choice_with_reason(text: str | None, choices: Any = "ABCD") -> tuple[str | None, str]:
+def _choice_with_reason(text: str | None, choices: Any = "ABCD",
+                        options: dict[str, str] | None = None) -> tuple[str | None, str]:
     letters = _choice_letters(choices)
     text = _check_text(text, "extract_choice")
     if not text or not text.strip():
@@ -241,7 +242,7 @@ def _choice_with_reason(text: str | None, choices: Any = "ABCD") -> tuple[str | 
     found = _last_answer(cleaned, "Answer")
     if found is not None and found[2] is not None:
         letter, why = _letter_in(found[2], letters)
-        cands.append((found[1], letter, why, "Answer:"))
+        cands.append((found[1], letter, why, "Answer:", _after_letter(found[2], letter)))
     for m in reversed(list(_ANSWER_IS.finditer(cleaned))):
         rest = cleaned[m.end():]
         tok = _IS_TOKEN.match(rest)
@@ -253,20 +254,20 @@ def _choice_with_reason(text: str | None, choices: Any = "ABCD") -> tuple[str | 
         more = _IS_MORE.match(rest[tok.end():])
         other = (more.group(1) or more.group(2)).upper() if more else None
         if other and other != letter and other in letters:
-            cands.append((m.end() + tok.end(), None, f"ambiguous: {letter}, {other}", "answer is"))
+            cands.append((m.end() + tok.end(), None, f"ambiguous: {letter}, {other}", "answer is", ""))
         else:
-            cands.append((m.end() + tok.end(), letter, None, "answer is"))
+            cands.append((m.end() + tok.end(), letter, None, "answer is", rest[tok.end():]))
         break
     boxes = list(_BOX_RE.finditer(cleaned))
     if boxes:
         boxed = extract_boxed(cleaned)
         if boxed is not None:
             letter, why = _letter_in(boxed, letters)
-            cands.append((boxes[-1].end() + len(boxed), letter, why, "boxed"))
+            cands.append((boxes[-1].end() + len(boxed), letter, why, "boxed", _after_letter(boxed, letter)))
     # The marker stated last wins: models that correct themselves restate the answer at the end.
-    for _, letter, why, rule in sorted(cands, key=lambda c: c[0], reverse=True):
+    for _, letter, why, rule, tail in sorted(cands, key=lambda c: c[0], reverse=True):
         if letter is not None:
-            return letter, f"{rule} {letter}"
+            return _checked_option(letter, tail, options, f"{rule} {letter}")
         if why is not None:
             return None, f"{why} ({rule})"
     lines = [ln for ln in cleaned.splitlines() if ln.strip()]
@@ -274,14 +275,65 @@ def _choice_with_reason(text: str | None, choices: Any = "ABCD") -> tuple[str | 
         m = _WHOLE_LETTER.match(lines[-1].strip())
         if m and m.group(1).upper() in letters:
             return m.group(1).upper(), f"final line {m.group(1).upper()}"
-        # an answer that starts with an option as the prompt listed it: "A) Paris", "(B) 26 is the largest"
+        # an answer that starts with an option as the prompt listed it: "A) Paris", "Option B: 19"; several option
+        # lines ("A) 76" then "D) 24") list options without choosing one
+        leads = [(m, ln) for ln in lines if (m := _OPTION_LINE.match(ln.strip())) and m.group(1).upper() in letters]
+        if len({m.group(1).upper() for m, _ in leads}) > 1:
+            return None, "ambiguous: " + ", ".join(_distinct(m.group(1).upper() for m, _ in leads)) + " (option lines)"
         lead = _OPTION_LINE.match(lines[0].strip())
         if lead and lead.group(1).upper() in letters:
-            return lead.group(1).upper(), f"leading option {lead.group(1).upper()}"
+            letter = lead.group(1).upper()
+            return _checked_option(letter, lines[0].strip()[lead.end():], options, f"leading option {letter}")
+    if options:
+        # an option named by its text instead of its letter: "The largest number is 11"
+        value = extract_auto(text)
+        if value is not None:
+            hit = [k for k, v in options.items() if k in letters and normalize(v) == normalize(value)]
+            if len(hit) == 1:
+                return hit[0], f"option text {value!r}"
     return None, f"no choice among {letters} found"
 
 
-def extract_choice(text: str | None, choices: Any = "ABCD") -> str | None:
+def _after_letter(value: str, letter: str | None) -> str:
+    """What a marker's value says right after its letter (``"26"`` in ``"A) 26"``)."""
+    if letter is None:
+        return ""
+    m = re.search(rf"(?<![A-Za-z]){letter}(?![A-Za-z])", value, re.IGNORECASE)
+    return value[m.end():] if m else ""
+
+
+def _checked_option(letter: str, after: str, options: dict[str, str] | None, why: str) -> tuple[str | None, str]:
+    """``letter`` unless the text written right after it names another option (``A) 14`` when A is 33)."""
+    if not options or letter not in options:
+        return letter, why
+    m = re.match(r"^\s*[)\].:]?\s*([^\n.;,]*)", after)
+    said = m.group(1).strip() if m else ""
+    if said and normalize(said) != normalize(options[letter]):
+        if any(normalize(said) == normalize(v) for k, v in options.items() if k != letter):
+            return None, f"letter {letter} and option text {said!r} disagree"
+    return letter, why
+
+
+_OPTION_DEF = re.compile(r"^\s*[(\[]?([A-Z])[)\].:]\s+(.+?)\s*$")
+
+
+def parse_options(prompt: Any) -> dict[str, str]:
+    """The options a multiple-choice prompt lists, one per line (``A) Paris``, ``(B) Rome``, ``C. Berlin``):
+    ``{"A": "Paris", ...}``; empty when the prompt lists none (chat messages: the last user message is read)."""
+    if isinstance(prompt, (list, tuple)):
+        users = [m.get("content") for m in prompt if isinstance(m, dict) and m.get("role") == "user"]
+        prompt = users[-1] if users else None
+    if not isinstance(prompt, str):
+        return {}
+    out: dict[str, str] = {}
+    for line in prompt.splitlines():
+        m = _OPTION_DEF.match(line)
+        if m:
+            out.setdefault(m.group(1), m.group(2))
+    return out if len(out) >= 2 else {}
+
+
+def extract_choice(text: str | None, choices: Any = "ABCD", options: dict[str, str] | None = None) -> str | None:
     """A multiple-choice letter (upper case) stated in ``text``, or ``None``.
 
     ``choices`` is the set of valid letters: a string (``"ABCDE"``) or a list of single letters.
@@ -307,7 +359,7 @@ def extract_choice(text: str | None, choices: Any = "ABCD") -> str | None:
     Letters outside ``choices`` never count, so with choices up to ``J`` a standalone ``I`` in an
     answer line is read as option I. Returns ``None`` when nothing matches.
     """
-    return _choice_with_reason(text, choices)[0]
+    return _choice_with_reason(text, choices, options)[0]
 
 
 # --- normalisation and numbers ------------------------------------------------------------------
@@ -392,6 +444,9 @@ def _whole_number(s: str) -> float | None:
     return None
 
 
+_UNEVALUATED = re.compile(r"\u221a|sqrt|\^|\*\*|\\sqrt", re.IGNORECASE)
+
+
 def parse_number(s: str | None) -> float | None:
     """The number an answer states, or ``None``.
 
@@ -407,6 +462,8 @@ def parse_number(s: str | None) -> float | None:
         return x
     found = _ANY_NUMBER.findall(s)
     if not found:
+        return None
+    if _UNEVALUATED.search(s):  # "sqrt(9)", "2^3", "x**2": an expression, not the number written last
         return None
     return _whole_number(normalize(found[-1].replace(" ", "")))
 
@@ -445,15 +502,26 @@ _SENTENCE_END = re.compile(r"(?<!\d)[.!;](?:\s|$)|[.!;]$|,\s+(?:so|which|because
 
 
 def _stated(text: str) -> str | None:
-    """The value of the last "the answer is X" / "the value of n is X" / "x = X" statement, up to its sentence end."""
+    """The value of the last "the answer is X" / "the value of n is X" / "x = X" statement, up to its sentence end.
+
+    Values of several different named quantities ("The value of ych is 7. The value of rpw is 10.") are a list of
+    intermediate results, not an answer: ``None`` unless an "answer" / "result" statement comes last."""
     found = None
+    names: set[str] = set()
     for m in _STATED.finditer(text):
         v = m.group("v")
         end = _SENTENCE_END.search(v)
         v = _trim_value(v[:end.start()] if end else v)
-        if v:
-            found = v
-    return found
+        if not v:
+            continue
+        named = re.match(r"(?:(?:final|correct|right)\s+)?value\s+of\s+([A-Za-z_][\w']*)", m.group(0), re.IGNORECASE)
+        if named:
+            names.add(named.group(1).lower())
+        found = (v, bool(named))
+    if found is None:
+        return None
+    value, by_name = found
+    return None if (by_name and len(names) > 1) else value
 
 
 # "<subject> is <answer>." as the response's last sentence: "The opposite of 'open' is 'closed'.", "The day after
@@ -461,7 +529,7 @@ def _stated(text: str) -> str | None:
 _COPULA = re.compile(r"\b(?:is|are|equals)\s+(?P<v>[^\s.!?,;:]+(?:\s+[^\s.!?,;:]+){0,2})[\s.!'\"\u2018\u2019\u201c\u201d]*$",
                      re.IGNORECASE)
 # "... = 40 coins in total" on the last line of a worked answer
-_EQUATION = re.compile(r"=\s*(?P<v>[-+]?\$?\d[\d,]*(?:\.\d+)?)(?![\d.]*\s*[-+*/x×÷])")
+_EQUATION = re.compile(r"(?<=[\d)])\s*=\s*(?P<v>[-+]?\$?\d[\d,]*(?:\.\d+)?)(?![\d.]*\s*[-+*/x×÷])")
 
 
 def _last_sentence(text: str) -> str:
@@ -472,12 +540,47 @@ def _last_sentence(text: str) -> str:
     return parts[-1] if parts else ""
 
 
+_ADVERBS = ("usually", "actually", "simply", "indeed", "just", "probably", "always", "often", "clearly", "therefore")
+#: "14 is the answer.", "There are 3 bags in total, which is the answer."
+_IS_THE_ANSWER = re.compile(r"(?P<v>[^\n.!?]*?)\s*,?\s*(?:which\s+)?is\s+the\s+(?:final\s+|correct\s+|right\s+)?answer\b",
+                            re.IGNORECASE)
+#: a first line that is one token, alone or followed by an explanation: "32", "Astra-nar", "April - The month..."
+_LEADING_TOKEN = re.compile(r"^(?P<v>[^\s,;:]+?)[.!]?(?:\s+[-\u2013\u2014]\s+(?=[A-Za-z]).*|,\s+(?=[A-Za-z]).*)?$")
+#: the most words a one-line answer may have to be taken whole ("Dusk", "Day before tomorrow")
+SHORT_ANSWER_WORDS = 3
+
+
 def _copula(text: str) -> str | None:
     m = _COPULA.search(_last_sentence(text))
     if not m:
         return None
-    v = _trim_value(m.group("v").strip(_QUOTES))
-    return v if v and v.lower() not in ("a", "an", "the", "not") else None
+    words = _trim_value(m.group("v").strip(_QUOTES + "()")).split()
+    while words and words[0].lower() in _ADVERBS:
+        words = words[1:]
+    v = _trim_value(" ".join(words).strip(_QUOTES))
+    if not v or v.lower() in ("a", "an", "the") or v.lower().startswith("not") or v.lower().startswith("no "):
+        return None
+    if re.search(r"[*/=+^]|\s-\s", v):  # an expression ("7*dcd - 5"), not an answer
+        return None
+    return v
+
+
+def _is_the_answer(text: str) -> str | None:
+    found = None
+    for m in _IS_THE_ANSWER.finditer(text):
+        v = _trim_value(m.group("v"))
+        if v:
+            found = v
+    return found
+
+
+def _leading(text: str) -> str | None:
+    """The first line when it is a single token, alone or before an explanation (``32`` then a worked answer)."""
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    if len(lines) < 2 and not re.search(r"\s[-\u2013\u2014]\s+[A-Za-z]|,\s+[A-Za-z]", lines[0] if lines else ""):
+        return None
+    m = _LEADING_TOKEN.match(lines[0])
+    return _trim_value(m.group("v")) or None if m else None
 
 
 def _equation(text: str) -> str | None:
@@ -493,26 +596,30 @@ def extract_auto(text: str | None) -> str | None:
 
     1. the last ``\\boxed{}``;
     2. the last ``Answer:`` line;
-    3. the last "the answer is X" / "the value of zyc is X" / "the result = X" statement;
+    3. the last "the answer is X" / "the value of zyc is X" / "the result = X" statement, or "X is the answer";
     4. a last sentence of the form "<subject> is <short answer>." (``The plural of 'mouse' is mice.``; at most three
-       words after "is");
-    5. a one-line response, taken whole (models told to "reply with just the number" do that);
-    6. the result of an equation on the last line (``5 * 9 = 45 coins in total`` -> ``45``).
+       words after "is", an adverb such as "usually" dropped; "is not ..." is no answer);
+    5. a one-line response of at most :data:`SHORT_ANSWER_WORDS` words, taken whole (``Dusk``; models told to "reply
+       with just the number" do that);
+    6. a first line that is one token before an explanation (``32`` then lines of reasoning; ``April - The month
+       of April...``);
+    7. the result of an equation on the last line (``5 * 9 = 45 coins in total`` -> ``45``).
 
-    Reasoning blocks are dropped first (:func:`strip_reasoning`). Anything else is unparseable.
+    Reasoning blocks are dropped first (:func:`strip_reasoning`). Anything else is unparseable: a long sentence
+    that states no answer ("The month comes after March.") is not read as one.
     """
     text = _check_text(text, "extract_auto")
     text = strip_reasoning(text)
     if not text or not text.strip():
         return None
-    for fn in (extract_boxed, extract_answer, _stated, _copula):
+    for fn in (extract_boxed, extract_answer, _stated, _is_the_answer, _copula):
         v = fn(text)
         if v is not None:
             return v
     stripped = text.strip()
-    if "\n" not in stripped:
+    if "\n" not in stripped and len(stripped.split()) <= SHORT_ANSWER_WORDS:
         return _trim_value(stripped) or None
-    return _equation(text)
+    return _leading(text) or _equation(text)
 
 
 # --- labels (a closed set of words) ---------------------------------------------------------------
@@ -536,20 +643,7 @@ def _label_of(s: str, labels: dict[str, str]) -> str | None:
 
 def _labels_in(s: str, labels: dict[str, str]) -> list[str]:
     """Every label mentioned in ``s``, in order of appearance (a phrase such as "cannot be determined" is one)."""
-    found: list[tuple[int, str]] = []
-    taken = []
-    for m in _PHRASES.finditer(s):
-        lab = labels.get(re.sub(r"[^a-z]", "", m.group(0).lower()))
-        if lab:
-            found.append((m.start(), lab))
-            taken.append((m.start(), m.end()))
-    for m in _WORD.finditer(s):
-        if any(a <= m.start() < b for a, b in taken):
-            continue
-        lab = labels.get(re.sub(r"[^a-z]", "", m.group(0).lower()))
-        if lab:
-            found.append((m.start(), lab))
-    return [lab for _, lab in sorted(found)]
+    return [lab for _, (lab, _) in _label_positions(s, labels)]
 
 
 def extract_label(text: str | None, labels: Any = None) -> str | None:
@@ -557,35 +651,99 @@ def extract_label(text: str | None, labels: Any = None) -> str | None:
 
     ``labels`` maps a word's letters-only lower-case form to its label (default :data:`LABEL_SYNONYMS`: True /
     False / N/A with unknown, "cannot be determined"...; yes / no are not in it, "no" is too common a word); a list
-    of words means each word is its own
-    label. Rules, after reasoning blocks are dropped:
+    of words means each word is its own label. Rules, after reasoning blocks are dropped (the first that applies):
 
-    1. a marker (``\\boxed{}``, ``Answer:``, "the answer is ...", "the value of X is ...") decides: the labels in its
-       value, if they agree (``Answer: True``; ``The value of zyc is True.``); two different ones -> ``None``;
-    2. without a marker, the labels mentioned in the whole response, if they all agree (``True.``,
-       ``zyc is true``); otherwise the labels of the last sentence, if they agree; else ``None``.
+    1. a marker (``\\boxed{}``, ``Answer:``, "the answer is ...", "the value of zyc is ...") whose value *starts*
+       with a label gives it (``The answer is False. 69 is...``); "is not true" gives ``None`` (a negated label is no
+       answer); a marker whose value starts otherwise ("the answer is a classic example ...") is skipped;
+    2. a response that *starts* with a label (``True.``, ``False: 69 is odd``, ``1. False``) gives it, unless
+       another line starts with a different one (``True: ...`` then ``False: ...``);
+    3. a one-sentence response that mentions one label only (``ijf is true.``);
+    4. otherwise ``None``: a longer response that mentions labels in passing ("The conclusion that hvb is true does
+       not follow...") states no answer.
     """
     table = _label_table(labels)
     text = _check_text(text, "extract_label")
     text = strip_reasoning(text)
     if not text or not text.strip():
         return None
-    for fn in (extract_boxed, extract_answer, _stated):
-        v = fn(text)
-        if v is not None:
-            found = _distinct(_labels_in(v, table))
-            if len(found) == 1:
-                return found[0]
-            if len(found) > 1:
-                return None
-    found = _distinct(_labels_in(text, table))
-    if len(found) == 1:
-        return found[0]
+    cands = []
+    for fn in (extract_boxed, extract_answer, _stated_all):
+        for pos, v in fn(text) if fn is _stated_all else [(0, fn(text))]:
+            if v is not None:
+                cands.append((pos, v))
+    for _, v in sorted(cands, key=lambda c: c[0], reverse=True):
+        start = _label_at_start(v, table)
+        if start == "negated":
+            return None
+        if start is not None:
+            return start
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    heads = [h for h in (_label_at_start(re.sub(r"^\d+[.)]\s*", "", ln), table, head=True) for ln in lines)
+             if h not in (None, "negated")]
+    first = _label_at_start(re.sub(r"^\d+[.)]\s*", "", lines[0]), table, head=True)
+    if first not in (None, "negated"):
+        return first if len(set(heads)) == 1 else None
+    sentences = [x for x in re.split(r"(?<=[.!?])\s+|\n+", text.strip()) if x.strip()]
+    if len(sentences) == 1:
+        if re.search(r"\b(?:not|n't)\s+(?:\w+\s+)?$", sentences[0][:_first_label_at(sentences[0], table)],
+                     re.IGNORECASE):
+            return None  # "69 is not true": a negated label is no answer
+        found = _distinct(_labels_in(sentences[0], table))
+        return found[0] if len(found) == 1 else None
+    return None
+
+
+def _first_label_at(s: str, table: dict[str, str]) -> int:
+    pos = _label_positions(s, table)
+    return pos[0][0] if pos else 0
+
+
+def _label_at_start(value: str, table: dict[str, str], head: bool = False) -> str | None:
+    """The label ``value`` starts with (after quotes, markdown and brackets), ``"negated"`` for "not <label>", else
+    ``None``. With ``head`` (a response's first words) the label must end its clause: ``True.``, ``False:``,
+    ``True,`` or the end of the line, so "True is a value that..." is not an answer."""
+    v = _clean_mc(value).lstrip(" *_`'\"([").strip()
+    m = re.match(r"(?:not|isn't|is\s+not)\s+(?:entirely\s+|quite\s+|necessarily\s+)?(\S+)", v, re.IGNORECASE)
+    if m and _label_of(m.group(1), table):
+        return "negated"
+    found = [(p, lab) for p, lab in _label_positions(v, table) if p == 0]
     if not found:
         return None
-    sentences = [x for x in re.split(r"(?<=[.!?])\s+|\n+", text.strip()) if _labels_in(x, table)]
-    last = _distinct(_labels_in(sentences[-1], table)) if sentences else []
-    return last[0] if len(last) == 1 else None
+    label, end = found[0][1]
+    if head and not re.match(r"^\s*(?:[.:,;!)\]*_'\"]|$)", v[end:]):
+        return None
+    return label
+
+
+def _label_positions(s: str, table: dict[str, str]) -> list[tuple[int, tuple[str, int]]]:
+    """(start, (label, end)) of every label mentioned in ``s``."""
+    out = []
+    taken = []
+    for m in _PHRASES.finditer(s):
+        lab = table.get(re.sub(r"[^a-z]", "", m.group(0).lower()))
+        if lab:
+            out.append((m.start(), (lab, m.end())))
+            taken.append((m.start(), m.end()))
+    for m in _WORD.finditer(s):
+        if any(a <= m.start() < b for a, b in taken):
+            continue
+        lab = table.get(re.sub(r"[^a-z]", "", m.group(0).lower()))
+        if lab:
+            out.append((m.start(), (lab, m.end())))
+    return sorted(out)
+
+
+def _stated_all(text: str) -> list[tuple[int, str]]:
+    """(position, value) of every "the answer is X" statement, each value up to its sentence end."""
+    out = []
+    for m in _STATED.finditer(text):
+        v = m.group("v")
+        end = _SENTENCE_END.search(v)
+        v = _trim_value(v[:end.start()] if end else v)
+        if v:
+            out.append((m.start(), v))
+    return out
 
 
 def _label_table(labels: Any) -> dict[str, str]:

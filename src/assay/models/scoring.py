@@ -38,7 +38,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..errors import AssayInputError
 from .extract import (EXTRACTORS, extract_answer, extract_auto, extract_boxed, extract_choice, extract_label,
-                      normalize, parse_number, resolve_extract, strip_reasoning)
+                      normalize, parse_number, parse_options, resolve_extract, strip_reasoning)
 from .extract import _choice_letters, _choice_with_reason, _letter_in, _name, _check_text, _label_of
 from .outcomes import (ANSWERED, DEFAULT_POLICY, ENDPOINT_FAILURES, OUTCOMES, POLICIES, REFUSED, UNPARSEABLE,
                        of_response)
@@ -265,7 +265,7 @@ class _Choice(_Base):
     def _params(self) -> dict[str, Any]:
         return {"choices": self.letters, "extract": _name(self.extract) if self.extract else None}
 
-    def __call__(self, text: str | None, reference: Any) -> Outcome:
+    def __call__(self, text: str | None, reference: Any, options: dict[str, str] | None = None) -> Outcome:
         refs = []
         for r in _references(reference, self.name):
             letter = _letter_in(str(r), self.letters)[0] if isinstance(r, str) else None
@@ -278,7 +278,7 @@ class _Choice(_Base):
         text = _check_text(text, "choice scorer")
         if text is not None and self.extract is not None:
             text = self.extract(text)
-        letter, why = _choice_with_reason(text, self.letters)
+        letter, why = _choice_with_reason(text, self.letters, options)
         if letter is None:
             return Outcome(None, "unparseable", None, why)
         return Outcome(1.0 if letter in refs else 0.0, ANSWERED, letter, why)
@@ -366,6 +366,10 @@ def numeric(tol: float = 1e-6, extract: Any = "auto") -> Scorer:
 
 def choice(choices: Any = "ABCD", extract: Any = None) -> Scorer:
     """Scorer for multiple choice: 1 when :func:`extract_choice` finds the reference letter.
+
+    When the prompt is known (:func:`score_response` with ``prompt=``), the options it lists are used too: an
+    option named by its text ("The largest number is 76") counts as its letter, and a letter whose written text
+    names another option ("A) 14" when A is 33) is unparseable.
 
     ``choices``: the valid letters. ``extract``: optional pre-extraction applied before the letter
     rules (default ``None``: the rules read the whole response). No letter, or an ambiguous one,
@@ -478,6 +482,7 @@ def score_response(
     *,
     outcome: str | None = None,
     detail: str | None = None,
+    prompt: Any = None,
 ) -> Outcome:
     """Score one model response and record the failure policy on the outcome.
 
@@ -487,7 +492,8 @@ def score_response(
     context-length message ``too_long``, any other ``transport``; the scorer is then not called and ``detail``
     holds the message. A call with no text, or only whitespace, is ``refused`` (the model answered nothing).
     Otherwise ``scorer`` (a name or callable, see :func:`make_scorer`) decides between ``answered`` and
-    ``unparseable``. The returned outcome carries ``policy`` and ``final_score = apply_policy(outcome, policy)``.
+    ``unparseable``; ``prompt`` (optional) lets the ``choice`` scorer read the options it lists. The returned outcome
+    carries ``policy`` and ``final_score = apply_policy(outcome, policy)``.
     """
     policy = _check_policy(policy)
     if error is not None and not isinstance(error, str):
@@ -500,18 +506,21 @@ def score_response(
         why = error if (error and error.strip()) else (detail or ("empty response" if pre == REFUSED else None))
         out = Outcome(None, pre, None, why)
     else:
-        out = make_scorer(scorer)(text, reference)
+        sc = make_scorer(scorer)
+        out = sc(text, reference, parse_options(prompt)) if (isinstance(sc, _Choice) and prompt is not None) else \
+            sc(text, reference)
         if not isinstance(out, Outcome):
             raise AssayInputError(f"scorer {scorer!r} returned {out!r}, not an Outcome")
     return replace(out, policy=policy, final_score=apply_policy(out, policy))
 
 
-def score(response: Any, reference: Any, scorer: Any = "exact", policy: str = DEFAULT_POLICY) -> Outcome:
+def score(response: Any, reference: Any, scorer: Any = "exact", policy: str = DEFAULT_POLICY,
+          prompt: Any = None) -> Outcome:
     """:func:`score_response` on a :class:`~assay.models.base.Response` (or its dict): text, error, outcome and
-    detail are read from it."""
+    detail are read from it; ``prompt`` as in :func:`score_response`."""
     get = response.get if isinstance(response, Mapping) else (lambda k, d=None: getattr(response, k, d))
     return score_response(get("text"), get("error"), reference, scorer, policy, outcome=get("outcome"),
-                          detail=get("detail"))
+                          detail=get("detail"), prompt=prompt)
 
 
 def count_outcomes(outcomes: Iterable[Outcome | Mapping[str, Any]]) -> dict[str, int]:
@@ -531,7 +540,7 @@ def count_outcomes(outcomes: Iterable[Outcome | Mapping[str, Any]]) -> dict[str,
 
 
 def score_rows(texts: Iterable[Any], references: Iterable[Any], scorers: Any, policy: str = DEFAULT_POLICY,
-               outcomes: Iterable[Any] | None = None) -> list[Outcome]:
+               outcomes: Iterable[Any] | None = None, prompts: Iterable[Any] | None = None) -> list[Outcome]:
     """Score many stored answers at once (e.g. a history of raw answers read back from a journal or a file).
 
     ``scorers`` is one scorer (name or callable) or one per row; ``outcomes`` the model layer's outcome per row
@@ -546,12 +555,13 @@ def score_rows(texts: Iterable[Any], references: Iterable[Any], scorers: Any, po
         raise AssayInputError(f"score_rows: {len(per_row)} scorers for {len(texts)} rows")
     made: dict[Any, Any] = {}
     outs = list(outcomes) if outcomes is not None else [None] * len(texts)
+    asked = list(prompts) if prompts is not None else [None] * len(texts)
     result = []
-    for text, ref, sc, oc in zip(texts, references, per_row, outs):
+    for text, ref, sc, oc, prompt in zip(texts, references, per_row, outs, asked):
         key = sc if isinstance(sc, str) else id(sc)
         if key not in made:
             made[key] = make_scorer(sc)
         oc = None if (oc is None or (isinstance(oc, float) and math.isnan(oc))) else oc
         text = None if (text is None or (isinstance(text, float) and math.isnan(text))) else text
-        result.append(score_response(text, None, ref, made[key], policy, outcome=oc))
+        result.append(score_response(text, None, ref, made[key], policy, outcome=oc, prompt=prompt))
     return result
