@@ -32,6 +32,10 @@ KNOWN: dict[str, str] = {
     "s1-basics-197": "cut off by max_tokens inside 'answer: 10 (the total number of marbles) + 32': the last number of an "
                   "Answer: value is read (32); a reader sees no finished answer",
     "s1-basics-205": "two contradictory totals, cut off: the equation on the last line is read (15)",
+    # held out (session1_heldout.jsonl, labelled before the rules were run on it: 37 of 40 agreed)
+    "s1-heldout-19": "'is \"small,\" which means ...': a short answer after 'is' is read only at the end of the sentence",
+    "s1-heldout-33": "'1' then reasoning that reaches another number, cut off: the leading token is read",
+    "s1-heldout-36": "'9 * 10 = 9 is equivalent to 5 ...' on the only line: the equation's result is read",
 }
 
 
