@@ -11,7 +11,7 @@ Steps (``--steps``, default all):
   ``OUT/history_answers.parquet`` (scored with the current scorers when read, so better extraction rules rescore
   without asking again), and ``tests/fixtures/live_history.parquet`` when ``--fixture`` is given.
 * ``query``: ``assay query`` on the whole basics bank (303 items), with every outcome counted;
-* ``scope``: ``assay scope`` on DyVal (context window 2048) and on reasoning-gym's chain_sum, 200 tickets each;
+* ``scope``: ``assay scope`` on DyVal (context window 2048) and on reasoning-gym's chain_sum, 100 tickets each;
 * ``judge``: ``assay judge`` (Gemma 3 270M, few-shot rubric, /v1/completions) on the query step's answers, then
   ``assay autoeval`` with a third of them human-labelled (here: the reference-based score), against R-Eval alone;
 * ``psdme``: ``assay psdme`` on streamed latencies (ttft and total) of three serving configurations (max tokens
@@ -139,7 +139,7 @@ def step_query(url: str, out: Path) -> dict:
 
 def step_scope(url: str, out: Path) -> dict:
     res = {}
-    r = assay("scope", "--generator", "dyval", "--endpoint", url, "--model", "smollm2", "--budget", 200, "--batch", 20,
+    r = assay("scope", "--generator", "dyval", "--endpoint", url, "--model", "smollm2", "--budget", 100, "--batch", 20,
               "--certify", 0.9, "--context-window", 2048, "--max-tokens", 64, "--concurrency", 2, "--seed", 0,
               "--journal", out / "journal.sqlite", "--run-id", "live-scope-dyval", "-o", out / "scope_dyval.json")
     d = json.loads((out / "scope_dyval.json").read_text())
@@ -148,7 +148,7 @@ def step_scope(url: str, out: Path) -> dict:
     space = out / "chain_sum.yaml"
     space.write_text("parameters:\n  terms: {type: integer, low: 2, high: 6}\n  digits: {type: integer, low: 1, high: 4}\n")
     assay("scope", "--generator", "reasoning_gym:chain_sum", "--space", space, "--endpoint", url, "--model", "smollm2",
-          "--budget", 200, "--batch", 20, "--certify", 0.9, "--max-tokens", 64, "--concurrency", 2, "--seed", 0,
+          "--budget", 100, "--batch", 20, "--certify", 0.9, "--max-tokens", 64, "--concurrency", 2, "--seed", 0,
           "--journal", out / "journal.sqlite", "--run-id", "live-scope-rg", "-o", out / "scope_rg.json")
     d = json.loads((out / "scope_rg.json").read_text())
     res["chain_sum"] = {"tickets": d["tickets"], "pool": d["pool"], "certified": d["n_certified"],
@@ -218,7 +218,7 @@ def scored_history(out: Path) -> pd.DataFrame:
     return answers
 
 
-def step_faq(out: Path, seeds: int = 10, budgets=(0.1, 0.25)) -> dict:
+def step_faq(out: Path, seeds: int = 40, budgets=(0.1, 0.25)) -> dict:
     """FAQ on real variants: hold out each prompt template (its three sampling settings together: a family
     split), fit on the others, and estimate each held-out variant's accuracy on the 200 items from a budget, over
     ``seeds`` seeds; the variant's recorded answers are the truth."""

@@ -224,13 +224,41 @@ class OpenAIChatModel:
 
     # -- a prompt over a known context window, found before sending ------------------------------------------------
 
+    def _side_request(self, path: str, *, root: bool = False, body: Any = None):
+        """A ``urllib`` request to ``path`` under the base URL (or, with ``root``, under the server's root), with the
+        base URL's query string and credentials carried as the SDK carries them (``user:pass@`` as basic auth,
+        else the API key as a bearer token)."""
+        import base64
+        import json as _json
+        import urllib.request
+        from urllib.parse import urlsplit, urlunsplit
+
+        parts = urlsplit(self._raw_url)
+        base = parts.path.rstrip("/")
+        if root and base.endswith("/v1"):
+            base = base[:-3]
+        netloc = parts.hostname or ""
+        if ":" in netloc:
+            netloc = f"[{netloc}]"
+        if parts.port:
+            netloc += f":{parts.port}"
+        url = urlunsplit((parts.scheme, netloc, base + path, parts.query, ""))
+        headers = {"Authorization": f"Bearer {self._key.get()}"}
+        if parts.username is not None:
+            cred = f"{parts.username}:{parts.password or ''}".encode()
+            headers["Authorization"] = "Basic " + base64.b64encode(cred).decode()
+        data = None
+        if body is not None:
+            data = _json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
+        return urllib.request.Request(url, data=data, headers=headers)
+
     def _count_tokens(self, text: str) -> int | None:
         """Tokens of ``text`` by the server's tokenizer, or ``None`` when the server has no tokenize endpoint."""
         import json as _json
         import urllib.error
         import urllib.request
 
-        root = self._raw_url[:-3] if self._raw_url.endswith("/v1") else self._raw_url
         candidates = [self._tokenize_path] if isinstance(self._tokenize_path, str) else [
             "/extras/tokenize/count", "/tokenize"]
         if self._tokenize_path is False:
@@ -238,9 +266,7 @@ class OpenAIChatModel:
         for path in candidates:
             body = ({"input": text} if path.startswith("/extras") else
                     {"model": self.name, "prompt": text, "content": text})
-            req = urllib.request.Request(root + path, data=_json.dumps(body).encode(),
-                                         headers={"Content-Type": "application/json",
-                                                  "Authorization": f"Bearer {self._key.get()}"})
+            req = self._side_request(path, root=True, body=body)
             try:
                 with urllib.request.urlopen(req, timeout=self.timeout or 30) as r:
                     out = _json.loads(r.read())
@@ -318,13 +344,22 @@ class OpenAIChatModel:
             kwargs["extra_body"] = dict(self.extra_body)
         client = self._client()
         t0 = time.perf_counter()
+        if self.stream:
+            return await self._request(lambda: self._streamed(client, kwargs, t0), t0)
+        out = await self._request(lambda: client.chat.completions.create(**kwargs), t0)
+        return out if isinstance(out, Response) else self._to_response(out, time.perf_counter() - t0)
+
+    async def _request(self, send: Any, t0: float) -> Any:
+        """Await ``send()`` and turn the SDK's failures into assay's: :class:`RetryableError` for a timeout, a dropped
+        or refused connection, 408/409/429/5xx and a malformed body; a :class:`Response` for any other HTTP error
+        reply (``too_long`` for a context-length 400, else a permanent ``transport`` error)."""
+        import openai
+
         try:
-            if self.stream:
-                return await self._streamed(client, kwargs, t0)
-            out = await client.chat.completions.create(**kwargs)
+            return await send()
         except openai.APITimeoutError:
-            raise RetryableError(None, None, f"timed out: no answer within {self.timeout} s (the server is slow, overloaded or "
-                                             "stuck)", timed_out=True) from None
+            raise RetryableError(None, None, f"timed out: no answer within {self.timeout} s (the server is slow, "
+                                             "overloaded or stuck)", timed_out=True) from None
         except openai.APIConnectionError as exc:
             raise RetryableError(None, None, self._scrub(_connection_words(exc, self.base_url))) from None
         except openai.APIStatusError as exc:
@@ -332,8 +367,6 @@ class OpenAIChatModel:
         except (openai.APIResponseValidationError, ValueError) as exc:  # malformed JSON / schema
             raise RetryableError(None, None, self._scrub(f"malformed response: {type(exc).__name__}: {exc}")[:500]) \
                 from None
-        latency = time.perf_counter() - t0
-        return self._to_response(out, latency)
 
     async def _streamed(self, client, kwargs: dict, t0: float) -> Response:
         """One streamed request: the answer, its total time and its time to the first token (``ttft_s``)."""
@@ -475,18 +508,9 @@ class OpenAICompletionModel(OpenAIChatModel):
             kwargs["extra_body"] = dict(self.extra_body)
         client = self._client()
         t0 = time.perf_counter()
-        try:
-            out = await client.completions.create(**kwargs)
-        except openai.APITimeoutError:
-            raise RetryableError(None, None, f"timed out: no answer within {self.timeout} s (the server is slow, "
-                                             "overloaded or stuck)", timed_out=True) from None
-        except openai.APIConnectionError as exc:
-            raise RetryableError(None, None, self._scrub(_connection_words(exc, self.base_url))) from None
-        except openai.APIStatusError as exc:
-            return self._status_error(exc, t0)
-        except (openai.APIResponseValidationError, ValueError) as exc:
-            raise RetryableError(None, None, self._scrub(f"malformed response: {type(exc).__name__}: {exc}")[:500]) \
-                from None
+        out = await self._request(lambda: client.completions.create(**kwargs), t0)
+        if isinstance(out, Response):
+            return out
         latency = time.perf_counter() - t0
         choices = getattr(out, "choices", None)
         if not choices:
@@ -515,9 +539,8 @@ def list_models(model: OpenAIChatModel, timeout: float = 10.0) -> list[str] | No
 
     from ..errors import AssayBackendError
 
-    url = model._raw_url + "/models"
     shown = model.base_url + "/models"
-    req = urllib.request.Request(url, headers={"Authorization": f"Bearer {model._key.get()}"})
+    req = model._side_request("/models")
     try:
         with urllib.request.urlopen(req, timeout=timeout) as resp:
             status, raw = resp.status, resp.read(1_000_000)
