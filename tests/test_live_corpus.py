@@ -32,10 +32,21 @@ KNOWN: dict[str, str] = {
     "s1-basics-197": "cut off by max_tokens inside 'answer: 10 (the total number of marbles) + 32': the last number of an "
                   "Answer: value is read (32); a reader sees no finished answer",
     "s1-basics-205": "two contradictory totals, cut off: the equation on the last line is read (15)",
-    # held out (session1_heldout.jsonl, labelled before the rules were run on it: 37 of 40 agreed)
-    "s1-heldout-19": "'is \"small,\" which means ...': a short answer after 'is' is read only at the end of the sentence",
+    # held out (session1_heldout.jsonl, labelled before the rules were run on it: 37 of 40 agreed; s1-heldout-19,
+    # 'is "small," which means ...', is read since)
     "s1-heldout-33": "'1' then reasoning that reaches another number, cut off: the leading token is read",
     "s1-heldout-36": "'9 * 10 = 9 is equivalent to 5 ...' on the only line: the equation's result is read",
+    # held out (responses.jsonl, collected and labelled independently: 227 of 245 agreed before the rules were revised
+    # on its disagreements; these 7 remain)
+    "s2-t0-number-003": "'..., so Ana now has 11 marbles.': a long sentence without an answer marker is not read (taking "
+                        "its last number misreads rambling answers, e.g. s1-basics-189, s1-basics-198)",
+    "s2-t0-number-018": "'12 + 35 = 60' then 'Vincent has 60 stamps now.': the equation is not on the last line",
+    "s2-t0-number-079": "'2. 90 shells total' as the last list item: a number in a list line is not read as the answer",
+    "s2-dyval-deductive_logic-d2-02": "the label is read from 'cannot be determined based on these facts' about other "
+                                      "propositions: a long answer's passing mentions are not read",
+    "s2-dyval-deductive_logic-d2-06": "'...applicable to the conclusion of jkc being false': a passing mention",
+    "s2-dyval-deductive_logic-d2-07": "'The rule is N/A, which means ...': a passing mention in a long answer",
+    "s2-dyval-deductive_logic-d3-09": "'N/A cannot be determined because ...' on the last line after restated rules",
 }
 
 

@@ -4,7 +4,9 @@
 ``x`` sets the task's config field ``x``, or pins both ``min_x`` and ``max_x`` to the value (so a template fixes
 e.g. the grid size instead of a range). Each instance is generated with ``size=1`` and a seed drawn from the rng,
 so it is a pure function of ``(config, rng)``. Scoring passes the answer extracted from the last ``\\boxed{}``
-(or a final "Answer: ...") to the task's own ``score_answer`` UNCHANGED: no lower-casing, no comma stripping.
+(or a final "Answer: ...", else what :func:`assay.models.extract.extract_statement` reads: "the answer is X",
+``#### X``, an equation's result on the last line; small models rarely box their answer) to the task's own
+``score_answer`` UNCHANGED: no lower-casing, no comma stripping.
 (An earlier version normalised every answer as QuickScope App. B.3 does for its two grid tasks; that turned
 correct answers into wrong ones on course_schedule, syllogism, word_sorting and half of sentence_reordering,
 and a wrong scorer is a false "certified hard".) A box whose braces do not balance (a JSON answer with a "}" inside
@@ -75,7 +77,7 @@ _BOX_OPEN = re.compile(r"\\(?:boxed|fbox)\s*\{")
 
 def _extract(text: str | None) -> str | None:
     """The final answer as written: the last box's content (stripped, otherwise unchanged), else "Answer: ..."."""
-    from ..models.scoring import extract_answer, extract_boxed
+    from ..models.extract import extract_answer, extract_boxed, extract_statement
 
     if text is None:
         return None
@@ -107,6 +109,8 @@ def _extract(text: str | None) -> str | None:
                 ans = rest[:close].strip() or None
     if ans is None:
         ans = extract_answer(text)
+    if ans is None:  # no box and no "Answer:": an answer stated in words or an equation's result
+        ans = extract_statement(text)
     return ans
 
 

@@ -32,7 +32,8 @@ from typing import Any
 from ..errors import AssayInputError
 
 __all__ = ["extract_boxed", "extract_answer", "extract_choice", "extract_auto", "extract_label", "normalize",
-           "parse_number", "strip_reasoning", "resolve_extract", "EXTRACTORS", "parse_options"]
+           "parse_number", "strip_reasoning", "resolve_extract", "EXTRACTORS", "parse_options",
+           "extract_statement"]
 
 # --------------------------------------------------------------------------------------------
 # Extraction
@@ -283,6 +284,12 @@ def _choice_with_reason(text: str | None, choices: Any = "ABCD",
         lead = _OPTION_LINE.match(lines[0].strip())
         if lead and lead.group(1).upper() in letters:
             letter = lead.group(1).upper()
+            if options and len(lines) > 1:
+                later = extract_auto("\n".join(lines[1:]))
+                other = [k for k, v in options.items() if k != letter and later is not None
+                         and normalize(v) == normalize(later)]
+                if other:  # "A) 62" then "The largest number is indeed 13" (13 is B): no one answer
+                    return None, f"ambiguous: {letter}, then option {other[0]}'s text"
             return _checked_option(letter, lines[0].strip()[lead.end():], options, f"leading option {letter}")
     if options:
         # an option named by its text instead of its letter: "The largest number is 11"
@@ -526,10 +533,10 @@ def _stated(text: str) -> str | None:
 
 # "<subject> is <answer>." as the response's last sentence: "The opposite of 'open' is 'closed'.", "The day after
 # Friday is Sunday." (a short predicate only: at most three words)
-_COPULA = re.compile(r"\b(?:is|are|equals)\s+(?P<v>[^\s.!?,;:]+(?:\s+[^\s.!?,;:]+){0,2})[\s.!'\"\u2018\u2019\u201c\u201d]*$",
-                     re.IGNORECASE)
+_COPULA = re.compile(r"\b(?:is|equals)\s+(?P<v>[^\s.!?,;:]+(?:\s+[^\s.!?,;:]+){0,2})[\s.!'\"\u2018\u2019\u201c\u201d]*"
+                     r"(?:[,;][\"'\u2019\u201d]?\s+(?:as|which|because|since|meaning)\b.*)?$", re.IGNORECASE)
 # "... = 40 coins in total" on the last line of a worked answer
-_EQUATION = re.compile(r"(?<=[\d)])\s*=\s*(?P<v>[-+]?\$?\d[\d,]*(?:\.\d+)?)(?![\d.]*\s*[-+*/x×÷])")
+_EQUATION = re.compile(r"(?:^|(?<=[\d)]))\s*=\s*(?P<v>[-+]?\$?\d[\d,]*(?:\.\d+)?)(?![\d.]*\s*[-+*/x×÷])")
 
 
 def _last_sentence(text: str) -> str:
@@ -558,11 +565,47 @@ def _copula(text: str) -> str | None:
     while words and words[0].lower() in _ADVERBS:
         words = words[1:]
     v = _trim_value(" ".join(words).strip(_QUOTES))
-    if not v or v.lower() in ("a", "an", "the") or v.lower().startswith("not") or v.lower().startswith("no "):
-        return None
+    low = v.lower()
+    if not v or low.startswith(("not", "no ", "a ", "an ", "the ")) or low in ("a", "an", "the"):
+        return None  # "is not a word", "is a non-existent day": a description, not an answer
     if re.search(r"[*/=+^]|\s-\s", v):  # an expression ("7*dcd - 5"), not an answer
         return None
     return v
+
+
+_HASHES = re.compile(r"^\s*####\s*(?P<v>\S[^\n]*)$", re.MULTILINE)
+
+
+def _hashes(text: str) -> str | None:
+    """GSM8K's final-answer line, ``#### 8`` (the last one)."""
+    found = list(_HASHES.finditer(text))
+    return _trim_value(found[-1].group("v")) or None if found else None
+
+
+def _last_marker(text: str) -> str | None:
+    """The value of the answer marker stated last: an ``Answer:`` line, ``#### X`` or "the answer is X"."""
+    cands: list[tuple[int, str]] = []
+    found = _last_answer(text, "Answer")
+    if found is not None and found[2] is not None:
+        cands.append((found[0], found[2]))
+    hashes = list(_HASHES.finditer(text))
+    if hashes and _trim_value(hashes[-1].group("v")):
+        cands.append((hashes[-1].start(), _trim_value(hashes[-1].group("v"))))
+    stated = _stated(text)
+    if stated is not None:
+        cands.append((max(m.start() for m in _STATED.finditer(text)), stated))
+    return max(cands)[1] if cands else None
+
+
+def extract_statement(text: str | None) -> str | None:
+    """An answer stated in words or by an equation, without the one-line and leading-token rules of
+    :func:`extract_auto`: ``#### 8``, "the answer is X", "X is the answer", or an arithmetic equation's result on the
+    last line. For answers passed on unchanged to another scorer (reasoning-gym's), where a short reply such as "no
+    answer here" must stay no answer."""
+    text = strip_reasoning(_check_text(text, "extract_statement"))
+    if not text or not text.strip():
+        return None
+    return _last_marker(text) or _is_the_answer(text) or _equation(text)
 
 
 def _is_the_answer(text: str) -> str | None:
@@ -595,7 +638,7 @@ def extract_auto(text: str | None) -> str | None:
     """Default extractor: the first of these that finds an answer.
 
     1. the last ``\\boxed{}``;
-    2. the last ``Answer:`` line;
+    2. the last ``Answer:`` line, or GSM8K's ``#### X``;
     3. the last "the answer is X" / "the value of zyc is X" / "the result = X" statement, or "X is the answer";
     4. a last sentence of the form "<subject> is <short answer>." (``The plural of 'mouse' is mice.``; at most three
        words after "is", an adverb such as "usually" dropped; "is not ..." is no answer);
@@ -612,7 +655,13 @@ def extract_auto(text: str | None) -> str | None:
     text = strip_reasoning(text)
     if not text or not text.strip():
         return None
-    for fn in (extract_boxed, extract_answer, _stated, _is_the_answer, _copula):
+    boxed = extract_boxed(text)
+    if boxed is not None:
+        return boxed
+    marked = _last_marker(text)  # Answer:, ####, "the answer is": the one stated last wins
+    if marked is not None:
+        return marked
+    for fn in (_is_the_answer, _copula):
         v = fn(text)
         if v is not None:
             return v
@@ -657,7 +706,8 @@ def extract_label(text: str | None, labels: Any = None) -> str | None:
        with a label gives it (``The answer is False. 69 is...``); "is not true" gives ``None`` (a negated label is no
        answer); a marker whose value starts otherwise ("the answer is a classic example ...") is skipped;
     2. a response that *starts* with a label (``True.``, ``False: 69 is odd``, ``1. False``) gives it, unless
-       another line starts with a different one (``True: ...`` then ``False: ...``);
+       another line starts with a different one (``True: ...`` then ``False: ...``) or it ends "so <the other>";
+       a last line that is just a label, after reasoning, gives it;
     3. a one-sentence response that mentions one label only (``ijf is true.``);
     4. otherwise ``None``: a longer response that mentions labels in passing ("The conclusion that hvb is true does
        not follow...") states no answer.
@@ -683,7 +733,16 @@ def extract_label(text: str | None, labels: Any = None) -> str | None:
              if h not in (None, "negated")]
     first = _label_at_start(re.sub(r"^\d+[.)]\s*", "", lines[0]), table, head=True)
     if first not in (None, "negated"):
-        return first if len(set(heads)) == 1 else None
+        if len(set(heads)) > 1:
+            return None
+        tail = _labels_in(re.split(r"[,;]\s+", lines[-1])[-1], table) if len(lines[-1]) else []
+        ends = re.search(r"(?:so|therefore|thus|hence)\s+\S+[.!]?\s*$", lines[-1], re.IGNORECASE)
+        if ends and tail and tail[-1] != first:
+            return None  # "False. 51 is less than 42, so True.": it ends on the other label
+        return first
+    last = _label_at_start(lines[-1], table, head=True) if len(lines) > 1 else None
+    if last not in (None, "negated") and _label_of(lines[-1], table) == last:
+        return last  # reasoning, then the answer alone on the last line
     sentences = [x for x in re.split(r"(?<=[.!?])\s+|\n+", text.strip()) if x.strip()]
     if len(sentences) == 1:
         if re.search(r"\b(?:not|n't)\s+(?:\w+\s+)?$", sentences[0][:_first_label_at(sentences[0], table)],
