@@ -271,6 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", default="history,query,scope,judge,psdme,faq,faqlive")
     ap.add_argument("--servers", type=int, default=2, help="model-under-test servers (one thread each)")
     ap.add_argument("--urls", default=None, help="use running servers (comma-separated base URLs) instead")
+    ap.add_argument("--judge-url", default=None, help="use a running judge server (base URL) instead")
     ap.add_argument("--fixture", action="store_true", help="also write tests/fixtures/live_history.parquet")
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -294,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
             if name in steps:
                 summary[name] = fn(urls[0], args.out)
         if "judge" in steps:
-            judge_url = stack.enter_context(LiveServer(gemma3_path(), alias="gemma3")).base_url
+            judge_url = args.judge_url or stack.enter_context(LiveServer(gemma3_path(), alias="gemma3")).base_url
             summary["judge"] = step_judge(judge_url, args.out)
         if "faq" in steps:
             summary["faq"] = step_faq(args.out)
