@@ -30,6 +30,11 @@ of requests (requests already in flight when it was halved do not halve it again
 ``recover_after`` consecutive successes (default: the current cap) raise it by one, up to
 ``concurrency``.
 
+Outcomes (:mod:`assay.models.outcomes`): a request that fails for good after its retries gets ``Response.error`` and
+``outcome`` ``timeout`` (its last attempt timed out) or ``transport``; it is not journaled as an answer and a resumed
+run asks again. The model's own failures (``too_long``, ``refused``) come back from the adapter as answers: journaled,
+counted in ``stats["too_long"]`` / ``stats["refused"]``, never retried.
+
 Jitter comes from one ``random.Random`` per request, seeded by ``(seed, request key)`` and drawn once per retry,
 so it does not depend on scheduling order. Results come back in input order.
 
