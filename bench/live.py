@@ -10,6 +10,8 @@ Steps (``--steps``, default all):
   temperature / seed) answer 200 items of the shipped ``basics`` bank (50 of each shape); their raw answers go to
   ``OUT/history_answers.parquet`` (scored with the current scorers when read, so better extraction rules rescore
   without asking again), and ``tests/fixtures/live_history.parquet`` when ``--fixture`` is given.
+* ``history_gemma``: a second family for that history: Gemma 3 270M (pretrained, /v1/completions) on the same items,
+  greedy and at temperature 0.8 with two seeds;
 * ``query``: ``assay query`` on the whole basics bank (303 items), with every outcome counted;
 * ``scope``: ``assay scope`` on DyVal (context window 2048) and on reasoning-gym's chain_sum, 100 tickets each;
 * ``judge``: ``assay judge`` (Gemma 3 270M, few-shot rubric, /v1/completions) on the query step's answers, then
@@ -18,7 +20,6 @@ Steps (``--steps``, default all):
   16 / 64 / 256), 60 requests each, recorded in the journal;
 * ``faq``: FAQ on the history of the ``history`` step, holding out each variant in turn (its recorded answers are
   the truth, so coverage and saving are measured), at budgets of 10% and 25%;
-* ``faqlive``: ``assay faq --endpoint`` on the served model with a system prompt no variant used, anytime stopping.
 
 Every number is printed and collected in ``OUT/summary.json``.
 """
@@ -265,10 +266,51 @@ def step_faq(out: Path, seeds: int = 40, budgets=(0.1, 0.25)) -> dict:
     return res
 
 
+def step_history_gemma(urls: list[str], out: Path, max_tokens: int = 32) -> pd.DataFrame:
+    """A second family for the FAQ history: Gemma 3 270M (pretrained) answers the same 200 items through
+    /v1/completions ("Question: ...\nAnswer:", stopped at a blank line), greedy and at temperature 0.8 with two
+    seeds; appended to OUT/history_answers.parquet."""
+    import asyncio
+
+    from assay.models import OpenAICompletionModel, run_prompts
+    from assay.models.journal import Journal
+
+    bank = history_bank()
+    journal = Journal(out / "journal.sqlite")
+    rows = []
+
+    async def one(name: str, temp: float, seed, url: str) -> None:
+        model = OpenAICompletionModel("gemma3", base_url=url, temperature=temp, seed=seed, max_tokens=max_tokens,
+                                      stop=["\n\n", "Question:"], timeout=120)
+        res = await run_prompts(model, [f"Question: {p}\nAnswer:" for p in bank["prompt"]], journal=journal,
+                                run_id=f"history-{name}", concurrency=1)
+        await model.aclose()
+        for item, r in zip(bank["id"], res.responses):
+            rows.append({"model": name, "item": item, "text": r.text, "outcome": r.outcome, "error": r.error})
+        print(f"  {name}: {res.stats['done']} answers ({res.stats['cached']} from the journal)", flush=True)
+
+    async def main() -> None:
+        todo = [(f"gemma3-base-{t}", temp, seed) for t, temp, seed in SAMPLING]
+        async def worker(url):
+            while todo:
+                await one(*todo.pop(0), url)
+        await asyncio.gather(*(worker(u) for u in urls))
+
+    asyncio.run(main())
+    journal.close()
+    new = pd.DataFrame(rows)
+    path = out / "history_answers.parquet"
+    old = pd.read_parquet(path) if path.exists() else pd.DataFrame()
+    old = old[~old["model"].isin(new["model"])] if len(old) else old
+    df = pd.concat([old, new]).sort_values(["model", "item"]).reset_index(drop=True)
+    df.to_parquet(path, index=False)
+    return df
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, default=ROOT / "live-out")
-    ap.add_argument("--steps", default="history,query,scope,judge,psdme,faq,faqlive")
+    ap.add_argument("--steps", default="history,history_gemma,query,scope,judge,psdme,faq")
     ap.add_argument("--servers", type=int, default=2, help="model-under-test servers (one thread each)")
     ap.add_argument("--urls", default=None, help="use running servers (comma-separated base URLs) instead")
     ap.add_argument("--judge-url", default=None, help="use a running judge server (base URL) instead")
@@ -289,6 +331,12 @@ def main(argv: list[str] | None = None) -> int:
         steps = args.steps.split(",")
         if "history" in steps:
             df = step_history(urls, args.out)
+            if args.fixture:
+                df.to_parquet(ROOT / "tests" / "fixtures" / "live_history.parquet", index=False)
+        if "history_gemma" in steps:
+            gurls = args.judge_url.split(",") if args.judge_url else [
+                stack.enter_context(LiveServer(gemma3_path(), alias="gemma3")).base_url for _ in range(2)]
+            df = step_history_gemma(gurls, args.out)
             if args.fixture:
                 df.to_parquet(ROOT / "tests" / "fixtures" / "live_history.parquet", index=False)
         for name, fn in (("query", step_query), ("scope", step_scope), ("psdme", step_psdme)):

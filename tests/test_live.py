@@ -330,7 +330,7 @@ HISTORY = Path(__file__).parent / "fixtures" / "live_history.parquet"
 
 
 def history_matrix() -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The recorded answers of 21 variants of the served model on 200 items of the basics bank (``make live``),
+    """The recorded answers of 24 variants (21 of the served model, 3 of Gemma) on 200 items of the basics bank (``make live``),
     scored now with the current scorers: (long table model/item/score, the bank)."""
     from assay.datasets import load_basics
     from assay.models.scoring import score_rows
@@ -349,6 +349,7 @@ def test_faq_live_with_anytime_stopping(live_model, tmp_path):
         pytest.fail(f"{HISTORY} is missing: `python bench/live.py --steps history --fixture` records it")
     hist, bank = history_matrix()
     assert hist["model"].nunique() >= 20 and hist["item"].nunique() >= 200
+    assert hist["model"].str.startswith("gemma3").any()  # a second family
     assert hist["score"].notna().all() and 0.05 < hist["score"].mean() < 0.95  # neither all wrong nor all right
     hist.to_csv(tmp_path / "history.csv", index=False)
     bank.to_csv(tmp_path / "bank.csv", index=False)
