@@ -33,7 +33,7 @@ def query(
     prompt_col: str = typer.Option("prompt", "--prompt-col"),
     id_col: str = typer.Option("id", "--id-col", help="Item id column (row numbers when absent)."),
     reference_col: Optional[str] = typer.Option(None, "--reference-col", help="Reference answers: score the responses."),
-    scorer: str = typer.Option("exact", "--scorer", help="exact, numeric, choice, label (True/False/N/A, yes/no) or contains; or a column naming each row's scorer (e.g. the shipped basics bank's 'scorer')."),
+    scorer: str = typer.Option("exact", "--scorer", help="exact, numeric, choice, label (True/False/N/A) or contains; or a column naming each row's scorer (e.g. the shipped basics bank's 'scorer')."),
     policy: str = typer.Option("wrong", "--policy", help="What an unparseable, too long or refused answer counts as: wrong (default, as lm-eval and inspect), missing or correct. Timeouts and transport errors are never scored."),
     context_window: Optional[int] = typer.Option(None, "--context-window", help="The model's context window in tokens: prompts that cannot fit are answered too_long without being sent (counted by the server's tokenizer when it has one)."),
     stream: bool = typer.Option(False, "--stream", help="Stream answers to record the time to the first token (ttft_s) as well as the total time."),

@@ -243,7 +243,8 @@ def run(space, generator, model, *, budget: int, batch: int = 20, seed: int | No
             rows.append(row)
             told.append((t.id, float(u)))
         search.tell(told)
-        failed_streak = failed_streak + 1 if n_endpoint == len(tickets) else 0
+        # a batch where nothing reached the model (endpoint failures, perhaps mixed with generator failures)
+        failed_streak = failed_streak + 1 if (n_endpoint and n_endpoint + n_gen == len(tickets)) else 0
         gen_streak = gen_streak + 1 if n_gen == len(tickets) else 0
         if progress is not None:
             progress(search.tickets_told, budget)
