@@ -289,11 +289,15 @@ def test_default_factors_are_cached_by_the_history(small, tmp_path, monkeypatch)
     calls = []
     r1 = faq.evaluate(hist, new.iloc[:2], budget=20, seed=0, fit_progress=lambda *a: calls.append(a))
     assert r1.info["factors"]["cache"] == "miss" and calls and calls[-1][0] == calls[-1][1]
-    files = list((tmp_path / "factors").glob("*.npz"))
+    files = [f for f in (tmp_path / "factors").glob("*.npz") if not f.name.endswith(".cal.npz")]
+    cals = list((tmp_path / "factors").glob("*.cal.npz"))
     assert len(files) == 1 and (files[0].stat().st_mode & 0o077) == 0  # private
+    assert len(cals) == 1 and (cals[0].stat().st_mode & 0o077) == 0  # the expectation is cached beside the fit
+    assert r1.info["expected"]["cache"] == "miss"
     calls.clear()
     r2 = faq.evaluate(hist, new.iloc[:2], budget=20, seed=0, fit_progress=lambda *a: calls.append(a))
     assert r2.info["factors"]["cache"] == "hit" and not calls  # no refit
+    assert r2.info["expected"]["cache"] == "hit" and r2.info["expected"]["crit"] == r1.info["expected"]["crit"]
     pd.testing.assert_frame_equal(r1.estimates, r2.estimates)
     h2 = hist.copy()
     h2.iloc[0, 0] = 1 - h2.iloc[0, 0]  # another history, another fit

@@ -70,8 +70,27 @@ def _print_faq(result) -> None:
     if live and live.get("headline"):
         _out.print(f"live answers, {live['headline']}")
     _out.print("gain_vs_uniform: how many uniformly sampled questions each asked question was worth (estimated)")
+    line = expected_line(result.info.get("expected"))
+    if line:
+        _out.print(line)
     for w in result.warnings:
         _out.print(f"note: {w}")
+
+
+def expected_line(e: dict | None) -> str | None:
+    """What the history predicts for a new model at this budget, in one line (None when it cannot say)."""
+    if not e:
+        return None
+    return (f"expected before any query (FAQ run on {e['held_out_models']} held-out models of the history's own "
+            f"families at {e['budget']} queries): coverage {e['expected_coverage']:.3f}, saving "
+            f"{e['expected_saving']:.2f}x (each question worth that many uniformly sampled ones), "
+            f"{e['fallback_rate']:.0%} fell back to uniform sampling")
+
+
+def _say_expected(e: dict | None) -> None:
+    line = expected_line(e)
+    if line:
+        sys.stderr.write(line + "\n")
 
 
 def _parse_budget(text: str):
@@ -106,6 +125,8 @@ def faq(
     design: Optional[str] = typer.Option(None, "--design", help="wor (default: without replacement), wr (the paper's Algorithm 1) or naive-wor (the paper's invalid ablation)."),
     variance: Optional[str] = typer.Option(None, "--variance", help="conservative (default), increments, model or paper (eq. 8, --design wr)."),
     quantile: Optional[str] = typer.Option(None, "--quantile", help="t (default) or normal."),
+    fallback: Optional[float] = typer.Option(None, "--fallback", help="Level of the test that sends a model whose answers do not follow the history to uniform sampling (default 0.05; 0 = never)."),
+    calibrate: bool = typer.Option(True, "--calibrate/--no-calibrate", help="Learn the interval's critical value, the expected coverage and the expected saving on held-out families of the history (cached with the fit), or use Student t."),
     factors: Optional[Path] = typer.Option(None, "--factors", help="Load fitted factors (.npz from --save-factors): no fitting."),
     save_factors: Optional[Path] = typer.Option(None, "--save-factors", help="Save the fitted factors to this .npz."),
     k: Optional[int] = typer.Option(None, "--k", help="Fixed latent dimension (skips cross-validation; needs --weight-decay)."),
@@ -153,7 +174,8 @@ def faq(
         fm = load_factors(factors)
     elif k is not None:
         fm = faq_mod.FactorModel(k=k, weight_decay=weight_decay, seed=0)
-    prm = dict(tau=uniform_mix, beta0=beta0, rho=rho, gamma=gamma, variance=variance, quantile=quantile, design=design)
+    prm = dict(tau=uniform_mix, beta0=beta0, rho=rho, gamma=gamma, variance=variance, quantile=quantile, design=design,
+               fallback=fallback)
     answerer = None
     if new is not None:
         target = _read_answers(new, "new")
@@ -175,7 +197,8 @@ def faq(
         try:
             result = faq_mod.evaluate(hist, target, budget=bud, seed=seed, alpha=alpha, factors=fm, cache=cache,
                                       until_width=until_width, min_queries=min_queries, progress=update,
-                                      fit_progress=fit_update, items=answerer.items if answerer else None, **prm)
+                                      fit_progress=fit_update, items=answerer.items if answerer else None,
+                                      calibrate=calibrate, on_expected=_say_expected, **prm)
         finally:
             if answerer is not None and answerer.run_id:
                 sys.stderr.write(f"run id: {answerer.run_id} (resume with --run-id {answerer.run_id}); "

@@ -30,6 +30,11 @@ def study(
     R: Optional[list[int]] = typer.Option(None, "--R", help="One cell: repeated splits R (siren-a/b/c)."),
     betting: Optional[list[str]] = typer.Option(None, "--betting", help="One cell: betting strategy wsr or up (autoeval-example, autoeval-quant)."),
     deltas: Optional[str] = typer.Option(None, "--deltas", help="Comma-separated error levels, e.g. 0.1,0.05 (autoeval-example)."),
+    matrix: Optional[str] = typer.Option(None, "--matrix", help="faq-*: the leaderboard matrix: mmlu_pro_math (default), tiny_v1, bbh_tracking, or a CSV path."),
+    new: Optional[Path] = typer.Option(None, "--new", help="faq-*: evaluate the models of this CSV (same questions) with the whole matrix as history (e.g. a size shift)."),
+    calibrate: bool = typer.Option(True, "--calibrate/--no-calibrate", help="faq-leaderboard: FAQ's critical value learnt on held-out families of each history (default) or Student t."),
+    fallback: Optional[float] = typer.Option(None, "--fallback", help="faq-leaderboard: level of the test that sends a model to uniform sampling (0 = off; default 0.05)."),
+    methods: Optional[str] = typer.Option(None, "--methods", help="faq-leaderboard: comma-separated methods (faq,faq_paper,uniform,ht_uniform,aipw,ai_factor)."),
     as_json: bool = typer.Option(False, "--json", help="Print {\"rows\": [...], ...} as JSON on stdout."),
     out: Optional[Path] = typer.Option(None, "-o", "--out", help="Also write the JSON result to this file."),
 ) -> None:
@@ -60,6 +65,18 @@ def study(
                           methods=("faq", "faq_paper", "uniform", "ht_uniform"))
         elif quick:
             kwargs.update(trials=1, widths=(0.15,), n_models=300, splits=2, fixed_budgets=(0.025, 0.05, 0.1))
+        if matrix is not None:
+            kwargs["path"] = matrix
+        if new is not None:
+            kwargs["new_path"] = new
+        if name == "faq-leaderboard":
+            kwargs["calibrate"] = calibrate
+            if fallback is not None:
+                kwargs["fallback"] = fallback
+            if methods:
+                kwargs["methods"] = tuple(m.strip() for m in methods.split(",") if m.strip())
+    elif matrix is not None or new is not None or fallback is not None or methods or not calibrate:
+        raise AssayInputError("--matrix, --new, --fallback, --methods and --no-calibrate are for the faq-* studies")
     if name.startswith("scope"):
         kwargs.pop("gt", None)
         kwargs.pop("n_boot", None)

@@ -15,10 +15,11 @@ Three layers: :mod:`assay.data.faq` turns answer tables into arrays (:func:`as_m
 
 from . import api  # noqa: F401
 from .api import (DEFAULT_GRID, MIN_VALIDATED_QUERIES, FAQProtocolResult, FAQResult, as_matrix, default_factor_model,
-                  evaluate, fit_factors, model_splits, protocol, resolve_budget)
+                  evaluate, expect, fit_factors, model_splits, plain_words, protocol, resolve_budget)
+from .calibrate import Calibration
 from .core import FAQEstimate, FAQParams, estimate, run_faq
 from .factor import FactorFitWarning, FactorModel, OverfitWarning
 
 __all__ = ["FactorModel", "OverfitWarning", "FactorFitWarning", "FAQParams", "run_faq", "estimate", "FAQEstimate",
-           "evaluate", "protocol", "FAQResult", "FAQProtocolResult", "as_matrix", "resolve_budget", "DEFAULT_GRID",
+           "evaluate", "expect", "plain_words", "Calibration", "protocol", "FAQResult", "FAQProtocolResult", "as_matrix", "resolve_budget", "DEFAULT_GRID",
            "default_factor_model", "fit_factors", "model_splits", "MIN_VALIDATED_QUERIES"]

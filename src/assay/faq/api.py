@@ -32,7 +32,7 @@ from . import baselines as bl
 from .core import VARIANCES, FAQEstimate, FAQParams, check_stopping, estimate, interval, run_faq, uniform_gain  # noqa: F401
 from .factor import FactorModel, default_groups
 
-__all__ = ["evaluate", "protocol", "FAQResult", "FAQProtocolResult", "as_matrix", "resolve_budget",
+__all__ = ["evaluate", "expect", "plain_words", "protocol", "FAQResult", "FAQProtocolResult", "as_matrix", "resolve_budget",
            "DEFAULT_GRID", "default_factor_model", "fit_factors", "model_splits", "MIN_VALIDATED_QUERIES",
            "factor_cache_dir"]
 
@@ -178,11 +178,12 @@ def _factors(history, factors, *, cache=True, progress=None) -> tuple[FactorMode
     items = rows = None
     if history is not None:
         H, rows, items = as_matrix(history, "history")
-    info: dict = {"cache": "not used"}
+    info: dict = {"cache": "not used", "rows": rows}
     if factors is None:
         if H is None:
             raise AssayInputError("give a history to fit the factor model on, or a fitted FactorModel")
         factors, info = fit_factors(H, rows, items, cache=cache, progress=progress)
+        info["rows"] = rows
     elif not hasattr(factors, "V_"):
         if H is None:
             raise AssayInputError("give a history to fit the factor model on, or a fitted FactorModel")
@@ -324,12 +325,13 @@ def _live_answer(new: Callable, hist_items: list[str]) -> Callable[[int, np.ndar
     return lambda t, I: np.array([ask(int(I[0]))])
 
 
-def _interval_kind(est: FAQEstimate, prm: FAQParams, until_width) -> str:
+def _interval_kind(est: FAQEstimate, prm: FAQParams, until_width, calibrated: bool | None = None) -> str:
     if est.exact:
         return "exact"
     if until_width is not None:
         return "anytime-valid"
-    return f"fixed-budget ({'Student t' if prm.quantile == 't' else 'normal'}, {prm.variance} variance)"
+    q = "calibrated on the history" if calibrated else ("Student t" if prm.quantile == "t" else "normal")
+    return f"fixed-budget ({q}, {prm.variance} variance)"
 
 
 def _faq_tables(est: FAQEstimate, model_ids: list[str], hist_items: list[str], kind: str, until_width,
@@ -348,6 +350,8 @@ def _faq_tables(est: FAQEstimate, model_ids: list[str], hist_items: list[str], k
     else:
         if until_width is not None:
             out["reached_width"] = est.reached_width
+        if est.fell_back is not None:
+            out["uniform_from"] = est.fell_back
         n = est.items.shape[1]
         used = np.arange(n)[None, :] < est.n_queries[:, None]
         mrow, trow = np.nonzero(used)
@@ -361,31 +365,99 @@ def _faq_tables(est: FAQEstimate, model_ids: list[str], hist_items: list[str], k
     return {"estimates": out, "queries": queries}
 
 
-def _plain_words(est: FAQEstimate, model_ids: list[str], n_b: int, prm: FAQParams, until_width) -> list[str]:
+def plain_words(*, n_queries: int, gain=None, expected: dict | None = None, model_ids: Sequence[str] | None = None,
+                until_width=None, calibrated: bool | None = None, fell_back=None, design: str = "wor") -> list[str]:
+    """The notes every FAQ output carries beside its numbers (evaluate, protocol, the studies, report and JSON).
+
+    n_queries : the budget in questions. gain : realised or estimated effective-sample-size gain over uniform
+    sampling, per model (evaluate) or one number (protocol). expected : :meth:`Calibration.summary` (what the
+    history predicts before any query), or None when the history cannot say. calibrated : whether the interval's
+    critical value was learnt on the history (None: not applicable). fell_back : per model, the round from which
+    it was sampled uniformly (0 = never).
+    """
+    notes: list[str] = []
+    ids = list(model_ids) if model_ids is not None else None
+    if until_width is None and n_queries < MIN_VALIDATED_QUERIES and not calibrated:
+        notes.append(f"{n_queries} queries is below the {MIN_VALIDATED_QUERIES} from which FAQ's coverage was shown on "
+                     "models absent from the history (assay study faq-leaderboard), and this history could not measure "
+                     "it at this budget; treat the interval as approximate, or raise the budget")
+    if calibrated is False and until_width is None:
+        notes.append("the interval uses the Student t quantile: the history has too few complete models (at least 20 "
+                     "in model-level folds) to learn its critical value, so it may be wider than it needs to be")
+    if expected:
+        es, ec = expected.get("expected_saving"), expected.get("expected_coverage")
+        if es is not None and np.isfinite(es) and es < 1.0:
+            notes.append(f"no saving expected: on {expected.get('held_out_models')} held-out families of the history, "
+                         f"FAQ at {n_queries} queries was worth {es:.2f} uniformly sampled questions per question; a "
+                         "uniform sample of the same size would do as well")
+    if gain is not None:
+        g = np.atleast_1d(np.asarray(gain, dtype=float))
+        low = np.isfinite(g) & (g < 1.0)
+        if low.any():
+            who = (f"model {ids[int(np.flatnonzero(low)[0])]!r}" if ids is not None and len(ids) == 1 else
+                   f"{int(low.sum())} of {len(ids)} models" if ids is not None else "these models")
+            notes.append(f"no saving for {who}: the interval is about as wide as a uniform sample of the same size "
+                         f"would give (gain {np.nanmin(g[low]):.2f}x). Its answers do not follow the history's pattern "
+                         "(e.g. a model family the history does not contain); the interval is still valid")
+    if fell_back is not None:
+        fb = np.atleast_1d(np.asarray(fell_back))
+        if (fb > 0).any():
+            who = (f"model {ids[int(np.flatnonzero(fb > 0)[0])]!r}" if ids is not None and len(ids) == 1 else
+                   f"{int((fb > 0).sum())} of {len(fb)} models")
+            notes.append(f"{who} fell back to uniform sampling (from query {int(fb[fb > 0].min())} on): its answers "
+                         "do not follow the history (the fallback test rejected at its level), so the rest of its "
+                         "budget was spent on a uniform sample, which is never worse than uniform sampling")
+    if design == "naive-wor":
+        notes.append("design 'naive-wor' is the paper's Appendix B ablation: its interval is NOT valid")
+    return notes
+
+
+def _plain_words(est: FAQEstimate, model_ids: list[str], n_b: int, prm: FAQParams, until_width,
+                 expected: dict | None = None, calibrated: bool | None = None) -> list[str]:
     """What the reader must be told beside the numbers of a sampled (not exact) run."""
     if est.exact:
         return []
-    notes = []
-    M = len(model_ids)
-    gain = est.gain_vs_uniform
-    if n_b < MIN_VALIDATED_QUERIES and until_width is None:
-        notes.append(f"{n_b} queries is below the {MIN_VALIDATED_QUERIES} from which FAQ's coverage was shown on "
-                     "models absent from the history (assay study faq-leaderboard); treat this interval as "
-                     "approximate, or raise the budget")
-    low_gain = np.isfinite(gain) & (gain < 1.0)
-    if low_gain.any():
-        who = (f"model {model_ids[int(np.flatnonzero(low_gain)[0])]!r}" if M == 1 else
-               f"{int(low_gain.sum())} of {M} models")
-        notes.append(f"no saving for {who}: the interval is about as wide as a uniform sample of the same size "
-                     f"would give (estimated gain {np.nanmin(gain[low_gain]):.2f}x). Its answers do not follow the "
-                     "history's pattern (e.g. a model family the history does not contain); the interval is still "
-                     "valid")
+    notes = plain_words(n_queries=n_b, gain=est.gain_vs_uniform, expected=expected, model_ids=model_ids,
+                        until_width=until_width, calibrated=calibrated, fell_back=est.fell_back, design=prm.design)
     if until_width is not None and not est.reached_width.all():
-        notes.append(f"{int((~est.reached_width).sum())} of {M} model(s) spent the whole budget ({n_b} queries) "
-                     f"before their interval was {until_width:g} wide")
-    if prm.design == "naive-wor":
-        notes.append("design 'naive-wor' is the paper's Appendix B ablation: its interval is NOT valid")
+        notes.append(f"{int((~est.reached_width).sum())} of {len(model_ids)} model(s) spent the whole budget "
+                     f"({n_b} queries) before their interval was {until_width:g} wide")
     return notes
+
+
+def _expectation(H, info: dict, fm: FactorModel, n_b: int, prm: FAQParams, alpha: float, *, cache: bool,
+                 progress=None):
+    """(Calibration or None, its summary dict or None, cache state): what the history says about this budget."""
+    from .calibrate import cached_calibration
+
+    rows = info.get("rows")
+    if H is None or rows is None or n_b >= H.shape[1]:
+        return None, None, "no history"
+    cal, state = cached_calibration(H, rows, fm, info.get("key"), n_b, prm,
+                                    cache_dir=factor_cache_dir() if cache else None, progress=progress)
+    if cal is None:
+        return None, None, state
+    summ = cal.summary(alpha, prm.variance if prm.variance in cal.se else "conservative")
+    summ["cache"] = state
+    return cal, summ, state
+
+
+def expect(history, *, budget: float | int, alpha: float = 0.05, delta: float | None = None,
+           params: FAQParams | Mapping | None = None, cache: bool = True, fit_progress: Callable | None = None,
+           progress: Callable[[int, int], None] | None = None) -> dict | None:
+    """What FAQ at ``budget`` is expected to do for a new model, measured on the history before any query.
+
+    Runs FAQ on held-out families of the history (:mod:`assay.faq.calibrate`; cached with the fit) and returns
+    ``{"budget", "held_out_models", "runs", "crit", "expected_coverage", "expected_saving", "fallback_rate",
+    "cache"}``, or None when the history has too few complete models to say. ``expected_saving`` is how many
+    uniformly sampled questions each FAQ question is worth on those models; ``expected_coverage`` is cross-fitted.
+    """
+    alpha = level_alias(alpha, delta, 0.05)
+    _check_alpha(alpha)
+    prm = _params(params)
+    fm, H, items, info = _factors(history, None, cache=cache, progress=fit_progress)
+    n_b, _ = resolve_budget(budget, len(items))
+    return _expectation(H, info, fm, n_b, prm, alpha, cache=cache, progress=progress)[1]
 
 
 def evaluate(
@@ -405,12 +477,15 @@ def evaluate(
     variance: str | None = None,
     quantile: str | None = None,
     design: str | None = None,
+    fallback: float | None = None,
     until_width: float | None = None,
     min_queries: int = 20,
     items: Sequence | None = None,
     cache: bool = True,
+    calibrate: bool = True,
     progress: Callable[[int, int], None] | None = None,
     fit_progress: Callable | None = None,
+    on_expected: Callable[[dict | None], None] | None = None,
 ) -> FAQResult:
     """Estimate new models' accuracy on the whole bank from ``budget`` adaptively chosen questions (FAQ, Alg. 1).
 
@@ -436,12 +511,18 @@ def evaluate(
         is used as ``alpha``.
     factors : a FactorModel (fitted or to be fitted on ``history``); default: :func:`default_factor_model`,
         cached by a hash of the history (``cache=False`` refits).
-    params / beta0, rho, gamma, tau, variance, quantile, design : the policy and interval (see FAQParams);
-        defaults tau = 0.5, beta0 = 1, rho = gamma = 0, design "wor", variance "conservative", quantile "t".
+    params / beta0, rho, gamma, tau, variance, quantile, design, fallback : the policy and interval (see
+        FAQParams); defaults tau = 0.5, beta0 = 1, rho = gamma = 0, design "wor", variance "conservative",
+        quantile "t", fallback 0.05.
     until_width : query until the anytime-valid interval is at most this wide (or the budget is spent), after
         at least ``min_queries`` queries. The reported interval is then the anytime-valid one, so stopping on
         the data keeps its coverage.
     items : item ids for a callable ``new`` (default: the history's items).
+    calibrate : learn the fixed-budget interval's critical value, and the expected coverage and saving, on
+        held-out families of the history (:mod:`assay.faq.calibrate`, cached with the fit; about the cost of one
+        more fit the first time). Needs the history (not only ``factors``) with at least 20 complete models; else,
+        or with ``calibrate=False``, the interval uses the Student t quantile and says so.
+    on_expected : ``on_expected(summary)`` once the expectation is known, before any query (the CLI prints it).
     progress : ``progress(done, total)`` after each round. fit_progress : ``fit_progress(done, total, info)`` during
         the factor fit (per fold and candidate).
 
@@ -455,7 +536,7 @@ def evaluate(
     alpha = level_alias(alpha, delta, 0.05)
     _check_alpha(alpha)
     prm = _params(params, beta0=beta0, rho=rho, gamma=gamma, tau=tau, variance=variance, quantile=quantile,
-                  design=design)
+                  design=design, fallback=fallback)
     check_stopping(until_width, min_queries)
     live = callable(new) and not isinstance(new, (pd.DataFrame, pd.Series, np.ndarray))
     # 2. seed: once, before any work (a resumed live run reuses the seed it was started with)
@@ -466,10 +547,18 @@ def evaluate(
         notes.append(f"resumed run: using the seed it was started with ({seed})")
     seed = resolve_seed(seed)
     # 3. arrays: the factors (fitted, cached or given), the budget, the new models' answers
-    fm, _, hist_items, fit_info = _factors(history, factors, cache=cache, progress=fit_progress)
+    fm, H_hist, hist_items, fit_info = _factors(history, factors, cache=cache, progress=fit_progress)
     N = len(hist_items)
     n_b, budget_note = resolve_budget(budget, N)
     notes += [w for w in (_unobserved_note(fm), budget_note) if w]
+    # what the history says about this budget, before any query (held-out families; cached with the fit)
+    cal, expected, calibrated = None, None, None
+    if n_b < N and until_width is None:
+        if calibrate and factors is None:
+            cal, expected, _ = _expectation(H_hist, fit_info, fm, n_b, prm, alpha, cache=cache)
+        calibrated = cal is not None and prm.variance in cal.se and np.isfinite(cal.crit(alpha, prm.variance))
+    if on_expected is not None:
+        on_expected(expected)
     if until_width is not None and n_b >= N and prm.design == "wr":
         notes.append("with replacement a budget of the whole bank is answered by asking every question once")
     if live:
@@ -484,9 +573,10 @@ def evaluate(
     # 4. the core
     est = estimate(answers, fm.V_, fm.prior_mean_, fm.prior_cov_, n_b, rng=seed.rng(), alpha=alpha, params=prm,
                    b=fm.b_ if fm.bias else None, until_width=until_width, min_queries=min_queries,
-                   n_models=len(model_ids), on_round=progress)
+                   n_models=len(model_ids), on_round=progress,
+                   calibrated_crit=cal.crit(alpha, prm.variance) if calibrated else None)
     # 5. the result
-    notes += _plain_words(est, model_ids, n_b, prm, until_width)
+    notes += _plain_words(est, model_ids, n_b, prm, until_width, expected, calibrated)
     if est.exact:
         meaning = f"every one of the {N} questions was asked: the accuracy is exact"
     else:
@@ -499,10 +589,12 @@ def evaluate(
                 "until_width": until_width, "min_queries": min_queries if until_width is not None else None},
         n=n_b, n_meaning="queries per new model allowed by the budget (n_b); each model's own count is n_queries",
         meaning=meaning, seed=seed, alpha=alpha,
-        tables=_faq_tables(est, model_ids, hist_items, _interval_kind(est, prm, until_width), until_width, truth),
+        tables=_faq_tables(est, model_ids, hist_items, _interval_kind(est, prm, until_width, calibrated), until_width,
+                           truth),
         warnings=notes,
         info={"factors": {**fm.summary(), "fingerprint": fm.fingerprint(), "cache": fit_info.get("cache"),
                           "cache_path": fit_info.get("path")},
+              "expected": expected, "calibrated": calibrated,
               "se_variants": {k: [float(x) for x in v] for k, v in est.se_variants.items()}},
     )
     res.factors_ = fm  # the fitted factors (not serialised): save them with assay.faq.io.save_factors
@@ -579,7 +671,7 @@ def _grid_list(grid: Mapping[str, Sequence]) -> list[dict]:
 
 
 PAPER_FAQ = {"beta0": 1.0, "rho": 0.0, "gamma": 0.0, "tau": 0.05, "design": "wr", "variance": "paper",
-             "quantile": "normal"}
+             "quantile": "normal", "fallback": 0.0}
 
 
 def _run_method(name: str, cfg: dict, Z: np.ndarray, n_b: int, rng: np.random.Generator, ctx: dict,
@@ -589,9 +681,10 @@ def _run_method(name: str, cfg: dict, Z: np.ndarray, n_b: int, rng: np.random.Ge
     FAQ returns its main interval under "" and, with ``cfg["variants"]``, the other intervals of the same draws.
     """
     if name in ("faq", "faq_paper"):
-        prm = FAQParams(**{k: cfg[k] for k in ("beta0", "rho", "gamma", "tau", "design", "variance", "quantile")
-                           if k in cfg})
-        r = run_faq(ctx["V"], ctx["mu"], ctx["Sigma"], Z, n_b, rng=rng, params=prm, alpha=alpha, b=ctx["b"])
+        prm = FAQParams(**{k: cfg[k] for k in ("beta0", "rho", "gamma", "tau", "design", "variance", "quantile",
+                                               "fallback") if k in cfg})
+        r = run_faq(ctx["V"], ctx["mu"], ctx["Sigma"], Z, n_b, rng=rng, params=prm, alpha=alpha, b=ctx["b"],
+                    calibrated_crit=cfg.get("crit"))
         out = {"": (r.estimate, r.lo, r.hi)}
         for var in cfg.get("variants", ()):
             if var == "cs":
@@ -701,11 +794,13 @@ def _jobs_for(method: str, grid: Mapping | None, base: FAQParams) -> list[tuple[
     return [(method, {})]
 
 
-def _fit_for(H, rows, items, factors, cache, fit_progress) -> FactorModel:
-    """Factors for one split's history: the default (cached) fit, or a fresh fit with the given settings."""
+def _fit_for(H, rows, items, factors, cache, fit_progress, *, with_info: bool = False):
+    """Factors for one split's history: the default (cached) fit, or a fresh fit with the given settings
+    (``with_info``: -> (model, fit info with the history's cache key and rows))."""
     if factors is None:
-        fm, _ = fit_factors(H, rows, items, cache=cache, progress=fit_progress)
-        return fm
+        fm, info = fit_factors(H, rows, items, cache=cache, progress=fit_progress)
+        info["rows"] = list(rows)
+        return (fm, info) if with_info else fm
     fm = FactorModel(**{k: getattr(factors, k) for k in ("k", "weight_decay", "bias", "max_iter", "tol", "seed", "cv",
                                                           "ks", "lambdas", "one_se", "holdout", "overfit_ratio",
                                                           "cv_by", "reveal", "cv_tol")})
@@ -714,7 +809,7 @@ def _fit_for(H, rows, items, factors, cache, fit_progress) -> FactorModel:
         warnings.simplefilter("ignore", UserWarning)
         fm.fit(pd.DataFrame(H, index=list(rows), columns=list(items)),
                groups=default_groups(rows) if fm.cv_by == "models" else None, progress=fit_progress)
-    return fm
+    return (fm, {"rows": list(rows), "key": None}) if with_info else fm
 
 
 def _tune_split(si, H, hrows, items, groups, methods, grids, base_faq, budgets, n_b_list, tune_ss, val_seeds, alpha,
@@ -835,6 +930,7 @@ def protocol(
     chunk: int = 128,
     workers: int = 1,
     cache: bool = True,
+    calibrate: bool = True,
     progress: Callable[[int, int], None] | None = None,
     fit_progress: Callable | None = None,
 ) -> FAQProtocolResult:
@@ -878,6 +974,9 @@ def protocol(
     variants : add rows for FAQ's other intervals on the same draws: ``faq:increments|t`` (no model-variance
         floor), ``faq:conservative|normal`` (normal quantile) and ``faq:cs`` (the anytime-valid interval).
     chunk, workers : models per task and parallel workers (:mod:`assay.parallel`).
+    calibrate : give FAQ the critical value learnt on held-out families of each split's history, as
+        :func:`evaluate` does (:mod:`assay.faq.calibrate`); the table's ``expected_coverage`` and
+        ``expected_saving`` are what those histories predicted before any new model was queried.
 
     Returns
     -------
@@ -934,6 +1033,7 @@ def protocol(
 
     # 4. per split: factors (and tuning) from its history only, then every method on its new models
     acc: dict[tuple[int, str], list] = {}  # (budget index, row name) -> list of (cov[S, M], wid[S, M]) per split
+    expected: dict[int, list] = {}  # budget index -> per split, what its history predicted (or None)
     per_model, tuning_rows, split_info = [], [], []
     for si, (hist_idx, new_idx) in enumerate(split_list):
         H = H_all[hist_idx]
@@ -950,14 +1050,28 @@ def protocol(
                                        tune_ss, val_seeds, alpha, chunk, workers, factors, cache, fit_progress)
             tuning_rows += rows
         if new_idx is None and factors is not None and hasattr(factors, "V_"):
-            fm, H, _, _ = _factors(pd.DataFrame(H, index=hrows, columns=items), factors)
+            fm, H, _, fit_info = _factors(pd.DataFrame(H, index=hrows, columns=items), factors)
+            fit_info = {"rows": hrows, "key": None}
         else:
-            fm = _fit_for(H, hrows, items, factors, cache, fit_progress)
+            fm, fit_info = _fit_for(H, hrows, items, factors, cache, fit_progress, with_info=True)
         ctx = _context(fm, H)
         split_info.append({"split": si, "n_history": int(H.shape[0]), "n_new": int(Znew.shape[0]),
                            "k": fm.k_, "weight_decay": fm.weight_decay_, "fingerprint": fm.fingerprint()})
         for bi, n_b in enumerate(n_b_list):
             jobs = _test_jobs(methods, bi, chosen, base_faq, params, faq_variants)
+            if calibrate and "faq" in methods and n_b < N:
+                # FAQ's interval as evaluate gives it: the critical value learnt on held-out families of this
+                # split's history (never on its new models), and what that history predicts
+                for ji, (name, cfg) in enumerate(jobs):
+                    if name != "faq":
+                        continue
+                    prm_j = FAQParams(**{k: cfg[k] for k in FAQParams().to_dict() if k in cfg})
+                    cal, summ, _ = _expectation(H, fit_info, fm, n_b, prm_j, alpha, cache=cache)
+                    if cal is not None and prm_j.variance in cal.se:
+                        c = cal.crit(alpha, prm_j.variance)
+                        if np.isfinite(c):
+                            jobs[ji] = (name, {**cfg, "crit": c})
+                    expected.setdefault(bi, []).append(summ)
             res = _evaluate_jobs(ctx, Znew, theta, [n_b], jobs, test_ss, alpha, chunk, workers, step_progress,
                                  budget_ids=[bi], split_id=si)
             done[0] += len(seeds) * -(-Znew.shape[0] // chunk)
@@ -970,6 +1084,21 @@ def protocol(
 
     # 5. the result
     n_new = sum(s["n_new"] for s in split_info)
+    table = _protocol_table(acc, budgets, n_b_list)
+    table["expected_coverage"] = np.nan
+    table["expected_saving"] = np.nan
+    notes = []
+    for bi, n_b in enumerate(n_b_list):
+        row = (table["n_queries"] == n_b) & (table["method"] == "faq")
+        summs = [x for x in expected.get(bi, []) if x]
+        if summs and len(summs) == len(expected.get(bi, [])):
+            table.loc[row, "expected_coverage"] = float(np.mean([x["expected_coverage"] for x in summs]))
+            table.loc[row, "expected_saving"] = float(np.mean([x["expected_saving"] for x in summs]))
+        if row.any():
+            gain = float(table.loc[row, "ess_vs_uniform_mean"].iloc[0])
+            calibrated = (bool(summs) and all(np.isfinite(x["crit"]) for x in summs)) if calibrate else None
+            notes += [f"budget {budgets[bi]} ({n_b} queries): {w}" for w in
+                      plain_words(n_queries=n_b, gain=gain, calibrated=calibrated)]
     return build(
         FAQProtocolResult,
         params={"budgets": list(budgets), "n_queries": n_b_list, "methods": methods, "n_new": int(n_new),
@@ -979,7 +1108,8 @@ def protocol(
         n=int(n_new), n_meaning="new models evaluated (over all splits), each at every budget and seed",
         meaning=f"nominal coverage {1 - alpha:.0%} of each new model's accuracy over the bank", alpha=alpha,
         seed=seed,
-        tables={"table": _protocol_table(acc, budgets, n_b_list), "per_model": pd.concat(per_model, ignore_index=True),
+        tables={"table": table, "per_model": pd.concat(per_model, ignore_index=True),
                 "tuning": pd.DataFrame(tuning_rows)},
+        warnings=notes,
         info={"splits": split_info, "factors": {"per_split": split_info}},
     )

@@ -60,10 +60,42 @@ def shared_data_dir() -> Path:
     return Path("../shared/data")
 
 
+#: the leaderboard matrices of shared/data/openllm_v2_items a study can be run on (``matrix=``)
+MATRICES = {
+    "mmlu_pro_math": "openllm_v2_items/mmlu_pro_math_8b_models.csv",
+    "bbh_tracking": "openllm_v2_items/bbh_tracking_shuffled_objects_five_objects.csv",
+    "tiny_v1": "openllm_v2_items/tinybenchmarks_items_openllm_v1",
+}
+
+
+def _load_tiny(folder: Path) -> pd.DataFrame:
+    """The five tinyBenchmarks matrices (Open LLM Leaderboard v1) side by side, on the models present in all five:
+    one suite of 493 questions (ids ``arc:12`` etc.), as the paper's BBH+GPQA+IFEval+MATH+MuSR suite is one."""
+    files = sorted(folder.glob("response_matrix_tiny*.csv"))
+    if len(files) != 5:
+        raise AssayInputError(f"{folder}: expected the five tinyBenchmarks response matrices; found {len(files)}")
+    parts = []
+    for f in files:
+        t = pd.read_csv(f, index_col=0)
+        t.index = t.index.astype(str)
+        t = t[~t.index.duplicated()]
+        t.columns = [f"{f.stem.replace('response_matrix_tiny', '')}:{c}" for c in t.columns]
+        parts.append(t)
+    common = sorted(set.intersection(*(set(t.index) for t in parts)))
+    return pd.concat([t.loc[common] for t in parts], axis=1)
+
+
 def load_leaderboard(path: str | Path | None = None) -> pd.DataFrame:
     """A models x questions 0/1 matrix as a wide DataFrame (index = model, columns = doc ids as str); default the
-    755 x 1,351 MMLU-Pro math matrix. Rows with a missing answer are dropped (the truth needs a full row)."""
+    755 x 1,351 MMLU-Pro math matrix; a name of :data:`MATRICES` reads that one. Rows with a missing answer are
+    dropped (the truth needs a full row)."""
+    if path is not None and str(path) in MATRICES:
+        path = shared_data_dir() / MATRICES[str(path)]
     p = Path(path) if path is not None else shared_data_dir() / DATA
+    if p.is_dir():
+        df = _load_tiny(p)
+        df.columns = [str(c) for c in df.columns]
+        return df.dropna()
     if not p.exists():
         raise AssayInputError(f"{p} not found: this study reads shared/data/{DATA} (see its README); set "
                               "ASSAY_SHARED_DATA to the shared data folder")
@@ -86,10 +118,16 @@ def study_leaderboard(
     n_models: int | None = None,
     seed: int | None = 0,
     workers: int = 1,
+    calibrate: bool = True,
+    fallback: float | None = None,
     progress: Callable[[int, int], None] | None = None,
     fit_progress: Callable | None = None,
 ) -> StudyResult:
-    """FAQ vs uniform sampling and active-inference baselines on leaderboard models absent from the history."""
+    """FAQ vs uniform sampling and active-inference baselines on leaderboard models absent from the history.
+
+    ``path``: a file, or a name of :data:`MATRICES` ("mmlu_pro_math", the default; "tiny_v1"; "bbh_tracking").
+    ``calibrate=False`` / ``fallback=0`` show FAQ without the critical value learnt on the history / without
+    the fallback to uniform sampling (the ablations of docs/faq.md)."""
     from ..faq import protocol
     from ..seeds import resolve_seed
 
@@ -105,7 +143,8 @@ def study_leaderboard(
         pick = np.random.default_rng(sub_ss).permutation(len(df))[:n_models]
         df = df.iloc[np.sort(pick)]
     res = protocol(df, new, budgets=budgets, seeds=trials, seed=run_ss, methods=methods, splits=splits,
-                   split_by=split_by, workers=workers, progress=progress, fit_progress=fit_progress)
+                   split_by=split_by, workers=workers, progress=progress, fit_progress=fit_progress,
+                   params={"faq": {"fallback": fallback}} if fallback is not None else None, calibrate=calibrate)
     rows = res.table.copy()
     rows.insert(0, "study", "faq-leaderboard")
 
@@ -128,12 +167,16 @@ def study_leaderboard(
                     for s in sp),
         "share of new models whose own FAQ coverage over the seeds is below 0.85, per budget: "
         + ", ".join(f"{b:g}: {v:.3f}" for b, v in low.items()),
-    ]
+        "expected_coverage / expected_saving (faq rows): what each split's history predicted before any new model "
+        "was queried (held-out families of that history), averaged over splits",
+    ] + list(res.warnings)
     return StudyResult(
         params={"study": "faq-leaderboard", "trials": trials, "budgets": list(budgets), "splits": splits,
-                "split_by": split_by, "n_models": len(df), "new_path": str(new_path) if new_path else None,
-                "methods": list(methods)},
-        level={"alpha": 0.05, "meaning": "nominal 95% CIs for each new model's accuracy over the 1,351 questions"},
+                "split_by": split_by, "n_models": len(df), "n_items": int(df.shape[1]),
+                "path": str(path) if path else None, "new_path": str(new_path) if new_path else None,
+                "methods": list(methods), "calibrate": calibrate, "fallback": fallback},
+        level={"alpha": 0.05, "meaning": f"nominal 95% CIs for each new model's accuracy over the {df.shape[1]:,} "
+                                         "questions"},
         n=res.n, seed=recorded, tables={"rows": rows}, info={"notes": notes},
     )
 
@@ -247,7 +290,12 @@ def study_stopping(
     fixed_rows = [{"study": "faq-stopping", "fixed_queries": n, "fixed_mean_width": float(wd),
                    "fixed_coverage": float(np.mean([r["cov"].mean() for r in agg[("fixed", n)]]))}
                   for n, wd in zip(fixed_n, fixed_w)]
-    notes = [
+    from ..faq.api import plain_words
+
+    fixed_notes = []
+    for r in fixed_rows:
+        fixed_notes += [f"fixed budget {r['fixed_queries']}: {w}" for w in plain_words(n_queries=r["fixed_queries"])]
+    notes = fixed_notes + [
         f"{'model-level splits by family' if new_path is None else 'new models from ' + str(new_path)}; default FAQ; "
         f"anytime-valid interval from {min_queries} queries on; at most {n_max} queries",
         "fixed_budget_same_width: the one budget, the same for every model, whose fixed-budget FAQ interval has the "
