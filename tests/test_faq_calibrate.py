@@ -139,8 +139,12 @@ def test_evaluate_states_the_expectation_before_any_query_and_the_plain_words():
     r2 = faq.evaluate(flat, new, budget=30, seed=0, cache=False)
     assert r2.info["expected"]["expected_saving"] < 1
     assert any(w.startswith("no saving expected") for w in r2.warnings)
-    # the same words reach the JSON
+    # the same words reach the JSON and the reports
+    from assay.report import render_html, render_markdown
+
     assert "no saving expected" in r2.to_json()
+    assert "no saving expected" in render_html([r2]) and "no saving expected" in render_markdown([r2])
+    assert "Expected before any query" in render_html([res])
 
 
 def test_protocol_and_studies_carry_the_plain_words():

@@ -6,9 +6,12 @@ table, or array) and new models' answers on the same items. Items are matched by
 Defaults and what they were validated on (``assay study faq-leaderboard``; see the README): the factors are
 fitted by model-level cross-validation (whole model families held out, the criterion being how well the
 factors predict a held-out model after FAQ has seen 10% of its answers), FAQ samples WITHOUT replacement
-(:mod:`assay.faq.core`, ``design="wor"``), tau = 0.5, the ``conservative`` variance and a Student t quantile.
-On families of leaderboard models never used to fit or tune anything, this covered at every budget from 2.5% to
-25% of the bank; the numbers are in the README.
+(:mod:`assay.faq.core`, ``design="wor"``), tau = 0.5, the ``conservative`` variance, a model whose answers do
+not follow the history falls back to uniform sampling (``fallback=0.05``), and the fixed-budget interval's
+critical value is learnt on held-out families of the history (:mod:`assay.faq.calibrate`; Student t when the
+history is too small), which also gives the expected coverage and saving before any query (:func:`expect`).
+On families of leaderboard models never used to fit or tune anything this covered 94.4-95.7% at every budget
+from 2.5% to 25% of the bank; the numbers are in docs/faq.md.
 """
 
 from __future__ import annotations

@@ -365,9 +365,21 @@ def _faq_section(result: Result) -> str:
         "floors the variance at the working model's). Right: which questions were drawn and how often (without "
         "replacement, the default, each question at most once per model).</figcaption></figure>",
         _table_html(result.estimates),
-        "</section>",
     ]
+    e = result.info.get("expected")
+    if e:
+        parts.append(f"<p class='meta'>Expected before any query (FAQ run on {e.get('held_out_models')} held-out "
+                     f"models of the history's own families at {e.get('budget')} queries): coverage "
+                     f"{float(e.get('expected_coverage', float('nan'))):.3f}, saving "
+                     f"{float(e.get('expected_saving', float('nan'))):.2f}x, "
+                     f"{float(e.get('fallback_rate', float('nan'))):.0%} fell back to uniform sampling.</p>")
+    parts += [_faq_notes(result), "</section>"]
     return "\n".join(parts)
+
+
+def _faq_notes(result: Result) -> str:
+    """FAQ's plain words (below 33 questions, no saving, fell back), as every FAQ output carries them."""
+    return "\n".join(f"<p class='meta'>note: {html.escape(w)}</p>" for w in result.warnings)
 
 
 def faq_protocol_figure(result: Result) -> str:
@@ -402,6 +414,7 @@ def _faq_protocol_section(result: Result) -> str:
         "intervals that contain the model's true accuracy over the bank; the dashed line is the nominal level."
         "</figcaption></figure>",
         _table_html(result.table),
+        _faq_notes(result),
         "</section>",
     ]
     return "\n".join(parts)
