@@ -71,7 +71,7 @@ Each answer also feeds a sequential test of H0: "this model's answers follow the
 z_t ~ Bernoulli(p_t) given the past, p_t the working model's predictive probability before the answer (the
 logit u_hat'v + b moderated by its posterior variance v' Sigma v, MacKay's probit approximation: the plug-in
 sigmoid(u_hat'v + b) is too confident early on and rejected 7% of models drawn from the working model itself at
-a 5% level; moderated, 3-5%). Against the tempered
+a 5% level; moderated, 1.5%). Against the tempered
 alternatives sigmoid(logit(p_t) / kappa), kappa in ``FALLBACK_KAPPAS`` (a working model kappa times too
 confident about this model), the likelihood ratios are nonnegative martingales under H0, so is their mean E_t,
 and by Ville's inequality P(sup_t E_t >= 1 / level) <= level: a model that follows the working model is sent to
@@ -80,7 +80,8 @@ uniform sampling with probability at most ``params.fallback``, whenever the test
 predictor (its smoothed mean so far; with uniform q a constant cancels from phi_t). The switch is decided on the
 past only, so q_t stays predictable and the increments remain martingale differences: the estimate stays
 unbiased and the interval keeps Theorem 3.1. On the 539 7B leaderboard models (a size class absent from an 8B
-history) 36% / 50% / 61% were sent to uniform sampling by 20 / 33 / 67 answers; on held-out 8B families 5-7%.
+history) 6% / 13% / 26% / 41% were sent to uniform sampling by 20 / 33 / 67 / 337 answers; on held-out 8B
+families under 1%.
 
 
 Anytime-valid interval
