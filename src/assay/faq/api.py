@@ -385,10 +385,11 @@ def plain_words(*, n_queries: int, gain=None, expected: dict | None = None, mode
                      "models absent from the history (assay study faq-leaderboard), and this history could not measure "
                      "it at this budget; treat the interval as approximate, or raise the budget")
     if calibrated is False and until_width is None:
-        notes.append("the interval uses the Student t quantile: the history has too few complete models (at least 20 "
-                     "in model-level folds) to learn its critical value, so it may be wider than it needs to be")
+        notes.append("the interval uses the Student t quantile: its critical value could not be learnt on the history "
+                     "(that needs the history itself, not only fitted factors, with at least 20 complete models in "
+                     "model-level folds), so it may be wider than it needs to be")
     if expected:
-        es, ec = expected.get("expected_saving"), expected.get("expected_coverage")
+        es = expected.get("expected_saving")
         if es is not None and np.isfinite(es) and es < 1.0:
             notes.append(f"no saving expected: on {expected.get('held_out_models')} held-out families of the history, "
                          f"FAQ at {n_queries} queries was worth {es:.2f} uniformly sampled questions per question; a "
@@ -409,7 +410,7 @@ def plain_words(*, n_queries: int, gain=None, expected: dict | None = None, mode
                    f"{int((fb > 0).sum())} of {len(fb)} models")
             notes.append(f"{who} fell back to uniform sampling (from query {int(fb[fb > 0].min())} on): its answers "
                          "do not follow the history (the fallback test rejected at its level), so the rest of its "
-                         "budget was spent on a uniform sample, which is never worse than uniform sampling")
+                         "budget was spent on uniform draws")
     if design == "naive-wor":
         notes.append("design 'naive-wor' is the paper's Appendix B ablation: its interval is NOT valid")
     return notes
@@ -559,7 +560,8 @@ def evaluate(
     if n_b < N and until_width is None:
         if calibrate and factors is None:
             cal, expected, _ = _expectation(H_hist, fit_info, fm, n_b, prm, alpha, cache=cache)
-        calibrated = cal is not None and prm.variance in cal.se and np.isfinite(cal.crit(alpha, prm.variance))
+        if calibrate:
+            calibrated = cal is not None and prm.variance in cal.se and np.isfinite(cal.crit(alpha, prm.variance))
     if on_expected is not None:
         on_expected(expected)
     if until_width is not None and n_b >= N and prm.design == "wr":
