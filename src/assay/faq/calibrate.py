@@ -180,6 +180,25 @@ def _folds(rows: Sequence[str], n_folds: int) -> np.ndarray:
     return _row_folds(len(rows), n_folds, groups, np.random.default_rng(0))
 
 
+_FOLD_FITS: dict = {}  # (history, k, lambda, bias, fold) -> fitted FactorModel: one fit per fold for every budget
+
+
+def _fold_fit(H, train, fm: FactorModel, hkey: str, f: int) -> FactorModel:
+    """Factors of ``fm``'s (k, lambda) fitted on the rows ``train`` of ``H``, kept in memory for the other budgets
+    of the same history (a protocol or study calibrates every budget on the same folds)."""
+    key = (hkey, int(fm.k_), float(fm.weight_decay_), bool(fm.bias), int(f))
+    if key not in _FOLD_FITS:
+        fmf = FactorModel(k=fm.k_, weight_decay=fm.weight_decay_, bias=fm.bias, max_iter=fm.max_iter, tol=fm.cv_tol,
+                          holdout=0, seed=0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            fmf.fit(H[train])
+        if len(_FOLD_FITS) >= 32:
+            _FOLD_FITS.pop(next(iter(_FOLD_FITS)))
+        _FOLD_FITS[key] = fmf
+    return _FOLD_FITS[key]
+
+
 def calibrate(H: np.ndarray, rows: Sequence[str], fm: FactorModel, n_b: int, params: FAQParams, *, seeds: int = 2,
               max_models: int = 300, n_folds: int = 3,
               progress: Callable[[int, int], None] | None = None) -> Calibration | None:
@@ -195,6 +214,8 @@ def calibrate(H: np.ndarray, rows: Sequence[str], fm: FactorModel, n_b: int, par
     if complete.sum() < MIN_MODELS or m < 2 * n_folds or n_b >= N:
         return None
     fold = _folds(rows, n_folds)
+    hkey = hashlib.sha256(np.where(np.isnan(H), -1, H).astype(np.int8).tobytes() + repr(H.shape).encode()
+                          + "\x1f".join(map(str, rows)).encode()).hexdigest()
     rng = np.random.default_rng(0)
     pick = np.flatnonzero(complete)
     if pick.size > max_models:
@@ -208,11 +229,7 @@ def calibrate(H: np.ndarray, rows: Sequence[str], fm: FactorModel, n_b: int, par
         if new.size == 0 or train.sum() < 2:
             done += seeds
             continue
-        fmf = FactorModel(k=fm.k_, weight_decay=fm.weight_decay_, bias=fm.bias, max_iter=fm.max_iter, tol=fm.cv_tol,
-                          holdout=0, seed=0)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)
-            fmf.fit(H[train])
+        fmf = _fold_fit(H, train, fm, hkey, f)
         Z = H[new]
         theta = Z.mean(axis=1)
         for s in range(seeds):
