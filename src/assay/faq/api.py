@@ -391,8 +391,8 @@ def plain_words(*, n_queries: int, gain=None, expected: dict | None = None, mode
     if expected:
         es = expected.get("expected_saving")
         if es is not None and np.isfinite(es) and es < 1.0:
-            notes.append(f"no saving expected: on {expected.get('held_out_models')} held-out families of the history, "
-                         f"FAQ at {n_queries} queries was worth {es:.2f} uniformly sampled questions per question; a "
+            notes.append(f"no saving expected: on {expected.get('held_out_models')} models of the history, their "
+                         f"families held out, FAQ at {n_queries} queries was worth {es:.2f} uniformly sampled questions per question; a "
                          "uniform sample of the same size would do as well")
     if gain is not None:
         g = np.atleast_1d(np.asarray(gain, dtype=float))
