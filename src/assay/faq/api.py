@@ -679,6 +679,11 @@ PAPER_FAQ = {"beta0": 1.0, "rho": 0.0, "gamma": 0.0, "tau": 0.05, "design": "wr"
              "quantile": "normal", "fallback": 0.0}
 
 
+def _job_params(cfg: Mapping) -> FAQParams:
+    """The FAQParams of a protocol job's settings (which also carry the variants and the learnt critical value)."""
+    return FAQParams(**{k: cfg[k] for k in FAQParams().to_dict() if k in cfg})
+
+
 def _run_method(name: str, cfg: dict, Z: np.ndarray, n_b: int, rng: np.random.Generator, ctx: dict,
                 alpha: float) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """One method on a chunk of models -> {variant label: (estimate, lo, hi)}.
@@ -686,8 +691,7 @@ def _run_method(name: str, cfg: dict, Z: np.ndarray, n_b: int, rng: np.random.Ge
     FAQ returns its main interval under "" and, with ``cfg["variants"]``, the other intervals of the same draws.
     """
     if name in ("faq", "faq_paper"):
-        prm = FAQParams(**{k: cfg[k] for k in ("beta0", "rho", "gamma", "tau", "design", "variance", "quantile",
-                                               "fallback") if k in cfg})
+        prm = _job_params(cfg)
         r = run_faq(ctx["V"], ctx["mu"], ctx["Sigma"], Z, n_b, rng=rng, params=prm, alpha=alpha, b=ctx["b"],
                     calibrated_crit=cfg.get("crit"))
         out = {"": (r.estimate, r.lo, r.hi)}
@@ -1070,7 +1074,7 @@ def protocol(
                 for ji, (name, cfg) in enumerate(jobs):
                     if name != "faq":
                         continue
-                    prm_j = FAQParams(**{k: cfg[k] for k in FAQParams().to_dict() if k in cfg})
+                    prm_j = _job_params(cfg)
                     cal, summ, _ = _expectation(H, fit_info, fm, n_b, prm_j, alpha, cache=cache)
                     if cal is not None and prm_j.variance in cal.se:
                         c = cal.crit(alpha, prm_j.variance)
