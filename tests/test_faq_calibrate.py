@@ -156,3 +156,15 @@ def test_protocol_and_studies_carry_the_plain_words():
     row = r2.table[r2.table["method"] == "faq"].iloc[0]
     assert np.isfinite(row["expected_saving"]) and np.isfinite(row["expected_coverage"])
     assert not any("below the 33" in w for w in r2.warnings)
+
+
+def test_bad_settings_are_refused_with_their_name():
+    from assay.errors import AssayInputError
+
+    h = pd.DataFrame(np.ones((5, 5)))
+    for kw, word in (({"calibrate": "yes"}, "calibrate"), ({"on_expected": 3}, "on_expected"),
+                     ({"fallback": 2.0}, "fallback"), ({"fallback": float("nan")}, "fallback")):
+        with pytest.raises(AssayInputError, match=word):
+            faq.evaluate(h, h.iloc[:1], budget=2, **kw)
+    with pytest.raises(AssayInputError, match="calibrate"):
+        faq.protocol(h, calibrate=1)

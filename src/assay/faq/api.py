@@ -245,6 +245,11 @@ def _params(params: FAQParams | Mapping | None, **kw) -> FAQParams:
     return replace(base, **given) if given else base
 
 
+def _check_flag(value, name: str) -> None:
+    if not isinstance(value, (bool, np.bool_)):
+        raise AssayInputError(f"{name} must be True or False; got {value!r}")
+
+
 def _check_alpha(alpha):
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.floating)) or not 0 < alpha < 1:
         raise AssayInputError(f"alpha must be in (0, 1) (0.05 = a 95% interval); got {alpha!r}")
@@ -542,6 +547,9 @@ def evaluate(
     prm = _params(params, beta0=beta0, rho=rho, gamma=gamma, tau=tau, variance=variance, quantile=quantile,
                   design=design, fallback=fallback)
     check_stopping(until_width, min_queries)
+    _check_flag(calibrate, "calibrate")
+    if on_expected is not None and not callable(on_expected):
+        raise AssayInputError(f"on_expected must be a function of one argument or None; got {type(on_expected).__name__}")
     live = callable(new) and not isinstance(new, (pd.DataFrame, pd.Series, np.ndarray))
     # 2. seed: once, before any work (a resumed live run reuses the seed it was started with)
     notes: list[str] = []
@@ -995,6 +1003,7 @@ def protocol(
     # 1. arguments
     alpha = level_alias(alpha, delta, 0.05)
     _check_alpha(alpha)
+    _check_flag(calibrate, "calibrate")
     methods = list(methods)
     for m in methods:
         if m not in METHODS + ("faq_paper",):
