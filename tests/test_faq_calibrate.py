@@ -155,6 +155,9 @@ def test_protocol_and_studies_carry_the_plain_words():
     r2 = faq.protocol(hist, budgets=(20,), seeds=1, cache=False)
     row = r2.table[r2.table["method"] == "faq"].iloc[0]
     assert np.isfinite(row["expected_saving"]) and np.isfinite(row["expected_coverage"])
+    assert 0 <= row["fallback_rate"] <= 1
+    r3 = faq.protocol(hist, budgets=(20,), seeds=1, cache=False, params={"faq": {"fallback": 0.0}})
+    assert np.isnan(r3.table[r3.table["method"] == "faq"].iloc[0]["fallback_rate"])
     assert not any("below the 33" in w for w in r2.warnings)
 
 

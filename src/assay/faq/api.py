@@ -683,6 +683,9 @@ def _grid_list(grid: Mapping[str, Sequence]) -> list[dict]:
     return [dict(zip(keys, vals)) for vals in itertools.product(*(grid[k] for k in keys))]
 
 
+#: the pseudo-variant under which a protocol job reports which models fell back to uniform sampling
+FELL_BACK = "fell_back"
+
 PAPER_FAQ = {"beta0": 1.0, "rho": 0.0, "gamma": 0.0, "tau": 0.05, "design": "wr", "variance": "paper",
              "quantile": "normal", "fallback": 0.0}
 
@@ -711,6 +714,9 @@ def _run_method(name: str, cfg: dict, Z: np.ndarray, n_b: int, rng: np.random.Ge
                 if v in r.ses:
                     lo, hi = interval(r, alpha, v, q)
                     out[var] = (r.estimate, lo, hi)
+        if prm.fallback > 0:
+            fb = (r.fell_back > 0).astype(float)
+            out[FELL_BACK] = (r.estimate, fb, fb)  # not an interval: which models fell back (protocol's column)
         return out
     if name == "uniform":
         e = bl.uniform_mean(Z, n_b, rng=rng, alpha=alpha)
@@ -791,6 +797,9 @@ def _evaluate_jobs(ctx, Z, theta, n_b_list, jobs, seeds_ss, alpha, chunk, worker
                 if key not in out:
                     out[key] = (np.zeros((len(seeds_ss), M), dtype=bool), np.zeros((len(seeds_ss), M)))
                 cov, wid = out[key]
+                if var == FELL_BACK:
+                    cov[si, sl] = lo > 0
+                    continue
                 cov[si, sl] = (lo <= theta[sl]) & (theta[sl] <= hi)
                 wid[si, sl] = hi - lo
     return out
@@ -993,7 +1002,8 @@ def protocol(
     chunk, workers : models per task and parallel workers (:mod:`assay.parallel`).
     calibrate : give FAQ the critical value learnt on held-out families of each split's history, as
         :func:`evaluate` does (:mod:`assay.faq.calibrate`); the table's ``expected_coverage`` and
-        ``expected_saving`` are what those histories predicted before any new model was queried.
+        ``expected_saving`` are what those histories predicted before any new model was queried;
+        ``fallback_rate`` is the share of the new models' runs that fell back to uniform sampling.
 
     Returns
     -------
@@ -1052,6 +1062,7 @@ def protocol(
     # 4. per split: factors (and tuning) from its history only, then every method on its new models
     acc: dict[tuple[int, str], list] = {}  # (budget index, row name) -> list of (cov[S, M], wid[S, M]) per split
     expected: dict[int, list] = {}  # budget index -> per split, what its history predicted (or None)
+    fell_back: dict[int, list] = {}  # budget index -> per split, which new models fell back (seeds x models)
     per_model, tuning_rows, split_info = [], [], []
     for si, (hist_idx, new_idx) in enumerate(split_list):
         H = H_all[hist_idx]
@@ -1094,6 +1105,9 @@ def protocol(
                                  budget_ids=[bi], split_id=si)
             done[0] += len(seeds) * -(-Znew.shape[0] // chunk)
             for (b2, ji, var), (cov, wid) in res.items():
+                if var == FELL_BACK:
+                    fell_back.setdefault(bi, []).append(cov.ravel())
+                    continue
                 name = jobs[ji][0] + (f":{var}" if var else "")
                 acc.setdefault((bi, name), []).append((cov, wid, jobs[ji][1]))
                 per_model.append(pd.DataFrame({"split": si, "budget": budgets[bi], "method": name, "model": nrows,
@@ -1105,6 +1119,7 @@ def protocol(
     table = _protocol_table(acc, budgets, n_b_list)
     table["expected_coverage"] = np.nan
     table["expected_saving"] = np.nan
+    table["fallback_rate"] = np.nan
     notes = []
     for bi, n_b in enumerate(n_b_list):
         row = (table["n_queries"] == n_b) & (table["method"] == "faq")
@@ -1112,6 +1127,8 @@ def protocol(
         if summs and len(summs) == len(expected.get(bi, [])):
             table.loc[row, "expected_coverage"] = float(np.mean([x["expected_coverage"] for x in summs]))
             table.loc[row, "expected_saving"] = float(np.mean([x["expected_saving"] for x in summs]))
+        if fell_back.get(bi):
+            table.loc[row, "fallback_rate"] = float(np.concatenate(fell_back[bi]).mean())
         if row.any():
             gain = float(table.loc[row, "ess_vs_uniform_mean"].iloc[0])
             calibrated = (bool(summs) and all(np.isfinite(x["crit"]) for x in summs)) if calibrate else None
