@@ -17,13 +17,15 @@ uniform sample of the same size would have had. From these runs (:class:`Calibra
   the held-out ones, and the split-conformal argument (Vovk et al. 2005; Lei et al. 2018, Thm 2.1) gives
   P(|T_new| <= c) >= 1 - alpha in finite samples (exactly with one run per held-out model; with several seeds
   per model the share is an average of per-model coverages, and the (1 + 1/m) factor is the same finite-sample
-  margin over m models). The correction is needed because the default standard error is floored at the working
+  margin over m models). It is approximate in one more way: the held-out runs' factors are fitted on the other
+  folds only, a smaller history than the final fit's, so they are slightly worse predictors and c slightly
+  larger than it needs to be. The correction is needed because the default standard error is floored at the working
   model's own variance (``variance="conservative"``, :mod:`assay.faq.core`): the floor keeps the interval from
   collapsing when rare heavily-weighted surprises have not been seen yet, but the maximum of two nearly
-  unbiased variance estimates is biased up, so with Student t quantiles the interval covered 96-98% where
-  95% was promised (and at 6 questions of a 250-question bank, 99.7%). The calibrated c is what the data say
-  the floor costs; without the floor the studentised error is too heavy-tailed to calibrate well (the
-  calibrated intervals were 10-60% wider).
+  unbiased variance estimates is biased up, so with Student t quantiles the interval covered 96-97% where
+  95% was promised on the leaderboard family splits of docs/faq.md. The calibrated c is what the data say
+  the floor costs. Without the floor the studentised error is heavier-tailed (the runs that have not yet met
+  a heavily weighted surprise have both a small se and a large error), so its calibrated c must be larger.
 * **the expected coverage** :meth:`Calibration.expected_coverage`: cross-fitted, each fold's runs scored
   with the c learnt on the other folds (an honest estimate of what the new model gets).
 * **the expected saving** :meth:`Calibration.expected_saving`: (mean width of uniform sampling / mean width
