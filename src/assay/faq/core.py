@@ -62,7 +62,8 @@ n_eff = 1 / sum W^2 (``quantile="t"``, after the paper's footnote 11) or the nor
 models that did not fall back, by the critical value learnt on held-out families of the history
 (``calibrated_crit``; :mod:`assay.faq.calibrate` says why that holds): the floor of the ``conservative``
 variance makes the Student t interval over-cover (96-98% where 95% was promised, on leaderboard family splits),
-and the pure ``increments`` variance under-covers at small budgets (93-94% at 33 questions, 78% at 6), because
+and the pure ``increments`` variance under-covers at small budgets (0.941 at 33 questions of MMLU-Pro math, 0.934
+at 12 of tinyBenchmarks, 0.779 at 6 of BBH: the ``faq:increments|t`` rows of docs/faq.md), because
 the rare heavily weighted surprises that dominate it are usually not seen yet.
 
 Falling back to uniform sampling
