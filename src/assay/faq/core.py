@@ -81,8 +81,8 @@ uniform sampling with probability at most ``params.fallback``, whenever the test
 predictor (its smoothed mean so far; with uniform q a constant cancels from phi_t). The switch is decided on the
 past only, so q_t stays predictable and the increments remain martingale differences: the estimate stays
 unbiased and the interval keeps Theorem 3.1. On the 539 7B leaderboard models (a size class absent from an 8B
-history) 6% / 13% / 26% / 41% were sent to uniform sampling by 20 / 33 / 67 / 337 answers; on held-out 8B
-families under 1%.
+history) 14% of the runs at 33 questions and 42% at 337 were sent to uniform sampling; of held-out 8B families'
+models 0.6-1.4% (the ``fallback_rate`` column of ``assay study faq-leaderboard``, docs/faq.md).
 
 
 Anytime-valid interval
