@@ -297,7 +297,7 @@ def test_default_factors_are_cached_by_the_history(small, tmp_path, monkeypatch)
     calls.clear()
     r2 = faq.evaluate(hist, new.iloc[:2], budget=20, seed=0, fit_progress=lambda *a: calls.append(a))
     assert r2.info["factors"]["cache"] == "hit" and not calls  # no refit
-    assert r2.info["expected"]["cache"] == "hit" and r2.info["expected"]["crit"] == r1.info["expected"]["crit"]
+    assert r2.info["expected"]["cache"] == "hit" and r2.info["expected"]["floor"] == r1.info["expected"]["floor"]
     pd.testing.assert_frame_equal(r1.estimates, r2.estimates)
     h2 = hist.copy()
     h2.iloc[0, 0] = 1 - h2.iloc[0, 0]  # another history, another fit

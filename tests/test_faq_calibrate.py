@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 from scipy.special import expit
 
 import assay.faq as faq
@@ -14,26 +15,35 @@ from assay.faq.calibrate import MIN_MODELS, Calibration, calibrate
 from assay.faq.core import FAQParams, interval, run_faq
 
 
-def _cal(abs_t, n_models, fold=None, fell_back=None):
+def _cal(abs_t, n_models, fold=None, fell_back=None, inc=None):
     R = len(abs_t)
     z = np.zeros(R)
     return Calibration(n_b=10, N=100, fold=np.zeros(R, int) if fold is None else np.asarray(fold), seed=np.zeros(R, int),
                        model=np.arange(R) % n_models, theta=z + 0.5, est=0.5 + np.asarray(abs_t, float),
-                       se={"conservative": np.ones(R)}, neff=np.full(R, 10.0),
+                       se={"increments": np.full(R, 1e-3) if inc is None else np.asarray(inc, float),
+                           "model": np.ones(R)}, neff=np.full(R, 10.0),
                        fell_back=np.zeros(R, bool) if fell_back is None else np.asarray(fell_back),
                        unif_k=np.full(R, 5.0))
 
 
 def test_the_conformal_quantile_is_the_split_conformal_order_statistic():
-    # 40 models, |T| = 1..40: level 0.95 (1 + 1/40) = 0.974 -> the 39th smallest
-    c = _cal(np.arange(1, 41) / 100, 40)
-    assert c.crit(0.05) == pytest.approx(0.39)
+    # 40 models, |error| = 0.01..0.40: level 0.95 (1 + 1/40) = 0.974 -> the 39th smallest score
+    errs = np.arange(1, 41) / 100
+    t9 = stats.t.ppf(0.975, 9)
+    assert _cal(errs, 40, inc=np.ones(40)).crit(0.05, "increments") == pytest.approx(0.39)
+    # the conservative rule calibrates the floor: the score is |error| / (t se_model) when the increments' Student t
+    # interval misses, 0 when it covers
+    c = _cal(errs, 40)
+    assert np.isnan(c.crit(0.05, "conservative"))
+    assert c.floor(0.05) == pytest.approx(0.39 / t9)
+    inc = np.where(errs > 0.30, 1.0, 1e-3)  # the 10 largest errors are covered by t se_increments
+    assert _cal(errs, 40, inc=inc).floor(0.05) == pytest.approx(0.29 / t9)  # 10 zeros, then the 29th error
     # too few held-out models: no calibration, never a made-up number
-    assert np.isnan(_cal(np.arange(1, 11) / 100, MIN_MODELS - 1).crit(0.05))
+    assert np.isnan(_cal(np.arange(1, 11) / 100, MIN_MODELS - 1).floor(0.05))
     # runs that fell back are not calibrated on
     fb = np.zeros(40, bool)
     fb[-5:] = True
-    assert _cal(np.arange(1, 41) / 100, 40, fell_back=fb).crit(0.05) < 0.36
+    assert _cal(errs, 40, fell_back=fb).floor(0.05) < 0.36 / t9
 
 
 def _world(seed, M, N=300, k=3):
@@ -62,12 +72,13 @@ def test_calibrated_interval_covers_at_the_promise_and_is_narrower_than_student_
     n_b = 30
     cal = calibrate(hist.to_numpy(float), list(hist.index), fm, n_b, FAQParams(), seeds=2)
     assert cal is not None and cal.n_models >= 250
-    c = cal.crit(0.05)
+    lam = cal.floor(0.05)
+    assert 0 < lam < 1  # the floor of the conservative variance is too high on data from the working model
     theta = new.mean(axis=1)
     cov_cal, cov_t, w_cal, w_t = [], [], [], []
     for s in range(2):
         r = run_faq(fm.V_, fm.prior_mean_, fm.prior_cov_, new, n_b, rng=np.random.default_rng(100 + s), b=fm.b_,
-                    calibrated_crit=c)
+                    calibrated_floor=lam)
         cov_cal.append((r.lo <= theta) & (theta <= r.hi))
         w_cal.append(r.hi - r.lo)
         lo, hi = interval(r, 0.05, "conservative", "t")
@@ -127,7 +138,7 @@ def test_evaluate_states_the_expectation_before_any_query_and_the_plain_words():
     assert e["expected_saving"] > 1 and res.info["calibrated"]
     assert "calibrated on the history" in res.estimates["interval"].iloc[0]
     assert not any("below the 33" in w for w in res.warnings)  # coverage measured at this budget on the history
-    assert faq.expect(hist, budget=30, cache=False)["crit"] == pytest.approx(e["crit"])
+    assert faq.expect(hist, budget=30, cache=False)["floor"] == pytest.approx(e["floor"])
     # a history too small to learn from: Student t, and it says so
     small = faq.evaluate(hist.iloc[:12], new, budget=30, seed=0, cache=False)
     assert small.info["expected"] is None and small.info["calibrated"] is False

@@ -451,6 +451,13 @@ def _expectation(H, info: dict, fm: FactorModel, n_b: int, prm: FAQParams, alpha
     return cal, summ, state
 
 
+def _learnt(cal, alpha: float, variance: str) -> dict:
+    """The core's keywords for what the calibration learnt (a critical value, or the conservative rule's floor)."""
+    got = cal.learnt(alpha, variance)
+    return {"calibrated_crit": got["crit"] if np.isfinite(got["crit"]) else None,
+            "calibrated_floor": got["floor"] if np.isfinite(got["floor"]) else None}
+
+
 def expect(history, *, budget: float | int, alpha: float = 0.05, delta: float | None = None,
            params: FAQParams | Mapping | None = None, cache: bool = True, fit_progress: Callable | None = None,
            progress: Callable[[int, int], None] | None = None) -> dict | None:
@@ -569,7 +576,7 @@ def evaluate(
         if calibrate and factors is None:
             cal, expected, _ = _expectation(H_hist, fit_info, fm, n_b, prm, alpha, cache=cache)
         if calibrate:
-            calibrated = cal is not None and prm.variance in cal.se and np.isfinite(cal.crit(alpha, prm.variance))
+            calibrated = cal is not None and prm.variance in cal.se and cal.calibrated(alpha, prm.variance)
     if on_expected is not None:
         on_expected(expected)
     if until_width is not None and n_b >= N and prm.design == "wr":
@@ -587,7 +594,7 @@ def evaluate(
     est = estimate(answers, fm.V_, fm.prior_mean_, fm.prior_cov_, n_b, rng=seed.rng(), alpha=alpha, params=prm,
                    b=fm.b_ if fm.bias else None, until_width=until_width, min_queries=min_queries,
                    n_models=len(model_ids), on_round=progress,
-                   calibrated_crit=cal.crit(alpha, prm.variance) if calibrated else None)
+                   **_learnt(cal, alpha, prm.variance) if calibrated else {})
     # 5. the result
     notes += _plain_words(est, model_ids, n_b, prm, until_width, expected, calibrated)
     if est.exact:
@@ -691,7 +698,7 @@ PAPER_FAQ = {"beta0": 1.0, "rho": 0.0, "gamma": 0.0, "tau": 0.05, "design": "wr"
 
 
 def _job_params(cfg: Mapping) -> FAQParams:
-    """The FAQParams of a protocol job's settings (which also carry the variants and the learnt critical value)."""
+    """The FAQParams of a protocol job's settings (which also carry the variants and what the history calibrated)."""
     return FAQParams(**{k: cfg[k] for k in FAQParams().to_dict() if k in cfg})
 
 
@@ -704,7 +711,7 @@ def _run_method(name: str, cfg: dict, Z: np.ndarray, n_b: int, rng: np.random.Ge
     if name in ("faq", "faq_paper"):
         prm = _job_params(cfg)
         r = run_faq(ctx["V"], ctx["mu"], ctx["Sigma"], Z, n_b, rng=rng, params=prm, alpha=alpha, b=ctx["b"],
-                    calibrated_crit=cfg.get("crit"))
+                    calibrated_crit=cfg.get("crit"), calibrated_floor=cfg.get("floor"))
         out = {"": (r.estimate, r.lo, r.hi)}
         for var in cfg.get("variants", ()):
             if var == "cs":
@@ -1096,10 +1103,9 @@ def protocol(
                         continue
                     prm_j = _job_params(cfg)
                     cal, summ, _ = _expectation(H, fit_info, fm, n_b, prm_j, alpha, cache=cache)
-                    if cal is not None and prm_j.variance in cal.se:
-                        c = cal.crit(alpha, prm_j.variance)
-                        if np.isfinite(c):
-                            jobs[ji] = (name, {**cfg, "crit": c})
+                    if cal is not None and prm_j.variance in cal.se and cal.calibrated(alpha, prm_j.variance):
+                        got = _learnt(cal, alpha, prm_j.variance)
+                        jobs[ji] = (name, {**cfg, "crit": got["calibrated_crit"], "floor": got["calibrated_floor"]})
                     expected.setdefault(bi, []).append(summ)
             res = _evaluate_jobs(ctx, Znew, theta, [n_b], jobs, test_ss, alpha, chunk, workers, step_progress,
                                  budget_ids=[bi], split_id=si)
@@ -1131,7 +1137,8 @@ def protocol(
             table.loc[row, "fallback_rate"] = float(np.concatenate(fell_back[bi]).mean())
         if row.any():
             gain = float(table.loc[row, "ess_vs_uniform_mean"].iloc[0])
-            calibrated = (bool(summs) and all(np.isfinite(x["crit"]) for x in summs)) if calibrate else None
+            calibrated = (bool(summs) and all(np.isfinite(x["crit"]) or np.isfinite(x["floor"]) for x in summs)
+                          if calibrate else None)
             notes += [f"budget {budgets[bi]} ({n_b} queries): {w}" for w in
                       plain_words(n_queries=n_b, gain=gain, calibrated=calibrated)]
     return build(

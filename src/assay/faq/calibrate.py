@@ -60,7 +60,7 @@ __all__ = ["Calibration", "calibrate", "MIN_MODELS"]
 #: fewer held-out complete models than this: no calibration (the conformal quantile needs m >= 1/alpha - 1, and
 #: the saving estimate a few dozen models to mean anything)
 MIN_MODELS = 20
-_VERSION = "faq-calibration-1"
+_VERSION = "faq-calibration-2"
 
 
 @dataclass
@@ -99,31 +99,64 @@ class Calibration:
         k = int(np.ceil(level * a.size)) - 1
         return float(a[min(max(k, 0), a.size - 1)])
 
-    def crit(self, alpha: float, variance: str = "conservative", *, exclude_fold: int | None = None) -> float:
-        """The calibrated critical value c for models that did not fall back (NaN when the runs are too few)."""
+    def _keep(self, exclude_fold: int | None):
         keep = ~self.fell_back
         if exclude_fold is not None:
             keep &= self.fold != exclude_fold
-        m = int(np.unique(self.model[keep]).size)
+        return keep, int(np.unique(self.model[keep]).size)
+
+    def crit(self, alpha: float, variance: str = "increments", *, exclude_fold: int | None = None) -> float:
+        """The calibrated critical value c of ``variance`` for models that did not fall back. NaN when the runs are
+        too few, and for ``"conservative"``, whose floor is calibrated instead (:meth:`floor`)."""
+        if variance == "conservative":
+            return float("nan")
+        keep, m = self._keep(exclude_fold)
         if m < MIN_MODELS:
             return float("nan")
         return self._quantile(self._t(variance)[keep], alpha, m)
 
-    def _crit_per_run(self, alpha: float, variance: str, cross: bool) -> np.ndarray:
+    def floor(self, alpha: float, *, exclude_fold: int | None = None) -> float:
+        """The calibrated multiplier lambda of the working model's standard error in the ``conservative`` rule
+        theta_hat +- t se, se = max(se_increments, lambda se_model) (module docstring; NaN when the runs are too
+        few). A run's score is the smallest lambda that covers it: 0 when the increments' Student t interval
+        covers it, else |theta_hat - theta| / (t se_model)."""
+        keep, m = self._keep(exclude_fold)
+        if m < MIN_MODELS or "increments" not in self.se or "model" not in self.se:
+            return float("nan")
         t_crit = np.asarray(critical_value(alpha, self.neff, "t"), dtype=float)
-        out = t_crit.copy()
-        for f in np.unique(self.fold):
-            c = self.crit(alpha, variance, exclude_fold=int(f) if cross else None)
-            sel = (self.fold == f) & ~self.fell_back
-            if np.isfinite(c):
-                out[sel] = c
-        return out
+        err = np.abs(self.est - self.theta)
+        inc, mod = self.se["increments"], self.se["model"]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            score = np.where(err <= t_crit * inc, 0.0, np.where(mod > 0, err / (t_crit * mod), np.inf))
+        return self._quantile(score[keep], alpha, m)
+
+    def learnt(self, alpha: float, variance: str = "conservative", *, exclude_fold: int | None = None) -> dict:
+        """What the history calibrates for ``variance``: ``{"crit": c, "floor": lambda}``, NaN where not learnt."""
+        if variance == "conservative":
+            return {"crit": float("nan"), "floor": self.floor(alpha, exclude_fold=exclude_fold)}
+        return {"crit": self.crit(alpha, variance, exclude_fold=exclude_fold), "floor": float("nan")}
+
+    def calibrated(self, alpha: float, variance: str = "conservative") -> bool:
+        """Whether the history could calibrate the interval of ``variance`` (enough complete held-out models)."""
+        got = self.learnt(alpha, variance)
+        return bool(np.isfinite(got["crit"]) or np.isfinite(got["floor"]))
 
     def intervals(self, alpha: float, variance: str = "conservative", *, cross: bool = True):
-        """(lo, hi) of every held-out run under the calibrated rule (``cross``: each fold with the c of the others)."""
-        c = self._crit_per_run(alpha, variance, cross)
-        se = self.se[variance]
-        return np.clip(self.est - c * se, 0, 1), np.clip(self.est + c * se, 0, 1)
+        """(lo, hi) of every held-out run under the calibrated rule (``cross``: each fold with the rule learnt on
+        the other folds); a run that fell back, or any run when too few are held out, keeps Student t."""
+        crit = np.asarray(critical_value(alpha, self.neff, "t"), dtype=float).copy()
+        if variance == "conservative":
+            se = np.maximum(self.se["increments"], self.se["model"])
+        else:
+            se = np.array(self.se[variance], dtype=float)
+        for f in np.unique(self.fold):
+            got = self.learnt(alpha, variance, exclude_fold=int(f) if cross else None)
+            sel = (self.fold == f) & ~self.fell_back
+            if np.isfinite(got["floor"]):
+                se[sel] = np.maximum(self.se["increments"][sel], got["floor"] * self.se["model"][sel])
+            elif np.isfinite(got["crit"]):
+                crit[sel] = got["crit"]
+        return np.clip(self.est - crit * se, 0, 1), np.clip(self.est + crit * se, 0, 1)
 
     def expected_coverage(self, alpha: float, variance: str = "conservative") -> float:
         lo, hi = self.intervals(alpha, variance, cross=True)
@@ -148,7 +181,7 @@ class Calibration:
     def summary(self, alpha: float, variance: str = "conservative") -> dict:
         """What a user is told before any query (plain numbers; NaN where the history cannot say)."""
         return {"budget": int(self.n_b), "held_out_models": self.n_models, "runs": int(self.est.size),
-                "crit": self.crit(alpha, variance), "expected_coverage": self.expected_coverage(alpha, variance),
+                **self.learnt(alpha, variance), "expected_coverage": self.expected_coverage(alpha, variance),
                 "expected_saving": self.expected_saving(alpha, variance), "fallback_rate": self.fallback_rate()}
 
     # -- cache -------------------------------------------------------------------------------------------

@@ -327,6 +327,7 @@ def run_faq(
     min_queries: int = 20,
     on_round: Callable[[int, int], None] | None = None,
     calibrated_crit: float | None = None,
+    calibrated_floor: float | None = None,
 ) -> FAQRun:
     """Run FAQ (Algorithm 1, or its without-replacement form) for a batch of new models; inputs validated by the caller.
 
@@ -353,6 +354,9 @@ def run_faq(
     on_round : called as ``on_round(t, n_b)`` after each round (progress).
     calibrated_crit : the critical value of the fixed-budget interval for models that did not fall back, learnt
         on held-out families of the history (:mod:`assay.faq.calibrate`); None = ``params.quantile``.
+    calibrated_floor : for ``variance="conservative"``, the multiplier lambda of the working model's standard
+        error learnt on held-out families, for models that did not fall back: se = max(se_increments,
+        lambda se_model) with the ``params.quantile`` critical value (:mod:`assay.faq.calibrate`).
     """
     V = np.asarray(V, dtype=np.float64)
     N, k = V.shape
@@ -549,6 +553,10 @@ def run_faq(
     se = ses[params.variance]
     n_eff = 1.0 / s2
     crit = critical_value(alpha, n_eff, params.quantile)
+    if calibrated_floor is not None and np.isfinite(calibrated_floor) and params.variance == "conservative":
+        # the working model's part of the standard error shrunk (or grown) by what held-out families of the
+        # history say it should be; the model-free part (the increments) is never shrunk
+        se = np.where(fell_back > 0, se, np.maximum(ses["increments"], float(calibrated_floor) * ses["model"]))
     if calibrated_crit is not None and np.isfinite(calibrated_crit):
         # the critical value learnt on held-out families of the history (assay.faq.calibrate); a model that fell
         # back to uniform sampling is not like them and keeps the quantile
@@ -568,7 +576,7 @@ def run_faq(
             lo[full] = hi[full] = cs_lo[full] = cs_hi[full] = exact
             for key in ses:
                 ses[key][full] = 0.0
-            se = ses[params.variance]
+            se = np.where(full, 0.0, se)
     plugin = clamp_p(expit(u @ V.T + b)).mean(axis=1)
     srt = np.sort(items, axis=1)  # -1 (unused rounds) sort first
     first = srt[:, :1] >= 0
@@ -707,6 +715,7 @@ def estimate(
     n_models: int | None = None,
     on_round: Callable[[int, int], None] | None = None,
     calibrated_crit: float | None = None,
+    calibrated_floor: float | None = None,
 ) -> FAQEstimate:
     """FAQ's estimate of each new model's accuracy over the whole bank, theta = (1/N) sum_j z_j (eq. 1), with its
     confidence interval: the public core on arrays (no pandas), in the notation of Wu, Nair & Candès (2026).
@@ -735,6 +744,8 @@ def estimate(
     on_round : ``on_round(t, n)`` after each round (progress).
     calibrated_crit : critical value of the fixed-budget interval learnt on held-out families of the history
         (:class:`assay.faq.calibrate.Calibration`), for models that did not fall back to uniform sampling.
+    calibrated_floor : for ``variance="conservative"``, the multiplier of the working model's standard error
+        learnt there instead (:func:`run_faq`).
 
     Returns
     -------
@@ -774,7 +785,7 @@ def estimate(
             weights=np.full(N, np.nan), se_variants={}, run=None, fell_back=np.zeros(M, dtype=int))
     run = run_faq(V, prior_mean, prior_cov, Z, n_b, n_models=n_models, rng=np.random.default_rng(rng), params=params,
                   alpha=alpha, b=b, until_width=until_width, min_queries=min_queries, on_round=on_round,
-                  calibrated_crit=calibrated_crit)
+                  calibrated_crit=calibrated_crit, calibrated_floor=calibrated_floor)
     return FAQEstimate(
         estimate=run.estimate, se=run.se, ci_low=run.lo, ci_high=run.hi, plugin=run.plugin, n_queries=run.n_used,
         n_distinct=run.n_distinct,
