@@ -1,4 +1,4 @@
-"""FAQ's critical value learnt on the history, the expectation stated before any query, the fallback to uniform
+"""FAQ's interval calibrated on the history, the expectation stated before any query, the fallback to uniform
 sampling, and the plain words every FAQ output carries (issue 24)."""
 
 from __future__ import annotations
@@ -142,7 +142,7 @@ def test_evaluate_states_the_expectation_before_any_query_and_the_plain_words():
     # a history too small to learn from: Student t, and it says so
     small = faq.evaluate(hist.iloc[:12], new, budget=30, seed=0, cache=False)
     assert small.info["expected"] is None and small.info["calibrated"] is False
-    assert any("could not be learnt on the history" in w for w in small.warnings)
+    assert any("could not be calibrated on the history" in w for w in small.warnings)
     assert any("below the 33" in w for w in small.warnings)
     # a history whose answers carry no pattern: no saving expected, said before any query
     rng = np.random.default_rng(4)

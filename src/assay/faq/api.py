@@ -7,9 +7,9 @@ Defaults and what they were validated on (``assay study faq-leaderboard``; see t
 fitted by model-level cross-validation (whole model families held out, the criterion being how well the
 factors predict a held-out model after FAQ has seen 10% of its answers), FAQ samples WITHOUT replacement
 (:mod:`assay.faq.core`, ``design="wor"``), tau = 0.5, the ``conservative`` variance, a model whose answers do
-not follow the history falls back to uniform sampling (``fallback=0.05``), and the fixed-budget interval's
-critical value is learnt on held-out families of the history (:mod:`assay.faq.calibrate`; Student t when the
-history is too small), which also gives the expected coverage and saving before any query (:func:`expect`).
+not follow the history falls back to uniform sampling (``fallback=0.05``), and the floor of the fixed-budget
+interval's standard error is learnt on held-out families of the history (:mod:`assay.faq.calibrate`; the
+plain conservative Student t interval when the history is too small), which also gives the expected coverage and saving before any query (:func:`expect`).
 On families of leaderboard models never used to fit or tune anything this covered 94.4-95.7% at every budget
 from 2.5% to 25% of the bank; the numbers are in docs/faq.md.
 """
@@ -379,8 +379,8 @@ def plain_words(*, n_queries: int, gain=None, expected: dict | None = None, mode
 
     n_queries : the budget in questions. gain : realised or estimated effective-sample-size gain over uniform
     sampling, per model (evaluate) or one number (protocol). expected : :meth:`Calibration.summary` (what the
-    history predicts before any query), or None when the history cannot say. calibrated : whether the interval's
-    critical value was learnt on the history (None: not applicable). fell_back : per model, the round from which
+    history predicts before any query), or None when the history cannot say. calibrated : whether the interval
+    was calibrated on the history (None: not applicable). fell_back : per model, the round from which
     it was sampled uniformly (0 = never).
     """
     notes: list[str] = []
@@ -390,7 +390,7 @@ def plain_words(*, n_queries: int, gain=None, expected: dict | None = None, mode
                      "models absent from the history (assay study faq-leaderboard), and this history could not measure "
                      "it at this budget; treat the interval as approximate, or raise the budget")
     if calibrated is False and until_width is None:
-        notes.append("the interval uses the Student t quantile: its critical value could not be learnt on the history "
+        notes.append("the interval is the conservative Student t one: it could not be calibrated on the history "
                      "(that needs the history itself, not only fitted factors, with at least 20 complete models in "
                      "model-level folds), so it may be wider than it needs to be")
     if expected:
@@ -534,7 +534,7 @@ def evaluate(
         at least ``min_queries`` queries. The reported interval is then the anytime-valid one, so stopping on
         the data keeps its coverage.
     items : item ids for a callable ``new`` (default: the history's items).
-    calibrate : learn the fixed-budget interval's critical value, and the expected coverage and saving, on
+    calibrate : learn the floor of the fixed-budget interval's standard error, and the expected coverage and saving, on
         held-out families of the history (:mod:`assay.faq.calibrate`, cached with the fit; about the cost of one
         more fit the first time). Needs the history (not only ``factors``) with at least 20 complete models; else,
         or with ``calibrate=False``, the interval uses the Student t quantile and says so.
@@ -1007,7 +1007,7 @@ def protocol(
     variants : add rows for FAQ's other intervals on the same draws: ``faq:increments|t`` (no model-variance
         floor), ``faq:conservative|normal`` (normal quantile) and ``faq:cs`` (the anytime-valid interval).
     chunk, workers : models per task and parallel workers (:mod:`assay.parallel`).
-    calibrate : give FAQ the critical value learnt on held-out families of each split's history, as
+    calibrate : give FAQ the interval calibrated on held-out families of each split's history, as
         :func:`evaluate` does (:mod:`assay.faq.calibrate`); the table's ``expected_coverage`` and
         ``expected_saving`` are what those histories predicted before any new model was queried;
         ``fallback_rate`` is the share of the new models' runs that fell back to uniform sampling.
@@ -1096,7 +1096,7 @@ def protocol(
         for bi, n_b in enumerate(n_b_list):
             jobs = _test_jobs(methods, bi, chosen, base_faq, params, faq_variants)
             if calibrate and "faq" in methods and n_b < N:
-                # FAQ's interval as evaluate gives it: the critical value learnt on held-out families of this
+                # FAQ's interval as evaluate gives it: calibrated on held-out families of this
                 # split's history (never on its new models), and what that history predicts
                 for ji, (name, cfg) in enumerate(jobs):
                     if name != "faq":

@@ -58,13 +58,14 @@ Variance (theta_hat = sum_t W_t phi_t, W = c / sum c)
 
 The CI is theta_hat +- crit * se, clipped to [0, 1]. ``crit`` is Student t with n_eff - 1 degrees of freedom,
 n_eff = 1 / sum W^2 (``quantile="t"``, after the paper's footnote 11) or the normal quantile
-(``quantile="normal"``, the paper). :func:`assay.faq.evaluate` and :func:`assay.faq.protocol` replace it, for
-models that did not fall back, by the critical value learnt on held-out families of the history
-(``calibrated_crit``; :mod:`assay.faq.calibrate` says why that holds): the floor of the ``conservative``
-variance makes the Student t interval over-cover (96-98% where 95% was promised, on leaderboard family splits),
-and the pure ``increments`` variance under-covers at small budgets (0.941 at 33 questions of MMLU-Pro math, 0.934
-at 12 of tinyBenchmarks, 0.779 at 6 of BBH: the ``faq:increments|t`` rows of docs/faq.md), because
-the rare heavily weighted surprises that dominate it are usually not seen yet.
+(``quantile="normal"``, the paper). The floor of the ``conservative`` variance makes the Student t interval
+over-cover (96-98% where 95% was promised, on leaderboard family splits), and the pure ``increments`` variance
+under-covers at small budgets (0.941 at 33 questions of MMLU-Pro math, 0.934 at 12 of tinyBenchmarks, 0.779 at 6
+of BBH: the ``faq:increments|t`` rows of docs/faq.md), because the rare heavily weighted surprises that dominate
+it are usually not seen yet. So :func:`assay.faq.evaluate` and :func:`assay.faq.protocol` give models that did
+not fall back se = max(se_increments, lambda se_model), the working model's floor scaled by lambda learnt on
+held-out families of the history (``calibrated_floor``; :mod:`assay.faq.calibrate` says why that holds and why
+the floor, not the critical value, is what is learnt); the increments' part is never shrunk.
 
 Falling back to uniform sampling
 --------------------------------
