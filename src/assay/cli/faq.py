@@ -126,7 +126,7 @@ def faq(
     variance: Optional[str] = typer.Option(None, "--variance", help="conservative (default), increments, model or paper (eq. 8, --design wr)."),
     quantile: Optional[str] = typer.Option(None, "--quantile", help="t (default) or normal."),
     fallback: Optional[float] = typer.Option(None, "--fallback", help="Level of the test that sends a model whose answers do not follow the history to uniform sampling (default 0.05; 0 = never)."),
-    calibrate: bool = typer.Option(True, "--calibrate/--no-calibrate", help="Learn the interval's critical value, the expected coverage and the expected saving on held-out families of the history (cached with the fit), or use Student t."),
+    calibrate: bool = typer.Option(True, "--calibrate/--no-calibrate", help="Learn the floor of the interval's standard error, the expected coverage and the expected saving on held-out families of the history (cached with the fit), or use Student t."),
     factors: Optional[Path] = typer.Option(None, "--factors", help="Load fitted factors (.npz from --save-factors): no fitting."),
     save_factors: Optional[Path] = typer.Option(None, "--save-factors", help="Save the fitted factors to this .npz."),
     k: Optional[int] = typer.Option(None, "--k", help="Fixed latent dimension (skips cross-validation; needs --weight-decay)."),

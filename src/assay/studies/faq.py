@@ -126,7 +126,7 @@ def study_leaderboard(
     """FAQ vs uniform sampling and active-inference baselines on leaderboard models absent from the history.
 
     ``path``: a file, or a name of :data:`MATRICES` ("mmlu_pro_math", the default; "tiny_v1"; "bbh_tracking").
-    ``calibrate=False`` / ``fallback=0`` show FAQ without the critical value learnt on the history / without
+    ``calibrate=False`` / ``fallback=0`` show FAQ without the interval calibrated on the history / without
     the fallback to uniform sampling (the ablations of docs/faq.md)."""
     from ..faq import protocol
     from ..seeds import resolve_seed
