@@ -32,7 +32,7 @@ def study(
     deltas: Optional[str] = typer.Option(None, "--deltas", help="Comma-separated error levels, e.g. 0.1,0.05 (autoeval-example)."),
     matrix: Optional[str] = typer.Option(None, "--matrix", help="faq-*: the leaderboard matrix: mmlu_pro_math (default), tiny_v1, bbh_tracking, or a CSV path."),
     new: Optional[Path] = typer.Option(None, "--new", help="faq-*: evaluate the models of this CSV (same questions) with the whole matrix as history (e.g. a size shift)."),
-    calibrate: bool = typer.Option(True, "--calibrate/--no-calibrate", help="faq-leaderboard: FAQ's critical value learnt on held-out families of each history (default) or Student t."),
+    calibrate: bool = typer.Option(True, "--calibrate/--no-calibrate", help="faq-leaderboard: FAQ's interval calibrated on held-out families of each history (default) or the full floor with Student t."),
     fallback: Optional[float] = typer.Option(None, "--fallback", help="faq-leaderboard: level of the test that sends a model to uniform sampling (0 = off; default 0.05)."),
     methods: Optional[str] = typer.Option(None, "--methods", help="faq-leaderboard: comma-separated methods (faq,faq_paper,uniform,ht_uniform,aipw,ai_factor)."),
     as_json: bool = typer.Option(False, "--json", help="Print {\"rows\": [...], ...} as JSON on stdout."),

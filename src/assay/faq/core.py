@@ -559,7 +559,8 @@ def run_faq(
         # history say it should be; the model-free part (the increments) is never shrunk
         se = np.where(fell_back > 0, se, np.maximum(ses["increments"], float(calibrated_floor) * ses["model"]))
     if calibrated_crit is not None and np.isfinite(calibrated_crit):
-        # the critical value learnt on held-out families of the history (assay.faq.calibrate); a model that fell
+        # a critical value learnt on held-out families of the history (assay.faq.calibrate, variance "increments" or
+        # "model"; the conservative rule learns its floor instead, above); a model that fell
         # back to uniform sampling is not like them and keeps the quantile
         crit = np.where(fell_back > 0, crit, float(calibrated_crit))
     lo = np.clip(est - crit * se, 0.0, 1.0)
