@@ -6,7 +6,7 @@ A campaign file names the models (or configurations of one model) under test and
     [budget]     questions, tokens, dollars                     (optional caps, per model)
     [[model]]    name, endpoint, model, api_key_env, template, system, temperature, max_tokens, completions,
                  price_in, price_out, context_window, concurrency, timeout            (one block per model)
-    [bank]       path, id_col, prompt_col, reference_col, choices_col, scorer, scorer_col, policy
+    [bank]       path, id_col, prompt_col, reference_col, choices_col, scorer, scorer_col, policy, sample
     [faq]        history, budget, until_width, fallback, calibrate
     [scope]      generator, space, budget, certify, utility
     [judge]      endpoint, model, api_key_env, completions, rubric, human_labels, human_col, risk_target, loss
@@ -278,6 +278,9 @@ class BankSpec:
     scorer: str = _key(_choice(SCORERS), "exact")
     scorer_col: str | None = _key(_NAME, None)
     policy: str = _key(_choice(POLICIES), DEFAULT_POLICY)
+    # the uniform random sample of the bank that [judge], [kpi] and [siren] share (their guarantees need items
+    # drawn at random, which FAQ's adaptively chosen questions are not); a fraction or a count
+    sample: float | int = _key(_Check("a fraction in (0, 1] or a whole number of questions >= 2", _faq_budget), 200)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,0 +1,174 @@
+"""What a campaign will ask and what it may cost, before anything is paid (``assay eval --plan``).
+
+Per model (configuration) and section, the plan gives the most requests the section can send, the prompt tokens
+they carry (measured on the bank's own prompts rendered with the model's template: characters / 4, the usual
+rule of thumb for English text with BPE tokenizers, so an estimate) and the most completion tokens
+(``max_tokens`` per answer, an upper bound), priced at the model's ``price_in`` / ``price_out``. The numbers are
+upper bounds in requests: FAQ may stop early (``until_width``), answers FAQ bought are read from the journal when
+the shared sample asks them again, and a resumed run pays only for what is missing.
+
+Sections that cannot run are listed with the reason, and the rest still run. A plan over a ``[budget]`` cap is
+an :class:`~assay.errors.AssayInputError` naming the cap and what to lower, raised before any request.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from ..errors import AssayInputError
+from .spec import Campaign, ModelSpec
+
+__all__ = ["Plan", "PlanRow", "plan", "CHARS_PER_TOKEN"]
+
+#: characters per token used to estimate prompt tokens before any request (the common rule of thumb for English)
+CHARS_PER_TOKEN = 4.0
+
+
+@dataclass
+class PlanRow:
+    """One (model, section): at most ``requests`` requests to the model, and what they may cost."""
+
+    model: str
+    section: str
+    requests: int
+    prompt_tokens: int  # estimated (characters / CHARS_PER_TOKEN)
+    completion_tokens: int  # upper bound (max_tokens per request)
+    dollars: float  # upper bound at the model's prices
+    note: str = ""
+
+
+@dataclass
+class Plan:
+    """The campaign's plan: one row per (model, section) that sends requests, the sections skipped with their
+    reasons, the judge's requests, and per-model totals checked against ``[budget]``."""
+
+    campaign: str
+    fingerprint: str
+    bank_size: int | None
+    sample_size: int | None
+    rows: list[PlanRow] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
+    judge_requests: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    def totals(self) -> dict[str, dict]:
+        """Per model: requests, prompt tokens, completion tokens and dollars summed over its sections."""
+        out: dict[str, dict] = {}
+        for r in self.rows:
+            t = out.setdefault(r.model, {"requests": 0, "prompt_tokens": 0, "completion_tokens": 0, "dollars": 0.0})
+            t["requests"] += r.requests
+            t["prompt_tokens"] += r.prompt_tokens
+            t["completion_tokens"] += r.completion_tokens
+            t["dollars"] += r.dollars
+        return out
+
+    def to_dict(self) -> dict:
+        return {"campaign": self.campaign, "fingerprint": self.fingerprint, "bank_size": self.bank_size,
+                "sample_size": self.sample_size, "rows": [asdict(r) for r in self.rows], "skipped": self.skipped,
+                "judge_requests": self.judge_requests, "totals": self.totals(), "notes": self.notes}
+
+
+def _render(template: str, prompts: np.ndarray, choices: np.ndarray | None) -> np.ndarray:
+    """Lengths in characters of the bank's prompts put in the template (plain replacement, as the runner does)."""
+    head, _, tail = template.partition("{question}")
+    base = len(head) + len(tail)
+    lens = np.fromiter((len(p) for p in prompts), dtype=float, count=len(prompts)) + base
+    if "{choices}" in template and choices is not None:
+        lens += np.fromiter((len(str(c)) for c in choices), dtype=float, count=len(choices)) - len("{choices}")
+    return lens
+
+
+def _prompt_tokens(m: ModelSpec, lens: np.ndarray, n: int) -> int:
+    """Estimated prompt tokens of ``n`` requests with the bank's mean prompt length."""
+    extra = len(m.system) if m.system else 0
+    return int(round(n * (float(lens.mean()) + extra) / CHARS_PER_TOKEN)) if n and lens.size else 0
+
+
+def _row(m: ModelSpec, section: str, n: int, lens: np.ndarray | None, note: str = "") -> PlanRow:
+    pt = _prompt_tokens(m, lens, n) if lens is not None else 0
+    ct = n * m.max_tokens
+    return PlanRow(model=m.name, section=section, requests=int(n), prompt_tokens=pt, completion_tokens=ct,
+                   dollars=(pt * m.price_in + ct * m.price_out) / 1e6, note=note)
+
+
+def _count(size: float | int, N: int) -> int:
+    """A fraction of the bank or a count -> a count of at most N."""
+    if isinstance(size, float) and size <= 1:
+        return N if size == 1 else max(2, int(np.floor(size * N + 1e-9)))
+    return min(int(size), N)
+
+
+def plan(c: Campaign) -> Plan:
+    """The plan of campaign ``c`` (module docstring). Reads the bank (to count and measure its prompts), never
+    a model."""
+    p = Plan(campaign=c.name, fingerprint=c.fingerprint(), bank_size=None, sample_size=None)
+    lens = None
+    if c.bank is not None:
+        from ..faq.live import read_bank
+
+        b = c.bank
+        bank = read_bank(b.path, id_col=b.id_col, prompt_col=b.prompt_col, reference_col=b.reference_col)
+        choices = None
+        if b.choices_col is not None:
+            from ..data import read_table
+
+            raw = read_table(b.path, text_columns=(b.id_col,))
+            if b.choices_col not in raw.columns:
+                raise AssayInputError(f"{c.source}: [bank].choices_col {b.choices_col!r} is not a column of "
+                                      f"{b.path.name}; columns: {', '.join(map(str, raw.columns))}")
+            choices = raw[b.choices_col].to_numpy()
+        p.bank_size = N = len(bank)
+        prompts = bank["prompt"].to_numpy()
+    uses_sample = [s for s in ("judge", "kpi", "siren") if getattr(c, s) is not None]
+    if uses_sample:
+        p.sample_size = _count(c.bank.sample, p.bank_size)
+    if c.judge is not None and c.judge.human_labels is None:
+        p.skipped["judge"] = ("no human labels ([judge].human_labels): R-AutoEval+ certifies a risk from a few "
+                              "human labels and many judge labels, and without human ones the judge's bias is unknown")
+    for m in c.models:
+        if c.bank is not None:
+            lens = _render(m.template, prompts, choices)
+        if c.faq is not None:
+            from ..faq.api import resolve_budget
+
+            n_b, _ = resolve_budget(c.faq.budget, p.bank_size)
+            p.rows.append(_row(m, "faq", n_b, lens, "at most: stops early with until_width" if c.faq.until_width
+                               else "adaptively chosen questions"))
+        if uses_sample:
+            n_u = p.sample_size
+            shared = [s for s in uses_sample if s not in p.skipped]
+            if shared:
+                note = (f"one uniform sample shared by {', '.join(shared)}"
+                        + ("; questions FAQ already asked are read from the journal" if c.faq is not None else ""))
+                p.rows.append(_row(m, "sample", n_u, lens, note))
+        if c.scope is not None:
+            # generated questions: their length is unknown before generation, so only the requests are planned
+            p.rows.append(_row(m, "scope", c.scope.budget, None, "generated questions (prompt tokens not estimated)"))
+    if c.judge is not None and "judge" not in p.skipped:
+        p.judge_requests = p.sample_size * len(c.models)
+    if c.kpi is not None:
+        p.notes.append("kpi sends no request of its own: it reads the latency and tokens of the sample's requests")
+    if c.siren is not None:
+        p.notes.append("siren sends no request of its own: it scores every configuration on the shared sample")
+    _check_budget(c, p)
+    return p
+
+
+def _check_budget(c: Campaign, p: Plan) -> None:
+    cap = c.budget
+    for model, t in p.totals().items():
+        if cap.questions is not None and t["requests"] > cap.questions:
+            raise AssayInputError(
+                f"{c.source}: the plan asks model {model!r} up to {t['requests']} questions, over [budget].questions "
+                f"= {cap.questions}; lower [faq].budget, [bank].sample or [scope].budget, or raise the cap")
+        if cap.tokens is not None and t["prompt_tokens"] + t["completion_tokens"] > cap.tokens:
+            raise AssayInputError(
+                f"{c.source}: the plan may spend up to {t['prompt_tokens'] + t['completion_tokens']} tokens on model "
+                f"{model!r} (prompt tokens estimated, completion tokens at max_tokens), over [budget].tokens = "
+                f"{cap.tokens}; lower max_tokens or the section budgets, or raise the cap")
+        if cap.dollars is not None and t["dollars"] > cap.dollars:
+            raise AssayInputError(
+                f"{c.source}: the plan may cost up to ${t['dollars']:.4f} on model {model!r}, over [budget].dollars = "
+                f"{cap.dollars:g}; lower max_tokens or the section budgets, or raise the cap")
