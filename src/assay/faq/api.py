@@ -9,7 +9,8 @@ factors predict a held-out model after FAQ has seen 10% of its answers), FAQ sam
 (:mod:`assay.faq.core`, ``design="wor"``), tau = 0.5, the ``conservative`` variance, a model whose answers do
 not follow the history falls back to uniform sampling (``fallback=0.05``), and the floor of the fixed-budget
 interval's standard error is learnt on held-out families of the history (:mod:`assay.faq.calibrate`; the
-plain conservative Student t interval when the history is too small), which also gives the expected coverage and saving before any query (:func:`expect`).
+plain conservative Student t interval when the history is too small), which also gives the expected coverage
+and saving before any query (:func:`expect`).
 On families of leaderboard models never used to fit or tune anything this covered 94.8-95.4% at every budget
 from 2.5% to 25% of the bank; the numbers are in docs/faq.md.
 """

@@ -38,7 +38,7 @@ uniform sample of the same size would have had. From these runs (:class:`Calibra
   model's part. For ``variance="increments"`` or ``"model"`` the critical value c of |T| is calibrated as
   before (:meth:`Calibration.crit`).
 * **the expected coverage** :meth:`Calibration.expected_coverage`: cross-fitted, each fold's runs scored
-  with the c learnt on the other folds (an honest estimate of what the new model gets).
+  with the rule (lambda, or c) learnt on the other folds (an honest estimate of what the new model gets).
 * **the expected saving** :meth:`Calibration.expected_saving`: (mean width of uniform sampling / mean width
   of FAQ)^2 per (fold, seed), averaged: how many uniformly sampled questions each FAQ question is worth.
 
