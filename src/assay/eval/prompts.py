@@ -1,0 +1,49 @@
+"""The prompts a campaign sends and the uniform sample its sections share.
+
+:func:`render` puts a bank item into a model's template by plain text replacement of ``{question}`` and
+``{choices}`` (never ``str.format``: a prompt may hold JSON or code braces, which stay as written).
+
+:func:`uniform_sample` draws the campaign's shared sample of the bank: ``n`` distinct item ids, uniformly
+without replacement, from the campaign seed alone. R-AutoEval+, PS-DME and SIREN need items drawn at random
+(FAQ's adaptively chosen questions are not), and a resumed run must draw the same items, so the draw depends
+only on the seed and the bank's ids (in the bank's order), never on what was asked before.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import AssayInputError
+
+__all__ = ["render", "uniform_sample", "SAMPLE_STREAM"]
+
+#: the child of the campaign seed that draws the shared sample (other sections use other children)
+SAMPLE_STREAM = 1
+_PLACEHOLDER = re.compile(r"\{question\}|\{choices\}")
+
+
+def render(template: str, question: str, choices: str | None = None) -> str:
+    """``template`` with ``{question}`` (and ``{choices}``) replaced by the item's text; other braces stay."""
+    if "{choices}" in template and choices is None:
+        raise AssayInputError("the template uses {choices} but the item has none ([bank].choices_col)")
+    # one pass, so a question that itself contains "{choices}" is left as written
+    values = {"{question}": question, "{choices}": choices}
+    return _PLACEHOLDER.sub(lambda m: values[m.group(0)] if values[m.group(0)] is not None else m.group(0), template)
+
+
+def uniform_sample(ids: Sequence[str], n: int, seed: int) -> list[str]:
+    """``n`` distinct ids of ``ids`` drawn uniformly without replacement from ``seed`` (all of them, in a
+    random order, when ``n >= len(ids)``)."""
+    ids = list(ids)
+    if len(set(ids)) != len(ids):
+        raise AssayInputError("the bank's ids are not unique; the shared sample needs one id per item")
+    if not ids:
+        raise AssayInputError("the bank is empty: there is nothing to sample")
+    if n < 1:
+        raise AssayInputError(f"the sample size must be at least 1; got {n}")
+    rng = np.random.default_rng(np.random.SeedSequence(int(seed)).spawn(SAMPLE_STREAM + 1)[SAMPLE_STREAM])
+    pick = rng.permutation(len(ids))[: min(int(n), len(ids))]
+    return [ids[i] for i in pick]
