@@ -20,7 +20,7 @@ import numpy as np
 from ..errors import AssayInputError
 from .spec import Campaign, ModelSpec
 
-__all__ = ["Plan", "PlanRow", "plan", "CHARS_PER_TOKEN"]
+__all__ = ["Plan", "PlanRow", "plan", "sample_count", "CHARS_PER_TOKEN"]
 
 #: characters per token used to estimate prompt tokens before any request (the common rule of thumb for English)
 CHARS_PER_TOKEN = 4.0
@@ -93,7 +93,7 @@ def _row(m: ModelSpec, section: str, n: int, lens: np.ndarray | None, note: str 
                    dollars=(pt * m.price_in + ct * m.price_out) / 1e6, note=note)
 
 
-def _count(size: float | int, N: int) -> int:
+def sample_count(size: float | int, N: int) -> int:
     """A fraction of the bank or a count -> a count of at most N."""
     if isinstance(size, float) and size <= 1:
         return N if size == 1 else max(2, int(np.floor(size * N + 1e-9)))
@@ -106,24 +106,15 @@ def plan(c: Campaign) -> Plan:
     p = Plan(campaign=c.name, fingerprint=c.fingerprint(), bank_size=None, sample_size=None)
     lens = None
     if c.bank is not None:
-        from ..faq.live import read_bank
+        from .sample import load_bank
 
-        b = c.bank
-        bank = read_bank(b.path, id_col=b.id_col, prompt_col=b.prompt_col, reference_col=b.reference_col)
-        choices = None
-        if b.choices_col is not None:
-            from ..data import read_table
-
-            raw = read_table(b.path, text_columns=(b.id_col,))
-            if b.choices_col not in raw.columns:
-                raise AssayInputError(f"{c.source}: [bank].choices_col {b.choices_col!r} is not a column of "
-                                      f"{b.path.name}; columns: {', '.join(map(str, raw.columns))}")
-            choices = raw[b.choices_col].to_numpy()
-        p.bank_size = N = len(bank)
+        bank = load_bank(c)
+        choices = bank["choices"].to_numpy() if "choices" in bank.columns else None
+        p.bank_size = len(bank)
         prompts = bank["prompt"].to_numpy()
     uses_sample = [s for s in ("judge", "kpi", "siren") if getattr(c, s) is not None]
     if uses_sample:
-        p.sample_size = _count(c.bank.sample, p.bank_size)
+        p.sample_size = sample_count(c.bank.sample, p.bank_size)
     if c.judge is not None and c.judge.human_labels is None:
         p.skipped["judge"] = ("no human labels ([judge].human_labels): R-AutoEval+ certifies a risk from a few "
                               "human labels and many judge labels, and without human ones the judge's bias is unknown")

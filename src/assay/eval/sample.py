@@ -1,0 +1,142 @@
+"""The campaign's shared uniform sample, asked live, and the PS-DME section that reads its KPIs.
+
+:func:`run_sample` asks every model (configuration) the same uniformly drawn items of the bank
+(:func:`assay.eval.prompts.uniform_sample`), through :func:`assay.models.run` and the crash-safe journal, one
+journal run per model with an id derived from the campaign (:func:`section_run_id`), so rerunning the same
+campaign file with the same seed reads every answer already paid for from the journal and asks only the rest.
+Each answer is scored against the bank's reference with the bank's scorer and policy, and its KPIs are kept:
+latency and time to first token (seconds, measured on the client), prompt and completion tokens (as the endpoint
+reports them) and cost (at the model's prices).
+
+:func:`kpi_section` turns those rows into one PS-DME result per KPI (:func:`assay.psdme.bands`): the
+configurations are the models, the selection rule is the one the campaign file declared before any KPI was
+seen, and the guaranteed KPI is reported at failure probability 1 - ``[kpi].target``. A KPI the endpoint did not
+report (no token counts, no streaming for ``ttft_s``) is skipped with the reason, and the other KPIs still run.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import pandas as pd
+
+from ..errors import AssayBackendError, AssayInputError
+from .plan import sample_count
+from .prompts import render, uniform_sample
+from .spec import Campaign, ModelSpec
+
+__all__ = ["campaign_run_id", "section_run_id", "make_model", "load_bank", "run_sample", "kpi_section"]
+
+#: PS-DME's name for each band the campaign file may declare
+_BANDS = {"dkw": "dkw", "bj": "berk-jones"}
+
+
+def campaign_run_id(c: Campaign) -> str:
+    """The campaign's run id: its name, the fingerprint of its file's content and its seed (same file, same id)."""
+    return f"eval-{c.name}-{c.fingerprint()[:8]}-s{c.seed}"
+
+
+def section_run_id(c: Campaign, model: str, section: str) -> str:
+    """The journal run of one model's part of one section."""
+    return f"{campaign_run_id(c)}/{model}/{section}"
+
+
+def make_model(m: ModelSpec, seed: int | None = None):
+    """The :class:`~assay.models.Model` that asks ``m``'s endpoint (chat, or completions for a pretrained model)."""
+    from ..models import OpenAIChatModel, OpenAICompletionModel
+
+    cls = OpenAICompletionModel if m.completions else OpenAIChatModel
+    return cls(m.model, base_url=m.endpoint, api_key_env=m.api_key_env, temperature=m.temperature,
+               max_tokens=m.max_tokens, seed=seed, timeout=m.timeout, system_prompt=m.system,
+               context_window=m.context_window)
+
+
+def load_bank(c: Campaign) -> pd.DataFrame:
+    """The bank indexed by item id with ``prompt``, ``reference``, ``scorer`` and, if named, ``choices``."""
+    from ..faq.live import read_bank
+
+    b = c.bank
+    if b is None:
+        raise AssayInputError(f"{c.source}: this section needs a [bank]")
+    bank = read_bank(b.path, id_col=b.id_col, prompt_col=b.prompt_col, reference_col=b.reference_col,
+                     scorer_col=b.scorer_col)
+    if b.scorer_col is None:
+        bank["scorer"] = b.scorer
+    if b.choices_col is not None:
+        from ..data import read_table
+
+        raw = read_table(b.path, text_columns=(b.id_col,))
+        if b.choices_col not in raw.columns:
+            raise AssayInputError(f"{c.source}: [bank].choices_col {b.choices_col!r} is not a column of "
+                                  f"{b.path.name}; columns: {', '.join(map(str, raw.columns))}")
+        bank["choices"] = raw[b.choices_col].astype(str).to_numpy()
+    return bank
+
+
+def run_sample(c: Campaign, *, journal=None, models: Callable[[ModelSpec], object] | None = None,
+               progress: Callable[[str, dict], None] | None = None) -> pd.DataFrame:
+    """Ask every model the campaign's shared sample; one row per (model, item) with the answer, its score and
+    KPIs. ``models`` builds the Model of a spec (default :func:`make_model`; tests pass their own);
+    ``progress(model_name, stats)`` is called as requests complete."""
+    from ..models import run as run_model
+    from ..models.journal import default_path
+    from ..models.scoring import score
+
+    bank = load_bank(c)
+    ids = uniform_sample(list(bank.index), sample_count(c.bank.sample, len(bank)), c.seed)
+    sub = bank.loc[ids]
+    frames = []
+    for m in c.models:
+        llm = (models or (lambda spec: make_model(spec, c.seed)))(m)
+        choices = sub["choices"] if "choices" in sub.columns else [None] * len(sub)
+        prompts = [render(m.template, str(q), None if ch is None else str(ch)) for q, ch in zip(sub["prompt"], choices)]
+        res = run_model(llm, prompts, journal=journal or default_path(), run_id=section_run_id(c, m.name, "sample"),
+                        concurrency=m.concurrency, timeout=m.timeout,
+                        progress=(lambda st, name=m.name: progress(name, st)) if progress else None)
+        failed = [r for r in res.responses if r.error is not None]
+        if failed:
+            raise AssayBackendError(f"{len(failed)} of {len(prompts)} requests to model {m.name!r} failed after "
+                                    f"retries ({failed[0].error}); the answers obtained are in the journal: rerun the "
+                                    "same campaign to ask only the missing ones")
+        outs = [score(r, ref, sc, policy=c.bank.policy, prompt=p)
+                for r, ref, sc, p in zip(res.responses, sub["reference"], sub["scorer"], prompts)]
+        rows = pd.DataFrame([r.to_dict() for r in res.responses])
+        frames.append(pd.DataFrame({
+            "model": m.name, "item": ids, "prompt": prompts, "text": rows["text"], "status": [o.status for o in outs],
+            "score": [o.final_score for o in outs], "latency_s": rows["latency_s"].astype(float),
+            "ttft_s": pd.to_numeric(rows["ttft_s"], errors="coerce"),
+            "prompt_tokens": pd.to_numeric(rows["prompt_tokens"], errors="coerce"),
+            "completion_tokens": pd.to_numeric(rows["completion_tokens"], errors="coerce"),
+            "cached": rows["cached"].astype(bool), "run_id": res.run_id}))
+    out = pd.concat(frames, ignore_index=True)
+    prices = {m.name: (m.price_in, m.price_out) for m in c.models}
+    p_in = out["model"].map(lambda n: prices[n][0])
+    p_out = out["model"].map(lambda n: prices[n][1])
+    out["cost"] = (out["prompt_tokens"] * p_in + out["completion_tokens"] * p_out) / 1e6
+    return out
+
+
+def _rule(c: Campaign) -> str:
+    k = c.kpi
+    return {"all": "all", "best_mean": "top:1"}.get(k.select, f"top:{k.k}")
+
+
+def kpi_section(c: Campaign, rows: pd.DataFrame) -> tuple[dict, dict[str, str]]:
+    """PS-DME per KPI of ``c.kpi.metrics`` on the sample's rows -> ({metric: PsdmeResult}, {metric: why skipped})."""
+    from .. import psdme
+
+    k = c.kpi
+    results, skipped = {}, {}
+    for metric in k.metrics:
+        vals = pd.to_numeric(rows[metric], errors="coerce")
+        missing = rows.loc[vals.isna(), "model"].unique()
+        if len(missing):
+            skipped[metric] = (f"the endpoint did not report {metric} for {len(missing)} model(s) "
+                               f"({', '.join(map(str, missing[:3]))})"
+                               + ("; ask with streaming to measure the time to the first token" if metric == "ttft_s"
+                                  else ""))
+            continue
+        table = pd.DataFrame({"config": rows["model"].to_numpy(), "kpi": vals.to_numpy(float)})
+        results[metric] = psdme.bands(table, select=_rule(c), delta=c.delta, band=_BANDS[k.band],
+                                      gammas=(round(1.0 - k.target, 12),), seed=c.seed, tradeoff_points=0)
+    return results, skipped
