@@ -31,9 +31,10 @@ uniform sample of the same size would have had. From these runs (:class:`Calibra
   Why the floor and not the critical value: on leaderboard family splits the floor with Student t
   over-covers (96-97% where 95% was promised: the maximum of two nearly unbiased variance estimates is biased
   up), so lambda < 1 there. A first version calibrated the critical value c of |T| = |theta_hat - theta| / se
-  instead; c came out near 1.85 and also shrank the model-free part of the interval, which under-covered on
-  models unlike the history (0.932-0.949 on the leaderboard's 7B models with an 8B history, docs/faq.md,
-  where the increments dominate the standard error in most runs and their Student t interval is what holds).
+  instead; c came out below Student t's quantile and also shrank the model-free part of the interval, which
+  under-covered on models unlike the history (0.932-0.949 on the leaderboard's 7B models with an 8B history,
+  docs/faq.md; there the increments' Student t interval alone covers as much as the floored one, the
+  ``faq:increments|t`` rows, so it is the increments that carry the interval).
   Calibrating the floor leaves the model-free part alone: the history can only lower (or raise) the working
   model's part. For ``variance="increments"`` or ``"model"`` the critical value c of |T| is calibrated as
   before (:meth:`Calibration.crit`).
