@@ -69,3 +69,16 @@ def test_a_sample_without_a_bank_is_refused(tmp_path):
                         "scope": {"budget": 5}}, source="t.toml", base=tmp_path)
     with pytest.raises(AssayInputError, match=r"needs a \[bank\]"):
         run_sample(c, journal=tmp_path / "j.sqlite")
+
+
+def test_empty_choices_are_named_before_any_request(tmp_path):
+    bank = pd.DataFrame({"id": ["a", "b", "c"], "prompt": ["x", "y", "z"], "reference": ["1", "2", "3"],
+                         "options": ["A) 1", None, "C) 3"]})
+    bank.to_csv(tmp_path / "bank.csv", index=False)
+    c = parse_campaign({"campaign": {"name": "t"},
+                        "model": [{"name": "a", "endpoint": "http://127.0.0.1:9/v1", "model": "m",
+                                   "template": "{question} {choices}"}],
+                        "bank": {"path": "bank.csv", "choices_col": "options"}, "kpi": {"metrics": ["latency_s"]}},
+                       source="t.toml", base=tmp_path)
+    with pytest.raises(AssayInputError, match=r"choices_col 'options' is empty for ids b"):
+        run_sample(c, journal=tmp_path / "j.sqlite")

@@ -69,6 +69,10 @@ def load_bank(c: Campaign) -> pd.DataFrame:
         if b.choices_col not in raw.columns:
             raise AssayInputError(f"{c.source}: [bank].choices_col {b.choices_col!r} is not a column of "
                                   f"{b.path.name}; columns: {', '.join(map(str, raw.columns))}")
+        empty = raw[b.choices_col].isna().to_numpy()
+        if empty.any():
+            raise AssayInputError(f"{c.source}: [bank].choices_col {b.choices_col!r} is empty for ids "
+                                  f"{', '.join(bank.index[empty][:3])}")
         bank["choices"] = raw[b.choices_col].astype(str).to_numpy()
     return bank
 
