@@ -71,13 +71,12 @@ class Plan:
 
 
 def _render(template: str, prompts: np.ndarray, choices: np.ndarray | None) -> np.ndarray:
-    """Lengths in characters of the bank's prompts put in the template (plain replacement, as the runner does)."""
-    head, _, tail = template.partition("{question}")
-    base = len(head) + len(tail)
-    lens = np.fromiter((len(p) for p in prompts), dtype=float, count=len(prompts)) + base
-    if "{choices}" in template and choices is not None:
-        lens += np.fromiter((len(str(c)) for c in choices), dtype=float, count=len(choices)) - len("{choices}")
-    return lens
+    """Lengths in characters of the bank's prompts put in the template, exactly as the runner renders them."""
+    from .prompts import render
+
+    ch = choices if choices is not None and "{choices}" in template else [None] * len(prompts)
+    return np.array([len(render(template, str(p), None if c is None else str(c))) for p, c in zip(prompts, ch)],
+                    dtype=float)
 
 
 def _prompt_tokens(m: ModelSpec, lens: np.ndarray, n: int) -> int:
