@@ -13,32 +13,6 @@ from ..errors import AssayInputError
 from ._common import app, emit as _emit, guard as _guard, out as _out
 
 
-def _read_answers(path: Path, what: str):
-    """A wide (model column or first column = model id, one column per item) or long (model, item, score) table,
-    or an lm-eval / inspect / HELM log (read by assay.ingest)."""
-    import pandas as pd
-
-    from .. import data as d
-
-    table = d.read_table(path, text_columns=("model", "item"))
-    if "source" in table.columns and {"model", "item", "score", "task"} <= set(table.columns):
-        # an lm-eval / inspect / HELM log read by assay.ingest: first repeat, items keyed by task when several
-        t = table[table["repeat"] == table["repeat"].min()] if "repeat" in table.columns else table
-        if "metric" in t.columns and t["metric"].nunique() > 1:
-            t = t[t["metric"] == t["metric"].iloc[0]]
-        item = t["item"] if t["task"].nunique() == 1 else t["task"] + "/" + t["item"]
-        return pd.DataFrame({"model": t["model"].to_numpy(), "item": item.to_numpy(), "score": t["score"].to_numpy()})
-    if {"model", "item", "score"} <= set(table.columns) and table.shape[1] <= 4:
-        return table
-    if table.shape[1] < 2:
-        raise AssayInputError(f"{what} {path}: expected a model id column and one column per item, or long columns "
-                              "model, item, score")
-    key = "model" if "model" in table.columns else table.columns[0]
-    table = table.set_index(key)
-    table.index = table.index.astype(str)
-    return table
-
-
 def _print_faq(result) -> None:
     p = result.params
     level = 1 - result.level["alpha"]
@@ -154,7 +128,7 @@ def faq(
 ) -> None:
     """A new model's accuracy on the whole benchmark from a few adaptively chosen questions (FAQ)."""
     from .. import faq as faq_mod
-    from ..faq.io import load_factors, save_factors as write_factors
+    from ..faq.io import load_factors, read_answers, save_factors as write_factors
     from ..progress import progress_reporter
 
     if (new is None) == (items is None):
@@ -168,7 +142,7 @@ def faq(
         raise AssayInputError(f"--uniform-mix must be in (0, 1] (every question keeps probability >= it / N); got "
                               f"{uniform_mix!r}")
     bud = _parse_budget(budget)
-    hist = _read_answers(history, "history")
+    hist = read_answers(history, "history")
     fm = None
     if factors is not None:
         fm = load_factors(factors)
@@ -178,7 +152,7 @@ def faq(
                fallback=fallback)
     answerer = None
     if new is not None:
-        target = _read_answers(new, "new")
+        target = read_answers(new, "new")
     else:
         from ..faq.live import LiveAnswerer
         from ..models import OpenAIChatModel

@@ -22,6 +22,9 @@ from .spec import Campaign, ModelSpec
 
 __all__ = ["Plan", "PlanRow", "plan", "sample_count", "CHARS_PER_TOKEN"]
 
+#: why the judge section is skipped without human labels (the plan and the run say the same)
+NO_HUMAN_LABELS = ("no human labels ([judge].human_labels): R-AutoEval+ certifies a risk from a few human labels and "
+                   "many judge labels, and without human ones the judge's bias is unknown")
 #: characters per token used to estimate prompt tokens before any request (the common rule of thumb for English)
 CHARS_PER_TOKEN = 4.0
 
@@ -115,8 +118,7 @@ def plan(c: Campaign) -> Plan:
     if uses_sample:
         p.sample_size = sample_count(c.bank.sample, p.bank_size)
     if c.judge is not None and c.judge.human_labels is None:
-        p.skipped["judge"] = ("no human labels ([judge].human_labels): R-AutoEval+ certifies a risk from a few "
-                              "human labels and many judge labels, and without human ones the judge's bias is unknown")
+        p.skipped["judge"] = NO_HUMAN_LABELS
     for m in c.models:
         if c.bank is not None:
             lens = _render(m.template, prompts, choices)

@@ -78,10 +78,13 @@ def load_bank(c: Campaign) -> pd.DataFrame:
 
 
 def run_sample(c: Campaign, *, journal=None, models: Callable[[ModelSpec], object] | None = None,
-               progress: Callable[[str, dict], None] | None = None) -> pd.DataFrame:
-    """Ask every model the campaign's shared sample; one row per (model, item) with the answer, its score and
-    KPIs. ``models`` builds the Model of a spec (default :func:`make_model`; tests pass their own);
-    ``progress(model_name, stats)`` is called as requests complete."""
+               progress: Callable[[str, dict], None] | None = None, only: list[str] | None = None,
+               reuse: bool = False) -> pd.DataFrame:
+    """Ask every model (or the ones named in ``only``) the campaign's shared sample; one row per (model, item) with
+    the question, reference, answer, its score and KPIs. ``models`` builds the Model of a spec (default
+    :func:`make_model`; tests pass their own); ``progress(model_name, stats)`` is called as requests complete.
+    ``reuse``: an answer the journal holds for the same request from any run (FAQ's, of the same campaign) is
+    read, not bought again."""
     from ..models import run as run_model
     from ..models.journal import default_path
     from ..models.scoring import score
@@ -91,11 +94,13 @@ def run_sample(c: Campaign, *, journal=None, models: Callable[[ModelSpec], objec
     sub = bank.loc[ids]
     frames = []
     for m in c.models:
+        if only is not None and m.name not in only:
+            continue
         llm = (models or (lambda spec: make_model(spec, c.seed)))(m)
         choices = sub["choices"] if "choices" in sub.columns else [None] * len(sub)
         prompts = [render(m.template, str(q), None if ch is None else str(ch)) for q, ch in zip(sub["prompt"], choices)]
         res = run_model(llm, prompts, journal=journal or default_path(), run_id=section_run_id(c, m.name, "sample"),
-                        concurrency=m.concurrency, timeout=m.timeout,
+                        concurrency=m.concurrency, timeout=m.timeout, reuse=reuse,
                         progress=(lambda st, name=m.name: progress(name, st)) if progress else None)
         failed = [r for r in res.responses if r.error is not None]
         if failed:
@@ -106,7 +111,8 @@ def run_sample(c: Campaign, *, journal=None, models: Callable[[ModelSpec], objec
                 for r, ref, sc, p in zip(res.responses, sub["reference"], sub["scorer"], prompts)]
         rows = pd.DataFrame([r.to_dict() for r in res.responses])
         frames.append(pd.DataFrame({
-            "model": m.name, "item": ids, "prompt": prompts, "text": rows["text"], "status": [o.status for o in outs],
+            "model": m.name, "item": ids, "question": sub["prompt"].astype(str).to_numpy(),
+            "reference": sub["reference"].to_numpy(), "prompt": prompts, "text": rows["text"], "status": [o.status for o in outs],
             "score": [o.final_score for o in outs], "latency_s": rows["latency_s"].astype(float),
             "ttft_s": pd.to_numeric(rows["ttft_s"], errors="coerce"),
             "prompt_tokens": pd.to_numeric(rows["prompt_tokens"], errors="coerce"),

@@ -380,6 +380,20 @@ class Campaign:
         out.update({s: _plain(getattr(self, s)) for s in ("bank", *SECTIONS) if getattr(self, s) is not None})
         return out
 
+    def to_file_data(self) -> dict:
+        """:meth:`to_dict` as a campaign file would hold it (no derived ``delta``, no unset keys): what
+        :func:`parse_campaign` reads back into the same campaign (``assay eval --resume`` reads it from the journal)."""
+        def keep(v: Any) -> Any:
+            if isinstance(v, dict):
+                return {k: keep(x) for k, x in v.items() if x is not None}
+            if isinstance(v, list):
+                return [keep(x) for x in v]
+            return v
+
+        out = keep(self.to_dict())
+        out["campaign"].pop("delta", None)
+        return out
+
     def fingerprint(self) -> str:
         """16 hex characters of the SHA-256 of the canonical :meth:`to_dict` JSON: equal for the same campaign."""
         canonical = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"), allow_nan=False)

@@ -1,0 +1,623 @@
+"""Run a campaign: every section of the file, one run id, one journal, one result (``assay eval``).
+
+The order, and what each section asks:
+
+1. **Per model, FAQ and QuickScope** (independent of each other and across models; on Ray they run in
+   parallel): FAQ asks the questions its policy picks, one at a time, through :class:`assay.faq.live.LiveAnswerer`
+   with the bank's prompts rendered by the model's template (:func:`assay.eval.prompts.render`), and
+   :func:`assay.faq.evaluate` gives the accuracy on the whole bank; QuickScope (:func:`assay.quickscope.run`)
+   asks the generator's questions and certifies the weak regions.
+2. **Per model, the shared uniform sample** (:func:`assay.eval.sample.run_sample`), read from the journal where
+   FAQ already bought an answer (same model, same rendered prompt, same parameters: the same request key), so no
+   answer is paid for twice.
+3. **On the sample**: the judge grades every answer and R-AutoEval+ (:func:`assay.autoeval.certify`) certifies
+   each model's risk, with Holm's procedure over the models (family-wise error at most delta) when there are
+   several; PS-DME (:func:`assay.eval.sample.kpi_section`) bands each KPI after the declared selection rule;
+   SIREN (:func:`assay.siren.evaluate`) scores "search the first b configurations, deploy the one the search
+   picks" for each budget b of ``[siren].budgets``.
+
+Every request goes through the one journal, each (model, section) in its own journal run with an id derived from
+the campaign (:func:`assay.eval.sample.section_run_id`), under the campaign's run id
+(:func:`assay.eval.sample.campaign_run_id`), whose journal record holds the campaign file. So ``kill -9`` at any
+point loses nothing paid for: :func:`resume` (``assay eval --resume RUN_ID``) reads the campaign back from the
+journal and runs it again; every answer already journaled is read, not asked, and the sections draw exactly what
+they drew before (their draws depend on the campaign seed and the answers only), so the result is the one an
+uninterrupted run gives.
+
+A section that cannot run (no human labels, a KPI the endpoint does not report, an input the method refuses) is
+skipped with the reason, and the rest still runs. An endpoint failure (:class:`~assay.errors.AssayBackendError`)
+stops the campaign: the answers obtained are journaled, and the error says how to resume.
+"""
+
+from __future__ import annotations
+
+import platform
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+
+from ..errors import AssayInputError
+from .plan import NO_HUMAN_LABELS
+from .prompts import render
+from .sample import campaign_run_id, kpi_section, load_bank, make_model, run_sample, section_run_id
+from .spec import Campaign, ModelSpec, parse_campaign
+
+__all__ = ["CampaignResult", "Section", "run", "resume", "load_campaign_of_run", "Event", "write_report", "report_of_run",
+           "summary_rows"]
+
+#: the per-model sections, in the order they run
+PER_MODEL = ("faq", "scope", "sample")
+
+
+@dataclass
+class Event:
+    """A progress event: ``section`` and ``subject`` (a model, or "judge"), ``done`` of ``total`` requests or
+    rounds, the current interval ``width`` when the section has one, and ``status`` ("running", "done",
+    "skipped" with ``note`` the reason)."""
+
+    section: str
+    subject: str
+    done: int = 0
+    total: int | None = None
+    width: float | None = None
+    status: str = "running"
+    note: str = ""
+
+
+@dataclass
+class Section:
+    """One method's part of a campaign: its results by key (a model, a KPI, or "all"), what was skipped and why."""
+
+    name: str
+    results: dict[str, Any] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class CampaignResult:
+    """Everything a campaign produced: the sections' results, the shared sample, what each (model, section) cost
+    (``costs``: requests, prompt and completion tokens, model seconds and dollars, from the journal), one plain
+    statement per certified or estimated quantity (``summary``), and the provenance (campaign file, seed,
+    versions, run id) from which :mod:`assay.report` rebuilds the report offline."""
+
+    run_id: str
+    campaign: dict
+    fingerprint: str
+    seed: int
+    delta: float
+    sections: dict[str, Section]
+    sample: pd.DataFrame | None
+    costs: pd.DataFrame
+    summary: pd.DataFrame
+    versions: dict[str, str]
+    journal: str
+
+    def to_dict(self) -> dict:
+        from ..results import to_jsonable
+
+        secs = {}
+        for name, s in self.sections.items():
+            secs[name] = {"results": {k: r.to_dict() for k, r in s.results.items()}, "skipped": dict(s.skipped),
+                          "notes": list(s.notes)}
+        infinite: list = []
+        out = {"kind": "assay-eval", "run_id": self.run_id, "campaign": self.campaign, "fingerprint": self.fingerprint,
+               "seed": self.seed, "delta": self.delta, "versions": self.versions, "journal": self.journal,
+               "summary": to_jsonable(self.summary.to_dict(orient="list"), infinite, ("summary",)),
+               "costs": to_jsonable(self.costs.to_dict(orient="list"), infinite, ("costs",)),
+               "sample": (None if self.sample is None else
+                          to_jsonable(self.sample.drop(columns=["prompt"]).to_dict(orient="list"), infinite, ("sample",))),
+               "sections": secs}
+        if infinite:
+            out["infinite"] = infinite
+        return out
+
+    @classmethod
+    def from_dict(cls, obj: dict) -> "CampaignResult":
+        from ..results import Result
+
+        if not isinstance(obj, dict) or obj.get("kind") != "assay-eval":
+            raise AssayInputError("not an assay eval result (its JSON has no \"kind\": \"assay-eval\")")
+        sections = {}
+        for name, s in obj["sections"].items():
+            sections[name] = Section(name, {k: Result.from_dict(r) for k, r in s["results"].items()},
+                                     dict(s["skipped"]), list(s["notes"]))
+        sample = None if obj.get("sample") is None else pd.DataFrame(obj["sample"])
+        return cls(obj["run_id"], obj["campaign"], obj["fingerprint"], int(obj["seed"]), float(obj["delta"]), sections,
+                   sample, pd.DataFrame(obj["costs"]), pd.DataFrame(obj["summary"]), dict(obj["versions"]),
+                   obj.get("journal", ""))
+
+
+# -- building blocks -------------------------------------------------------------------------------------------------
+
+
+def _versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {"python": platform.python_version()}
+    for pkg in ("assay", "numpy", "scipy", "pandas", "openai"):
+        try:
+            out[pkg] = version(pkg if pkg != "assay" else "assay-eval")
+        except PackageNotFoundError:
+            if pkg == "assay":
+                from .. import __version__
+
+                out[pkg] = __version__
+    return out
+
+
+def _bank_for(c: Campaign, m: ModelSpec, bank: pd.DataFrame) -> pd.DataFrame:
+    """The bank with ``m``'s template applied: the prompts FAQ asks are the ones the shared sample asks."""
+    choices = bank["choices"] if "choices" in bank.columns else [None] * len(bank)
+    prompts = [render(m.template, str(q), None if ch is None else str(ch)) for q, ch in zip(bank["prompt"], choices)]
+    return pd.DataFrame({"id": bank.index.to_numpy(), "prompt": prompts, "reference": bank["reference"].to_numpy(),
+                         "scorer": bank["scorer"].to_numpy()})
+
+
+def _emit(progress, **kw) -> None:
+    if progress is not None:
+        progress(Event(**kw))
+
+
+def _faq_one(c: Campaign, m: ModelSpec, journal: str, make, progress) -> Any:
+    from .. import faq
+    from ..faq.io import read_answers
+    from ..faq.live import LiveAnswerer
+
+    if c.bank.policy == "correct":
+        raise AssayInputError("[bank].policy = 'correct' cannot serve FAQ, which needs a label for every question it "
+                              "asks: use 'wrong' (the default) or 'missing'")
+    hist = read_answers(c.faq.history, "[faq].history")
+    bank = _bank_for(c, m, load_bank(c))
+    ans = LiveAnswerer(make(m), bank, scorer="scorer", policy=c.bank.policy, journal=journal,
+                       run_id=section_run_id(c, m.name, "faq"), timeout=m.timeout)
+    total: dict[str, int] = {}
+
+    def rounds(done: int, tot: int) -> None:
+        total["n"] = tot
+        _emit(progress, section="faq", subject=m.name, done=done, total=tot)
+
+    def expected(summary) -> None:
+        if summary:
+            es = summary.get("expected_saving")
+            _emit(progress, section="faq", subject=m.name, status="running",
+                  note=(f"expected: coverage {summary.get('expected_coverage', float('nan')):.3f}, saving "
+                        f"{es:.2f}x uniform" if es is not None else ""))
+
+    res = faq.evaluate(hist, ans, budget=c.faq.budget, seed=c.seed, delta=c.delta, until_width=c.faq.until_width,
+                       fallback=c.faq.fallback, calibrate=c.faq.calibrate, items=ans.items, progress=rounds,
+                       on_expected=expected)
+    from ..models.outcomes import headline
+
+    res.info["live"] = {"run_id": ans.run_id, "requests": ans.n_requests, "cached": ans.n_cached, "model": m.model,
+                        "endpoint": m.endpoint, "policy": c.bank.policy, "outcomes": ans.counts,
+                        "headline": headline(ans.counts, c.bank.policy)}
+    est = res.estimates.iloc[0]
+    _emit(progress, section="faq", subject=m.name, done=int(est["n_queries"]), total=total.get("n"),
+          width=float(est["width"]), status="done")
+    return res
+
+
+def _scope_one(c: Campaign, m: ModelSpec, journal: str, make, progress) -> Any:
+    import inspect
+
+    from .. import quickscope as qs
+    from ..benchmarks import get_generator
+
+    s = c.scope
+    gen = get_generator(s.generator)
+    if s.space is not None:
+        space = qs.SearchSpace.from_yaml(s.space)
+    elif m.context_window is not None and "context_window" in inspect.signature(gen.space).parameters:
+        space = gen.space(context_window=m.context_window, reserve=m.max_tokens)
+    else:
+        space = gen.space()
+    kw = {"certify": s.certify} if s.certify is not None else {}
+    policy = c.bank.policy if c.bank is not None else "wrong"
+    res = qs.run(space, gen, make(m), budget=s.budget, batch=min(20, s.budget), seed=c.seed, utility=s.utility,
+                 journal=journal, run_id=section_run_id(c, m.name, "scope"), concurrency=m.concurrency,
+                 timeout=m.timeout, policy=policy, delta=c.delta,
+                 progress=lambda d, t: _emit(progress, section="scope", subject=m.name, done=d, total=t), **kw)
+    _emit(progress, section="scope", subject=m.name, done=s.budget, total=s.budget, status="done",
+          note=f"{res.info.get('n_certified', 0)} certified")
+    return res
+
+
+def _sample_one(c: Campaign, m: ModelSpec, journal: str, make, progress) -> pd.DataFrame:
+    def rep(name: str, st: dict) -> None:
+        _emit(progress, section="sample", subject=name, done=int(st.get("done", 0)), total=st.get("total"))
+
+    rows = run_sample(c, journal=journal, models=make, progress=rep, only=[m.name], reuse=True)
+    _emit(progress, section="sample", subject=m.name, done=len(rows), total=len(rows), status="done")
+    return rows
+
+
+_RUNNERS = {"faq": _faq_one, "scope": _scope_one, "sample": _sample_one}
+
+
+def _task(task: tuple, ss=None) -> tuple[str, str, str, Any]:
+    """One (section, model) unit: ``("ok", result)`` or ``("skipped", reason)``; a pure function of the campaign
+    and the journal (its draws come from the campaign seed), so any executor gives the same numbers."""
+    c, section, name, journal, make, progress = task
+    m = next(x for x in c.models if x.name == name)
+    try:
+        return section, name, "ok", _RUNNERS[section](c, m, journal, make or (lambda spec: make_model(spec, c.seed)),
+                                                      progress)
+    except AssayInputError as e:
+        if section == "sample":
+            raise
+        _emit(progress, section=section, subject=name, status="skipped", note=str(e))
+        return section, name, "skipped", str(e)
+
+
+def _run_units(units: list[tuple], backend: str, address: str | None, workers: int | None) -> list:
+    if backend == "serial" or len(units) <= 1:
+        return [_task(u) for u in units]
+    from ..parallel import RayExecutor, spawn
+
+    if backend != "ray":
+        raise AssayInputError(f"backend must be 'serial' or 'ray'; got {backend!r}")
+    # progress callbacks live in this process: on Ray the display shows units as they finish
+    stripped = [u[:5] + (None,) for u in units]
+    ex = RayExecutor(workers or min(len(units), 8), address)
+    return ex.map(_task, stripped, spawn(0, len(stripped)))
+
+
+def _judge_section(c: Campaign, rows: pd.DataFrame, journal: str, judge_model, progress) -> Section:
+    from .. import autoeval
+    from ..models import OpenAIChatModel, OpenAICompletionModel
+    from ..models.judge import judge as run_judge
+
+    sec = Section("judge")
+    j = c.judge
+    if j.human_labels is None:
+        sec.skipped["all"] = NO_HUMAN_LABELS
+        _emit(progress, section="judge", subject="judge", status="skipped", note=sec.skipped["all"])
+        return sec
+    from ..data import read_table
+
+    human = read_table(j.human_labels, text_columns=("item", "model"))
+    need = [k for k in ("item", j.human_col) if k not in human.columns]
+    if need:
+        raise AssayInputError(f"[judge].human_labels {j.human_labels.name} has no column(s) {', '.join(need)}; "
+                              f"columns: {', '.join(map(str, human.columns))}")
+    if "model" not in human.columns:
+        if len(c.models) > 1:
+            raise AssayInputError(f"[judge].human_labels {j.human_labels.name}: with several [[model]] blocks each human "
+                                  "label belongs to one model's answer: add a 'model' column naming the [[model]]")
+        human = human.assign(model=c.models[0].name)
+    key = human[["model", "item"]].astype(str)
+    if key.duplicated().any():
+        k = key[key.duplicated()].iloc[0]
+        raise AssayInputError(f"[judge].human_labels has two labels for model {k['model']!r}, item {k['item']!r}")
+    lab = rows.merge(human[["model", "item", j.human_col]].astype({"model": str, "item": str}),
+                     on=["model", "item"], how="left")
+    n_lab = int(lab[j.human_col].notna().sum())
+    if n_lab == 0:
+        sec.skipped["all"] = (f"none of the human labels in {j.human_labels.name} is on an item of the shared sample "
+                              "(the labels must be for the sampled items: `assay eval --plan` lists them)")
+        _emit(progress, section="judge", subject="judge", status="skipped", note=sec.skipped["all"])
+        return sec
+    if judge_model is None:
+        cls = OpenAICompletionModel if j.completions else OpenAIChatModel
+        judge_model = cls(j.model, base_url=j.endpoint, api_key_env=j.api_key_env, temperature=0.0, max_tokens=16,
+                          seed=c.seed, stop=["\n"] if j.completions else None)
+    graded = run_judge(lab, judge_model, rubric=j.rubric, question_col="question", reference_col="reference",
+                       answer_col="text", candidate_col="model", item_col="item", human_col=j.human_col,
+                       journal=journal, run_id=f"{campaign_run_id(c)}/judge",
+                       progress=lambda st: _emit(progress, section="judge", subject="judge",
+                                                 done=int(st.get("done", 0)), total=st.get("total")))
+    table = graded.labels.copy()
+    if j.loss == "0-1":
+        for col in ("loss_judge", "loss_human"):
+            table[col] = np.where(table[col].isna(), np.nan, (table[col] >= 0.5).astype(float))
+    several = len(c.models) > 1
+    labelled = table.groupby("candidate", sort=False)["loss_human"].agg(lambda v: int(v.notna().sum()))
+    unlabelled = table.groupby("candidate", sort=False)["loss_human"].agg(lambda v: int(v.isna().sum()))
+    method = "r-autoeval+"
+    if (unlabelled < labelled).any():
+        # R-AutoEval+ pairs each human label with at least one judge-only row; with more human labels than that,
+        # the judge has nothing to add and the human labels alone (R-Eval) are the test
+        method = "r-eval"
+        sec.notes.append(f"more human labels than judge-only rows for {', '.join(unlabelled[unlabelled < labelled].index)}: "
+                         "certified from the human labels alone (R-Eval); the judge's verdicts are reported, not used")
+    res = autoeval.certify(table[["candidate", "item", "loss_human", "loss_judge"]], risk_target=j.risk_target,
+                           delta=c.delta, seed=c.seed, select="holm" if several else None, method=method)
+    res.info["judge"] = {"model": j.model, "rubric": str(j.rubric), "run_id": graded.run_id,
+                         "outcomes": graded.counts, "human_labels": n_lab, "agreement": graded.agreement()}
+    sec.results["all"] = res
+    _emit(progress, section="judge", subject="judge", done=len(table), total=len(table), status="done",
+          note=f"{len(res.certified)} of {len(c.models)} certified")
+    return sec
+
+
+def _siren_section(c: Campaign, rows: pd.DataFrame) -> Section:
+    from .. import siren
+
+    sec = Section("siren")
+    names = [m.name for m in c.models]
+    scores = rows.pivot(index="item", columns="model", values="score")
+    unscored = scores.isna().any(axis=1)
+    if unscored.any():
+        sec.notes.append(f"{int(unscored.sum())} sampled items without a score for every configuration (policy "
+                         "'missing') are left out: SIREN compares the configurations on the same items")
+        scores = scores[~unscored]
+    if len(scores) < 4:
+        sec.skipped["all"] = f"SIREN needs at least 4 items scored for every configuration; {len(scores)} are"
+        return sec
+    frames = []
+    for b in c.siren.budgets:
+        for name in names[:b]:
+            frames.append(pd.DataFrame({"system": c.name, "budget": b, "artifact": name, "item": scores.index,
+                                        "score": scores[name].to_numpy(float)}))
+    table = pd.concat(frames, ignore_index=True)
+    contrasts = ["budget-gains"] if len(c.siren.budgets) > 1 else []
+    res = siren.evaluate(table, reps=c.siren.splits, delta=c.delta, seed=c.seed, contrasts=contrasts)
+    res.info["search"] = {"order": names, "meaning": "budget b: the search tries the first b [[model]] configurations "
+                          "in file order and deploys the one it scores best"}
+    sec.results["all"] = res
+    return sec
+
+
+def _costs(c: Campaign, journal: str) -> pd.DataFrame:
+    """Per (model, section): requests paid (journal records of its run), prompt / completion tokens, model seconds
+    (sum of request latencies) and dollars; a "total" row per model counts each distinct request once."""
+    from ..models.journal import Journal
+
+    rows = []
+    prices = {m.name: (m.price_in, m.price_out) for m in c.models}
+    with Journal(journal) as j:
+        runs = [(m.name, s, section_run_id(c, m.name, s)) for m in c.models for s in PER_MODEL]
+        runs.append(("judge", "judge", f"{campaign_run_id(c)}/judge"))
+        per_model: dict[str, list] = {}
+        for name, section, rid in runs:
+            if not j.has_run(rid):
+                continue
+            rec = j.records(rid)
+            rec = rec[rec["error"].isna()] if len(rec) else rec
+            if not len(rec):
+                continue
+            per_model.setdefault(name, []).append(rec)
+            rows.append(_cost_row(name, section, rec, prices.get(name, (0.0, 0.0))))
+        for name, recs in per_model.items():
+            if name == "judge":
+                continue
+            allrec = pd.concat(recs, ignore_index=True).drop_duplicates("key")
+            rows.append(_cost_row(name, "total", allrec, prices[name]))
+    cols = ["model", "section", "requests", "prompt_tokens", "completion_tokens", "seconds", "dollars"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def _cost_row(name: str, section: str, rec: pd.DataFrame, price: tuple[float, float]) -> dict:
+    pt = pd.to_numeric(rec["prompt_tokens"], errors="coerce")
+    ct = pd.to_numeric(rec["completion_tokens"], errors="coerce")
+    return {"model": name, "section": section, "requests": int(len(rec)),
+            "prompt_tokens": int(pt.fillna(0).sum()), "completion_tokens": int(ct.fillna(0).sum()),
+            "seconds": float(pd.to_numeric(rec["latency_s"], errors="coerce").fillna(0).sum()),
+            "dollars": float((pt.fillna(0).sum() * price[0] + ct.fillna(0).sum() * price[1]) / 1e6)}
+
+
+# -- the summary: one plain statement per quantity ---------------------------------------------------------------------
+
+
+def _fmt(x: float, d: int = 3) -> str:
+    return "n/a" if x is None or not np.isfinite(x) else f"{x:.{d}f}"
+
+
+def summary_rows(c: Campaign, sections: dict[str, Section], costs: pd.DataFrame) -> pd.DataFrame:
+    """One row per statement: subject (model, configuration or KPI), section, the statement in plain words, its
+    level, and what the section cost for that subject (requests, tokens, model seconds)."""
+    conf = f"{1 - c.delta:.0%}"
+    rows: list[dict] = []
+
+    def cost(model: str, section: str) -> dict:
+        sel = costs[(costs["model"] == model) & (costs["section"] == section)]
+        if not len(sel):
+            return {"requests": 0, "tokens": 0, "seconds": 0.0}
+        r = sel.iloc[0]
+        return {"requests": int(r["requests"]), "tokens": int(r["prompt_tokens"] + r["completion_tokens"]),
+                "seconds": float(r["seconds"])}
+
+    for name, sec in sections.items():
+        for key, why in sec.skipped.items():
+            rows.append({"subject": key, "section": name, "statement": f"skipped: {why}", "level": "",
+                         **cost(key, name)})
+        for key, res in sec.results.items():
+            if name == "faq":
+                e = res.estimates.iloc[0]
+                n_items = res.params.get("n_items")
+                kind = str(e.get("interval", "fixed-budget"))
+                rows.append({"subject": key, "section": "faq",
+                             "statement": (f"accuracy on all {n_items} questions of the bank is in "
+                                           f"[{_fmt(e['ci_low'])}, {_fmt(e['ci_high'])}] (estimate {_fmt(e['estimate'])}), "
+                                           f"from {int(e['n_queries'])} questions"),
+                             "level": f"{conf} ({kind})", **cost(key, "faq")})
+            elif name == "scope":
+                cert = res.tables["certified"]
+                tau = res.info.get("tau")
+                if tau is None:
+                    st = (f"{res.info.get('tickets')} generated questions searched; no certificate threshold "
+                          "([scope].certify) was set")
+                elif len(cert):
+                    st = (f"{len(cert)} question template(s) certified to have error rate above {tau:g} "
+                          f"(of {res.info.get('pool')} tried)")
+                else:
+                    st = (f"no template certified above error rate {tau:g} after {res.info.get('tickets')} questions "
+                          f"({res.info.get('pool')} templates tried)")
+                rows.append({"subject": key, "section": "scope", "statement": st,
+                             "level": f"all certificates at once, error <= {res.params.get('delta', c.delta):g}",
+                             **cost(key, "scope")})
+            elif name == "judge":
+                t = res.candidates
+                proc = res.info.get("selection", {}).get("procedure")
+                for _, r in t.iterrows():
+                    ok = bool(r["certified"])
+                    up = r.get("risk_upper", float("nan"))
+                    st = (f"risk below {c.judge.risk_target:g} ({int(r['n'])} answers labelled by humans, "
+                          f"{int(r['N'])} by the judge only): {'certified' if ok else 'not certified'}"
+                          + (f"; upper bound {_fmt(up)}" if up is not None and np.isfinite(up) else ""))
+                    lvl = (f"family-wise error <= {c.delta:g} ({proc})" if proc else f"error <= {c.delta:g}")
+                    rows.append({"subject": str(r["candidate"]), "section": "judge", "statement": st, "level": lvl,
+                                 **cost("judge", "judge")})
+            elif name == "kpi":
+                t = res.configs
+                gcols = [col for col in t.columns if col.startswith("kpi_")]
+                for _, r in t[t["selected"].astype(bool)].iterrows():
+                    g = float(r[gcols[0]]) if gcols else float("nan")
+                    qlev = f"{c.kpi.target:.0%}"
+                    st = (f"{key}: {qlev} of requests at most {_fmt(g, 4)}" if np.isfinite(g) else
+                          f"{key}: no finite {qlev} guarantee from {int(r.get('n', 0) or 0)} requests (too few for this "
+                          "level; raise [bank].sample)")
+                    rows.append({"subject": str(r["config"]), "section": "kpi", "statement": st,
+                                 "level": f"false-coverage rate <= {c.delta:g} (selection: {c.kpi.select})",
+                                 **cost(str(r["config"]), "sample")})
+            elif name == "siren":
+                for _, r in res.tables["cells"].iterrows():
+                    st = (f"a search over the first {r['budget']} configuration(s) deploys one that scores "
+                          f"[{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}] on fresh items (estimate {_fmt(r['estimate'])})")
+                    rows.append({"subject": f"search@{r['budget']}", "section": "siren", "statement": st,
+                                 "level": f"{conf} (selection-aware)", "requests": 0, "tokens": 0, "seconds": 0.0})
+    return pd.DataFrame(rows, columns=["subject", "section", "statement", "level", "requests", "tokens", "seconds"])
+
+
+# -- the run ------------------------------------------------------------------------------------------------------------
+
+
+def run(c: Campaign, *, journal: str | Path | None = None, backend: str = "serial", address: str | None = None,
+        workers: int | None = None, progress: Callable[[Event], None] | None = None,
+        models: Callable[[ModelSpec], Any] | None = None, judge_model: Any = None) -> CampaignResult:
+    """Run campaign ``c`` (see the module docstring); rerunning it, or :func:`resume`, pays only for what is missing.
+
+    journal : the journal file (default: the campaign's ``journal``, else ``$ASSAY_JOURNAL`` or the user cache).
+    backend : "serial" or "ray" (the per-model FAQ, QuickScope and sample units on a Ray cluster, ``address``
+        as in :class:`assay.parallel.RayExecutor`); the numbers do not depend on it.
+    progress : called with an :class:`Event` as sections advance.
+    models, judge_model : build the Model of a ``[[model]]`` spec / the judge (tests pass their own).
+    """
+    from ..models.journal import Journal, default_path
+    from .plan import plan as make_plan
+
+    make_plan(c)  # a campaign over its [budget] caps stops here, before any request
+    jpath = str(Path(journal) if journal is not None else (c.journal or default_path()))
+    rid = campaign_run_id(c)
+    with Journal(jpath) as j:
+        j.start_run(rid, meta={"kind": "assay-eval", "campaign": c.to_file_data(), "fingerprint": c.fingerprint(),
+                               "seed": c.seed, "source": str(c.source)})
+    status = "failed"
+    try:
+        sections: dict[str, Section] = {s: Section(s) for s in c.sections()}
+        units = [(c, s, m.name, jpath, models, progress) for s in ("faq", "scope") if s in sections for m in c.models]
+        for section, name, kind, value in _run_units(units, backend, address, workers):
+            if kind == "ok":
+                sections[section].results[name] = value
+            else:
+                sections[section].skipped[name] = value
+        rows = None
+        if any(s in sections for s in ("judge", "kpi", "siren")):
+            units = [(c, "sample", m.name, jpath, models, progress) for m in c.models]
+            rows = pd.concat([v for *_, v in _run_units(units, backend, address, workers)], ignore_index=True)
+        if "judge" in sections:
+            sections["judge"] = _guarded("judge", lambda: _judge_section(c, rows, jpath, judge_model, progress), progress)
+        if "kpi" in sections:
+            def kpi() -> Section:
+                res, skipped = kpi_section(c, rows)
+                return Section("kpi", res, skipped)
+            sections["kpi"] = _guarded("kpi", kpi, progress)
+        if "siren" in sections:
+            sections["siren"] = _guarded("siren", lambda: _siren_section(c, rows), progress)
+        costs = _costs(c, jpath)
+        result = CampaignResult(rid, c.to_dict(), c.fingerprint(), c.seed, c.delta, sections, rows, costs,
+                                summary_rows(c, sections, costs), _versions(), jpath)
+        status = "done"
+        return result
+    except KeyboardInterrupt:
+        status = "interrupted"
+        raise
+    finally:
+        with Journal(jpath) as j:
+            j.finish_run(rid, status)
+
+
+def _guarded(name: str, fn: Callable[[], Section], progress) -> Section:
+    try:
+        return fn()
+    except AssayInputError as e:
+        _emit(progress, section=name, subject="all", status="skipped", note=str(e))
+        return Section(name, skipped={"all": str(e)})
+
+
+def load_campaign_of_run(run_id: str, journal: str | Path | None = None) -> Campaign:
+    """The campaign a run was started with, read back from the journal (its file need not exist any more; the
+    bank, history and label files it names must)."""
+    from ..models.journal import Journal, default_path
+
+    jpath = Path(journal) if journal is not None else default_path()
+    if not jpath.exists():
+        raise AssayInputError(f"no journal at {jpath}: pass the journal the campaign used (--journal)")
+    with Journal(jpath) as j:
+        if not j.has_run(run_id):
+            raise AssayInputError(f"run {run_id!r} is not in the journal {jpath}; `assay runs list` shows its runs")
+        meta = j.run(run_id)["meta"]
+    if meta.get("kind") != "assay-eval" or "campaign" not in meta:
+        raise AssayInputError(f"run {run_id!r} is not an `assay eval` campaign (it was started by another command)")
+    source = Path(meta.get("source") or f"run {run_id}")
+    c = parse_campaign(meta["campaign"], source=str(source), base=source.parent if source.suffix else None)
+    if c.fingerprint() != meta.get("fingerprint"):
+        raise AssayInputError(f"run {run_id!r}: the campaign read back from the journal does not match the one the run "
+                              "was started with (the files it names may have moved); rerun the campaign file instead")
+    return c
+
+
+def resume(run_id: str, *, journal: str | Path | None = None, **kw) -> CampaignResult:
+    """Finish run ``run_id`` (``assay eval --resume``): the campaign is read from the journal and run again; every
+    answer already journaled is read, not asked, so the result is the one an uninterrupted run gives."""
+    c = load_campaign_of_run(run_id, journal)
+    return run(c, journal=journal if journal is not None else c.journal, **kw)
+
+
+
+def write_report(res: CampaignResult, folder: str | Path) -> Path:
+    """Write ``report.json`` (everything, for ``assay report RUN_ID``), ``report.md`` and ``report.html`` into
+    ``folder``, and record where in the campaign's journal run."""
+    import json
+
+    from ..models.journal import Journal, mask_secrets
+    from ..report.campaign import render_campaign_html, render_campaign_markdown
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "report.json").write_text(mask_secrets(json.dumps(res.to_dict(), indent=2, allow_nan=False)) + "\n")
+    (folder / "report.md").write_text(render_campaign_markdown(res))
+    (folder / "report.html").write_text(render_campaign_html(res))
+    if res.journal:
+        with Journal(res.journal) as j:
+            if j.has_run(res.run_id):
+                j.start_run(res.run_id, meta={"report": str((folder / "report.json").resolve())})
+                j.finish_run(res.run_id, "done")
+    return folder
+
+
+def report_of_run(run_id: str, journal: str | Path | None = None) -> CampaignResult:
+    """The saved result of campaign run ``run_id`` (the ``report.json`` its run recorded in the journal)."""
+    import json
+
+    from ..models.journal import Journal, default_path
+
+    jpath = Path(journal) if journal is not None else default_path()
+    if not jpath.exists():
+        raise AssayInputError(f"no journal at {jpath}: pass the journal the campaign used (--journal)")
+    with Journal(jpath) as j:
+        if not j.has_run(run_id):
+            raise AssayInputError(f"run {run_id!r} is not in the journal {jpath}; `assay runs list` shows its runs")
+        meta = j.run(run_id)["meta"]
+    path = meta.get("report")
+    if meta.get("kind") != "assay-eval":
+        raise AssayInputError(f"run {run_id!r} is not an `assay eval` campaign")
+    if not path or not Path(path).exists():
+        raise AssayInputError(f"run {run_id!r} has no saved report{f' ({path} is gone)' if path else ''}: "
+                              f"`assay eval --resume {run_id}` rebuilds it from the journal without asking anything "
+                              "already answered")
+    return CampaignResult.from_dict(json.loads(Path(path).read_text()))

@@ -1,0 +1,168 @@
+"""`assay eval`: a whole campaign through one journal against the fake OpenAI server (issue 25).
+
+The fake server answers every arithmetic question right (``\\boxed{a+b}``), so every section's numbers are known in
+advance: FAQ's accuracy is 1, the judge agrees with the humans, SIREN's configurations tie."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from fake_openai_server import FakeOpenAIServer, question  # noqa: E402
+
+from assay.errors import AssayInputError  # noqa: E402
+from assay.eval import campaign as camp  # noqa: E402
+from assay.eval.spec import parse_campaign  # noqa: E402
+from assay.models import CallableModel  # noqa: E402
+
+N_ITEMS = 40
+
+
+def _history(tmp_path: Path, n_models: int = 36) -> Path:
+    """A history with structure: model ability + item difficulty, in families (owner/name ids)."""
+    rng = np.random.default_rng(0)
+    ability = rng.normal(0.5, 1.0, n_models)
+    difficulty = rng.normal(0.0, 1.0, N_ITEMS)
+    p = 1 / (1 + np.exp(-(ability[:, None] - difficulty[None, :])))
+    Z = (rng.random(p.shape) < p).astype(int)
+    rows = [(f"fam{k % 6}/m{k}", f"q{j}", Z[k, j]) for k in range(n_models) for j in range(N_ITEMS)]
+    pd.DataFrame(rows, columns=["model", "item", "score"]).to_csv(tmp_path / "history.csv", index=False)
+    return tmp_path / "history.csv"
+
+
+def _files(tmp_path: Path) -> None:
+    bank = pd.DataFrame({"id": [f"q{i}" for i in range(N_ITEMS)], "prompt": [question(i, 2 * i) for i in range(N_ITEMS)],
+                         "reference": [3 * i for i in range(N_ITEMS)]})
+    bank.to_csv(tmp_path / "bank.csv", index=False)
+    _history(tmp_path)
+    labels = pd.DataFrame([(m, f"q{i}", 0.0) for m in ("short", "long") for i in range(0, N_ITEMS, 2)],
+                          columns=["model", "item", "loss_human"])
+    labels.to_csv(tmp_path / "human.csv", index=False)
+
+
+def _campaign(tmp_path: Path, url: str, **over) -> object:
+    _files(tmp_path)
+    models = [{"name": "short", "endpoint": url, "model": "fake", "max_tokens": 16, "price_in": 1.0, "price_out": 3.0},
+              {"name": "long", "endpoint": url, "model": "fake", "max_tokens": 64, "template": "Think. {question}",
+               "price_in": 1.0, "price_out": 3.0}]
+    data = {"campaign": {"name": "t", "seed": 5}, "model": models,
+            "bank": {"path": "bank.csv", "scorer": "numeric", "sample": 30},
+            "faq": {"history": "history.csv", "budget": 10, "calibrate": False},
+            "judge": {"endpoint": url, "model": "judge", "human_labels": "human.csv", "risk_target": 0.5},
+            "kpi": {"metrics": ["latency_s", "completion_tokens", "ttft_s"], "select": "best_mean"},
+            "siren": {"budgets": [1, 2], "splits": 10}}
+    for k, v in over.items():
+        if v is None:
+            data.pop(k, None)
+        else:
+            data[k] = v
+    return parse_campaign(data, source=str(tmp_path / "t.toml"), base=tmp_path)
+
+
+def _judge():
+    return CallableModel(lambda prompt: "CORRECT", name="always-correct")
+
+
+def test_a_campaign_runs_every_section_through_one_journal_and_pays_once(tmp_path):
+    journal = tmp_path / "j.sqlite"
+    events = []
+    with FakeOpenAIServer(retry_after=0) as srv:
+        c = _campaign(tmp_path, srv.base_url)
+        res = camp.run(c, journal=journal, judge_model=_judge(), progress=events.append)
+        paid = srv.total
+        again = camp.run(c, journal=journal, judge_model=_judge())
+        assert srv.total == paid  # a rerun pays for nothing
+    # every answer the fake server gives is right: FAQ's interval covers the true accuracy, 1
+    for name in ("short", "long"):
+        e = res.sections["faq"].results[name].estimates.iloc[0]
+        assert e["ci_low"] <= 1.0 <= e["ci_high"] and e["estimate"] > 0.9
+        assert int(e["n_queries"]) == 10
+    # the sample (30 items per model) reused FAQ's answers: distinct requests per model < 10 + 16
+    cost = res.costs.set_index(["model", "section"])
+    for name in ("short", "long"):
+        faq_items = set(res.sections["faq"].results[name].tables["queries"]["item"])
+        sample_items = set(res.sample.loc[res.sample.model == name, "item"])
+        assert cost.loc[(name, "total"), "requests"] == len(faq_items | sample_items)
+        assert cost.loc[(name, "sample"), "requests"] == len(sample_items - faq_items)
+    assert paid == sum(len(set(res.sections["faq"].results[n].tables["queries"]["item"])
+                           | set(res.sample.loc[res.sample.model == n, "item"])) for n in ("short", "long"))
+    # judge: risk 0 on every model; Holm over the two models
+    j = res.sections["judge"].results["all"]
+    assert set(j.certified) == {"short", "long"} and j.info["selection"]["procedure"] == "holm"
+    # kpi: ttft was not reported without streaming: skipped with the reason, the others ran
+    assert "ttft_s" in res.sections["kpi"].skipped and set(res.sections["kpi"].results) == {"latency_s",
+                                                                                           "completion_tokens"}
+    # siren: budgets 1 and 2 over the configurations in file order
+    cells = res.sections["siren"].results["all"].tables["cells"]
+    assert list(cells["budget"]) == [1, 2]
+    # summary: one statement per quantity, each section present
+    assert set(res.summary["section"]) == {"faq", "judge", "kpi", "siren"}
+    assert res.summary["statement"].str.len().gt(10).all()
+    # the rerun is the same result
+    assert _numbers(again) == _numbers(res)
+    # progress: a 'done' event per (section, model) unit
+    done = {(e.section, e.subject) for e in events if e.status == "done"}
+    assert {("faq", "short"), ("faq", "long"), ("sample", "short"), ("judge", "judge")} <= done
+    assert any(e.width is not None for e in events if e.section == "faq")
+
+
+def _numbers(res) -> str:
+    """The statistical content of a campaign result: every section's main table and the statements (not the
+    measured latencies, which are measurements of this run)."""
+    keep = {"summary": res.summary.loc[res.summary.section != "kpi", "statement"].tolist()}
+    for name, sec in res.sections.items():
+        keep[name] = {k: r.table.to_json() for k, r in sec.results.items() if k != "latency_s"}
+        keep[name + " skipped"] = sec.skipped
+    return json.dumps(keep, sort_keys=True)
+
+
+def test_sections_that_cannot_run_are_skipped_with_the_reason_and_the_rest_runs(tmp_path):
+    with FakeOpenAIServer(retry_after=0) as srv:
+        c = _campaign(tmp_path, srv.base_url,
+                      judge={"endpoint": srv.base_url, "model": "judge", "risk_target": 0.5},
+                      siren=None, kpi=None)
+        res = camp.run(c, journal=tmp_path / "j.sqlite", judge_model=_judge())
+    assert "human labels" in res.sections["judge"].skipped["all"]
+    assert set(res.sections["faq"].results) == {"short", "long"}
+    row = res.summary[res.summary.section == "judge"].iloc[0]
+    assert row["statement"].startswith("skipped: no human labels")
+
+
+def test_a_result_round_trips_through_json(tmp_path):
+    with FakeOpenAIServer(retry_after=0) as srv:
+        c = _campaign(tmp_path, srv.base_url, judge=None, kpi=None)
+        res = camp.run(c, journal=tmp_path / "j.sqlite")
+    back = camp.CampaignResult.from_dict(json.loads(json.dumps(res.to_dict())))
+    assert back.run_id == res.run_id and back.campaign == res.campaign
+    pd.testing.assert_frame_equal(back.summary, res.summary)
+    assert back.sections["faq"].results["short"].estimates.equals(res.sections["faq"].results["short"].estimates)
+
+
+def test_resume_reads_the_campaign_back_from_the_journal(tmp_path):
+    journal = tmp_path / "j.sqlite"
+    with FakeOpenAIServer(retry_after=0) as srv:
+        c = _campaign(tmp_path, srv.base_url, judge=None, siren=None)
+        first = camp.run(c, journal=journal)
+        paid = srv.total
+        back = camp.load_campaign_of_run(first.run_id, journal)
+        assert back.fingerprint() == c.fingerprint()
+        again = camp.resume(first.run_id, journal=journal)
+        assert srv.total == paid
+    pd.testing.assert_frame_equal(again.summary[again.summary.section == "faq"],
+                                  first.summary[first.summary.section == "faq"])
+    with pytest.raises(AssayInputError, match="not in the journal"):
+        camp.load_campaign_of_run("eval-nope", journal)
+
+
+def test_an_over_budget_campaign_stops_before_any_request(tmp_path):
+    with FakeOpenAIServer(retry_after=0) as srv:
+        c = _campaign(tmp_path, srv.base_url, budget={"questions": 5})
+        with pytest.raises(AssayInputError, match="questions"):
+            camp.run(c, journal=tmp_path / "j.sqlite")
+        assert srv.total == 0
