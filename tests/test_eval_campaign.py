@@ -166,3 +166,19 @@ def test_an_over_budget_campaign_stops_before_any_request(tmp_path):
         with pytest.raises(AssayInputError, match="questions"):
             camp.run(c, journal=tmp_path / "j.sqlite")
         assert srv.total == 0
+
+
+def test_the_scope_section_certifies_where_the_model_fails(tmp_path):
+    """DyVal's questions are not the fake server's arithmetic: every answer fails, so QuickScope certifies weak
+    templates within its budget, one search per model, each in its own journal run."""
+    with FakeOpenAIServer(retry_after=0) as srv:
+        c = parse_campaign({"campaign": {"name": "s", "seed": 1},
+                            "model": [{"name": "a", "endpoint": srv.base_url, "model": "fake", "max_tokens": 8}],
+                            "scope": {"budget": 200, "certify": 0.5}}, source=str(tmp_path / "s.toml"), base=tmp_path)
+        res = camp.run(c, journal=tmp_path / "j.sqlite")
+        assert srv.total == 200
+    r = res.sections["scope"].results["a"]
+    assert r.info["tickets"] == 200 and r.info["n_certified"] >= 1
+    assert r.params["delta"] == pytest.approx(0.05)  # the campaign's level, not QuickScope's own default
+    row = res.summary[res.summary.section == "scope"].iloc[0]
+    assert "certified to have error rate above 0.5" in row["statement"] and row["requests"] == 200
