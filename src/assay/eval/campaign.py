@@ -403,6 +403,12 @@ def _cost_row(name: str, section: str, rec: pd.DataFrame, price: tuple[float, fl
 # -- the summary: one plain statement per quantity ---------------------------------------------------------------------
 
 
+def dkw_needed(delta: float, target: float) -> int:
+    """Requests per configuration from which the DKW band at level ``delta`` always gives a finite guaranteed KPI
+    at quantile level ``target``: its half-width sqrt(ln(2/delta) / 2n) must fall below 1 - target."""
+    return int(np.floor(np.log(2.0 / delta) / (2.0 * (1.0 - target) ** 2))) + 1
+
+
 def _fmt(x: float, d: int = 3) -> str:
     return "n/a" if x is None or not np.isfinite(x) else f"{x:.{d}f}"
 
@@ -434,7 +440,7 @@ def summary_rows(c: Campaign, sections: dict[str, Section], costs: pd.DataFrame)
                              "statement": (f"accuracy on all {n_items} questions of the bank is in "
                                            f"[{_fmt(e['ci_low'])}, {_fmt(e['ci_high'])}] (estimate {_fmt(e['estimate'])}), "
                                            f"from {int(e['n_queries'])} questions"),
-                             "level": f"{conf} ({kind})", **cost(key, "faq")})
+                             "level": f"{conf}, {kind}", **cost(key, "faq")})
             elif name == "scope":
                 cert = res.tables["certified"]
                 tau = res.info.get("tau")
@@ -469,16 +475,21 @@ def summary_rows(c: Campaign, sections: dict[str, Section], costs: pd.DataFrame)
                     g = float(r[gcols[0]]) if gcols else float("nan")
                     qlev = f"{c.kpi.target:.0%}"
                     st = (f"{key}: {qlev} of requests at most {_fmt(g, 4)}" if np.isfinite(g) else
-                          f"{key}: no finite {qlev} guarantee from {int(r.get('n', 0) or 0)} requests (too few for this "
-                          "level; raise [bank].sample)")
+                          f"{key}: no finite {qlev} guarantee from {int(r.get('n', 0) or 0)} requests: too few for "
+                          f"this level (the DKW band at delta = {c.delta:g} needs {dkw_needed(c.delta, c.kpi.target)} "
+                          "per configuration, a selection more; raise [bank].sample)")
                     rows.append({"subject": str(r["config"]), "section": "kpi", "statement": st,
                                  "level": f"false-coverage rate <= {c.delta:g} (selection: {c.kpi.select})",
                                  **cost(str(r["config"]), "sample")})
             elif name == "siren":
+                names = [m.name for m in c.models]
                 for _, r in res.tables["cells"].iterrows():
-                    st = (f"a search over the first {r['budget']} configuration(s) deploys one that scores "
-                          f"[{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}] on fresh items (estimate {_fmt(r['estimate'])})")
-                    rows.append({"subject": f"search@{r['budget']}", "section": "siren", "statement": st,
+                    b = int(r["budget"])
+                    who = (f"the first configuration alone ({names[0]}, no search)" if b == 1 else
+                           f"a search over the first {b} configurations ({', '.join(names[:b])}) deploys one that")
+                    st = (f"{who} scores [{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}] on fresh items (estimate "
+                          f"{_fmt(r['estimate'])})")
+                    rows.append({"subject": f"search@{b}", "section": "siren", "statement": st,
                                  "level": f"{conf} (selection-aware)", "requests": 0, "tokens": 0, "seconds": 0.0})
     return pd.DataFrame(rows, columns=["subject", "section", "statement", "level", "requests", "tokens", "seconds"])
 
