@@ -117,6 +117,7 @@ class CampaignResult:
 
     @classmethod
     def from_dict(cls, obj: dict) -> "CampaignResult":
+        from .. import autoeval, faq, psdme, quickscope, siren  # noqa: F401  (registers their result classes)
         from ..results import Result
 
         if not isinstance(obj, dict) or obj.get("kind") != "assay-eval":

@@ -1,0 +1,180 @@
+"""`assay eval` on the command line: --plan, a run and its report, --json, `assay report RUN_ID`, and kill -9 at two
+points of a campaign followed by --resume, which must end with the uninterrupted run's numbers and pay for at most
+`concurrency` requests twice per kill (issue 25)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+sys.path.insert(0, str(Path(__file__).parent))
+from fake_openai_server import FakeOpenAIServer  # noqa: E402
+from test_eval_campaign import _files  # noqa: E402
+
+CONCURRENCY = 2
+
+
+def _toml(tmp_path: Path, url: str, name: str = "cli") -> Path:
+    _files(tmp_path)
+    text = f"""
+[campaign]
+name = "{name}"
+seed = 3
+out = "{name}-report"
+
+[[model]]
+name = "short"
+endpoint = "{url}"
+model = "fake"
+max_tokens = 16
+concurrency = {CONCURRENCY}
+
+[[model]]
+name = "long"
+endpoint = "{url}"
+model = "fake"
+template = "Think. {{question}}"
+concurrency = {CONCURRENCY}
+
+[bank]
+path = "bank.csv"
+scorer = "numeric"
+sample = 20
+
+[faq]
+history = "history.csv"
+budget = 12
+calibrate = false
+
+[judge]
+endpoint = "{url}"
+model = "judge"
+human_labels = "human.csv"
+risk_target = 0.5
+
+[kpi]
+metrics = ["completion_tokens", "latency_s"]
+
+[siren]
+budgets = [1, 2]
+splits = 10
+"""
+    path = tmp_path / f"{name}.toml"
+    path.write_text(text)
+    return path
+
+
+def _assay(*args: str, env: dict | None = None, check: bool = True) -> subprocess.CompletedProcess:
+    e = {**os.environ, "CI": "true", **(env or {})}
+    p = subprocess.run([sys.executable, "-m", "assay.cli", *args], capture_output=True, text=True, env=e, timeout=600)
+    if check and p.returncode != 0:
+        raise AssertionError(f"assay {' '.join(args)} exited {p.returncode}:\n{p.stdout}\n{p.stderr}")
+    return p
+
+
+def test_plan_asks_nothing_and_a_run_writes_the_report(tmp_path):
+    with FakeOpenAIServer(retry_after=0) as srv:
+        toml = _toml(tmp_path, srv.base_url)
+        plan = _assay("eval", "--plan", str(toml))
+        assert srv.total == 0
+        assert "short" in plan.stdout and "sample" in plan.stdout and "nothing has been asked" in plan.stdout
+        pj = json.loads(_assay("eval", "--plan", "--json", str(toml)).stdout)
+        assert {r["section"] for r in pj["rows"]} == {"faq", "sample"} and pj["sample_size"] == 20
+        journal = tmp_path / "j.sqlite"
+        run = _assay("eval", str(toml), "--journal", str(journal))
+        assert srv.total > 0
+    folder = tmp_path / "cli-report"
+    assert {p.name for p in folder.iterdir()} >= {"report.html", "report.json", "report.md"}
+    rep = json.loads((folder / "report.json").read_text())
+    assert rep["kind"] == "assay-eval" and rep["campaign"]["campaign"]["name"] == "cli"
+    assert rep["versions"]["assay"] and rep["seed"] == 3 and rep["run_id"].startswith("eval-cli-")
+    # plain lines under CI, one per unit at least, and the summary table
+    assert "eval faq short" in run.stderr and "done" in run.stderr
+    assert "accuracy on all 40 questions" in run.stdout
+    # the report rebuilt offline from the run id alone
+    md = tmp_path / "again.md"
+    _assay("report", rep["run_id"], "--journal", str(journal), "-o", str(md))
+    assert md.read_text() == (folder / "report.md").read_text()
+    bad = _assay("report", "eval-nope", "--journal", str(journal), check=False)
+    assert bad.returncode != 0 and "not in the journal" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def _records(journal: Path, like: str) -> int:
+    try:
+        with sqlite3.connect(f"file:{journal}?mode=ro", uri=True, timeout=5) as con:
+            return con.execute("SELECT COUNT(*) FROM records WHERE run_id LIKE ? AND error IS NULL",
+                               (like,)).fetchone()[0]
+    except sqlite3.OperationalError:
+        return 0
+
+
+def _kill_when(proc: subprocess.Popen, journal: Path, like: str, n: int, deadline_s: float = 240) -> None:
+    t0 = time.monotonic()
+    while _records(journal, like) < n:
+        if proc.poll() is not None:
+            raise AssertionError(f"the campaign ended before it could be killed:\n{proc.stderr.read()}")
+        if time.monotonic() - t0 > deadline_s:
+            proc.kill()
+            raise AssertionError(f"no {n} records in {like} after {deadline_s} s")
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+
+
+def _numbers(report: Path) -> str:
+    """The statistical content of a report (everything but measured latencies, costs in seconds and versions)."""
+    rep = json.loads(report.read_text())
+    keep = {"summary": [s for s, sec in zip(rep["summary"]["statement"], rep["summary"]["section"]) if sec != "kpi"]}
+    for name, sec in rep["sections"].items():
+        for key, r in sec["results"].items():
+            if name == "kpi" and key == "latency_s":
+                continue
+            main = {"faq": "estimates", "judge": "candidates", "kpi": "configs", "siren": "cells"}[name]
+            keep[f"{name}/{key}"] = r[main]
+    return json.dumps(keep, sort_keys=True)
+
+
+def test_kill_9_twice_and_resume_gives_the_uninterrupted_result_paying_at_most_concurrency_twice(tmp_path):
+    with FakeOpenAIServer(retry_after=0, delay_s=0.05) as srv:
+        clean = tmp_path / "clean"
+        clean.mkdir()
+        _assay("eval", str(_toml(clean, srv.base_url, "k")), "--journal", str(clean / "j.sqlite"))
+        uninterrupted = srv.total
+
+        work = tmp_path / "work"
+        work.mkdir()
+        toml = _toml(work, srv.base_url, "k")
+        journal = work / "j.sqlite"
+        before = srv.total
+        env = {**os.environ, "CI": "true"}
+        cmd = [sys.executable, "-m", "assay.cli", "eval", str(toml), "--journal", str(journal)]
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+        _kill_when(proc, journal, "eval-k-%/faq", 5)  # mid-FAQ (one question at a time)
+        run_id = next(line.split("run id ")[1].split(" ")[0] for line in proc.stderr.read().splitlines()
+                      if "run id" in line)
+        proc = subprocess.Popen([sys.executable, "-m", "assay.cli", "eval", "--resume", run_id, "--journal",
+                                 str(journal)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+        _kill_when(proc, journal, "eval-k-%/sample", 6)  # mid-sample (CONCURRENCY requests in flight)
+        _assay("eval", "--resume", run_id, "--journal", str(journal))
+        paid = srv.total - before
+    # nothing lost, at most `concurrency` requests paid twice per kill (FAQ asks one at a time)
+    assert uninterrupted <= paid <= uninterrupted + 1 + CONCURRENCY
+    # the same numbers as the uninterrupted run
+    assert _numbers(work / "k-report" / "report.json") == _numbers(clean / "k-report" / "report.json")
+    with sqlite3.connect(journal) as con:
+        assert con.execute("SELECT status FROM runs WHERE run_id = ?", (run_id,)).fetchone()[0] == "done"
+
+
+def test_bad_campaigns_get_one_clear_line(tmp_path):
+    (tmp_path / "bad.toml").write_text('[campaign]\nname = "x"\n[[model]]\nname = "a"\n')
+    p = _assay("eval", str(tmp_path / "bad.toml"), check=False)
+    assert p.returncode != 0 and "Traceback" not in p.stderr and "[[model]]" in p.stderr
+    p = _assay("eval", check=False)
+    assert p.returncode != 0 and "--resume" in p.stderr
