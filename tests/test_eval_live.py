@@ -38,3 +38,153 @@ def test_the_sample_and_its_kpis_on_the_real_model(live_model, tmp_path):
     assert set(results) == {"latency_s", "completion_tokens"} and not skipped
     assert set(results["latency_s"].table["config"]) == {"max16", "max48"}
     assert results["latency_s"].level["delta"] == pytest.approx(0.05)
+
+
+def _counters(journal, prefix: str) -> int:
+    import sqlite3
+
+    with sqlite3.connect(journal) as con:
+        return con.execute("SELECT COALESCE(SUM(value), 0) FROM counters WHERE run_id LIKE ? AND name = 'requests'",
+                           (prefix + "%",)).fetchone()[0]
+
+
+def test_a_whole_campaign_on_the_real_models_killed_and_resumed(live_model, live_judge, tmp_path):
+    """`assay eval` end to end against the real models, as a user runs it: SmolLM2 in two configurations, every
+    section, small budgets; kill -9 in the middle of FAQ, `--resume`, then a rerun that asks nothing."""
+    import json
+    import os
+    import signal
+    import sqlite3
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    from assay.datasets import load_basics
+    from assay.eval.prompts import uniform_sample
+
+    examples = Path(__file__).parents[1] / "examples"
+    bank = load_basics()
+    hist = pd.read_parquet(examples / "basics_history.parquet")
+    bank = bank[bank["id"].isin(hist["item"])]
+    bank.to_csv(tmp_path / "bank.csv", index=False)
+    # human labels on half of the sampled items: the bank's own scorer on SmolLM2's answers stands in for a human
+    # grader (it is the label the judge is checked against); the sample is the campaign's, drawn from its seed
+    sampled = uniform_sample(list(bank["id"].astype(str)), 8, 0)
+    toml = tmp_path / "live.toml"
+    toml.write_text(f"""
+[campaign]
+name = "live"
+seed = 0
+out = "report"
+
+[[model]]
+name = "brief"
+endpoint = "{live_model.base_url}"
+model = "{live_model.alias}"
+template = "Answer briefly.\\n\\n{{question}}"
+max_tokens = 24
+concurrency = 2
+timeout = 120
+
+[[model]]
+name = "plain"
+endpoint = "{live_model.base_url}"
+model = "{live_model.alias}"
+system = "Be concise."
+max_tokens = 32
+concurrency = 2
+timeout = 120
+
+[bank]
+path = "bank.csv"
+scorer_col = "scorer"
+sample = 8
+
+[faq]
+history = "{examples / 'basics_history.parquet'}"
+budget = 10
+
+[scope]
+budget = 10
+certify = 0.5
+
+[judge]
+endpoint = "{live_judge.base_url}"
+model = "{live_judge.alias}"
+completions = true
+rubric = "fewshot"
+human_labels = "human.csv"
+risk_target = 0.9
+
+[kpi]
+metrics = ["latency_s", "completion_tokens"]
+select = "best_mean"
+
+[siren]
+budgets = [1, 2]
+splits = 10
+""")
+    journal = tmp_path / "j.sqlite"
+    env = {**os.environ, "CI": "true"}
+    base = [sys.executable, "-m", "assay.cli", "eval"]
+    # the human labels need the answers: the file starts empty (so the judge section is skipped, with the reason)
+    # and is filled in once the sample exists
+    pd.DataFrame({"model": [], "item": [], "loss_human": []}).to_csv(tmp_path / "human.csv", index=False)
+    proc = subprocess.Popen([*base, str(toml), "--journal", str(journal)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    t0 = time.monotonic()
+    while True:
+        with sqlite3.connect(journal) if journal.exists() else _nothing() as con:
+            n = 0 if con is None else con.execute(
+                "SELECT COUNT(*) FROM records WHERE run_id LIKE '%/faq' AND error IS NULL").fetchone()[0]
+        if n >= 3:
+            break
+        assert proc.poll() is None, proc.stderr.read()
+        assert time.monotonic() - t0 < 600
+        time.sleep(0.1)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    run_id = next(w for w in proc.stderr.read().split() if w.startswith("eval-live-"))
+    kept = _counters(journal, run_id)
+    assert kept >= 3  # the answers paid for before the kill are in the journal
+    res = subprocess.run([*base, "--resume", run_id, "--journal", str(journal), "--json"], capture_output=True,
+                         text=True, env=env, timeout=900)
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    assert out["run_id"] == run_id and set(out["sections"]) == {"faq", "scope", "judge", "kpi", "siren"}
+    faq = out["sections"]["faq"]["results"]
+    for name in ("brief", "plain"):
+        est = faq[name]["estimates"][0]
+        assert est["ci_low"] <= est["estimate"] <= est["ci_high"] and int(est["n_queries"]) == 10
+    # no human labels on the sample yet: the judge section is skipped with the reason, every other section ran
+    assert "none of the human labels" in out["sections"]["judge"]["skipped"]["all"]
+    assert out["sections"]["scope"]["results"]["brief"]["tickets"] == 10
+    summary = pd.DataFrame(out["summary"])
+    assert {"faq", "scope", "kpi", "siren", "judge"} <= set(summary["section"])
+    # now the humans label half of the sample (the bank's scorer stands in for them), and the judge section runs
+    sample = pd.DataFrame(out["sample"])
+    assert set(sample["item"]) == set(sampled)
+    half = sample[sample["item"].isin(sampled[::2])]
+    pd.DataFrame({"model": half["model"], "item": half["item"], "loss_human": 1.0 - half["score"]}).to_csv(
+        tmp_path / "human.csv", index=False)
+    sent = _counters(journal, run_id)
+    res = subprocess.run([*base, str(toml), "--journal", str(journal), "--json"], capture_output=True, text=True,
+                         env=env, timeout=900)
+    assert res.returncode == 0, res.stderr
+    again = json.loads(res.stdout)
+    new = _counters(journal, run_id) - sent
+    assert 0 < new <= 2 * 8  # only the judge's verdicts were new: at most one per sampled answer
+    j = again["sections"]["judge"]["results"]["all"]
+    assert {c["candidate"] for c in j["candidates"]} == {"brief", "plain"}
+    assert again["sections"]["faq"]["results"]["brief"]["estimates"] == faq["brief"]["estimates"]
+    html = (tmp_path / "report" / "report.html").read_text()
+    assert "assay eval: live" in html and "R-AutoEval+" in html and "<svg" in html
+
+
+class _nothing:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False

@@ -1,0 +1,37 @@
+"""`assay eval --backend ray`: the per-model sections on a local Ray cluster give the serial run's numbers for the
+same seed (issue 25). Two runs on two fresh journals against the same deterministic fake server: every statistic is
+identical; only the measured latencies, which are measurements, may differ."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ray = pytest.importorskip("ray")
+
+sys.path.insert(0, str(Path(__file__).parent))
+from fake_openai_server import FakeOpenAIServer  # noqa: E402
+from test_eval_campaign import _campaign, _judge, _numbers  # noqa: E402
+
+from assay.eval import campaign as camp  # noqa: E402
+
+
+@pytest.fixture(scope="module", autouse=True)
+def local_ray():
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
+    yield
+    ray.shutdown()
+
+
+def test_the_campaign_on_ray_gives_the_serial_numbers(tmp_path):
+    with FakeOpenAIServer(retry_after=0) as srv:
+        c = _campaign(tmp_path, srv.base_url)
+        serial = camp.run(c, journal=tmp_path / "serial.sqlite", judge_model=_judge())
+        paid = srv.total
+        on_ray = camp.run(c, journal=tmp_path / "ray.sqlite", judge_model=_judge(), backend="ray", workers=2)
+        assert srv.total == 2 * paid  # the same requests, each paid once per journal
+    assert set(on_ray.sections["faq"].results) == {"short", "long"}
+    assert _numbers(on_ray) == _numbers(serial)
+    assert on_ray.run_id == serial.run_id
