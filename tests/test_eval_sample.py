@@ -54,7 +54,7 @@ def test_kpi_bands_after_the_declared_selection_and_the_kpis_the_endpoint_did_no
         rows = run_sample(c, journal=tmp_path / "j.sqlite")
     results, skipped = kpi_section(c, rows)
     assert set(results) == {"latency_s", "completion_tokens", "cost"}
-    assert "ttft_s" in skipped and "streaming" in skipped["ttft_s"]
+    assert "ttft_s" in skipped and "stream = true" in skipped["ttft_s"]
     r = results["cost"]
     # the declared rule (top_k, k = 1) kept the cheaper configuration (the other's template adds prompt tokens)
     means = rows.groupby("model")["cost"].mean()

@@ -48,7 +48,7 @@ def make_model(m: ModelSpec, seed: int | None = None):
     cls = OpenAICompletionModel if m.completions else OpenAIChatModel
     return cls(m.model, base_url=m.endpoint, api_key_env=m.api_key_env, temperature=m.temperature,
                max_tokens=m.max_tokens, seed=seed, timeout=m.timeout, system_prompt=m.system,
-               context_window=m.context_window)
+               context_window=m.context_window, stream=m.stream)
 
 
 def load_bank(c: Campaign) -> pd.DataFrame:
@@ -143,7 +143,7 @@ def kpi_section(c: Campaign, rows: pd.DataFrame) -> tuple[dict, dict[str, str]]:
         if len(missing):
             skipped[metric] = (f"the endpoint did not report {metric} for {len(missing)} model(s) "
                                f"({', '.join(map(str, missing[:3]))})"
-                               + ("; ask with streaming to measure the time to the first token" if metric == "ttft_s"
+                               + ("; set stream = true in [[model]] to measure the time to the first token" if metric == "ttft_s"
                                   else ""))
             continue
         table = pd.DataFrame({"config": rows["model"].to_numpy(), "kpi": vals.to_numpy(float)})

@@ -4,7 +4,7 @@ A campaign file names the models (or configurations of one model) under test and
 
     [campaign]   name, seed, confidence, out, journal           (required: name)
     [budget]     questions, tokens, dollars                     (optional caps, per model)
-    [[model]]    name, endpoint, model, api_key_env, template, system, temperature, max_tokens, completions,
+    [[model]]    name, endpoint, model, api_key_env, template, system, temperature, max_tokens, completions, stream,
                  price_in, price_out, context_window, concurrency, timeout            (one block per model)
     [bank]       path, id_col, prompt_col, reference_col, choices_col, scorer, scorer_col, policy, sample
     [faq]        history, budget, until_width, fallback, calibrate
@@ -260,6 +260,7 @@ class ModelSpec:
     temperature: float = _key(_number(0, 2), 0.0)
     max_tokens: int = _key(_integer(1), 64)
     completions: bool = _key(_BOOL, False)
+    stream: bool = _key(_BOOL, False)
     price_in: float = _key(_number(0), 0.0)
     price_out: float = _key(_number(0), 0.0)
     context_window: int | None = _key(_integer(16), None)
@@ -527,6 +528,9 @@ class _Reader:
                              "bank: add a [bank] section with its path")
         bank, kpi = parts.get("bank"), parts.get("kpi")
         for i, m in enumerate(models, 1):
+            if m.stream and m.completions:
+                raise self.error(f"[[model]] #{i} .stream: streaming (to measure the time to the first token) is "
+                                 "for chat models; leave it out with completions = true")
             if "{choices}" in m.template and (bank is None or bank.choices_col is None):
                 raise self.error(f"[[model]] #{i} .template uses {{choices}}: name the bank's column of answer "
                                  "options with [bank].choices_col")
