@@ -20,6 +20,8 @@ Steps (``--steps``, default all):
   16 / 64 / 256), 60 requests each, recorded in the journal;
 * ``faq``: FAQ on the history of the ``history`` step, holding out each variant in turn (its recorded answers are
   the truth, so coverage and saving are measured), at budgets of 10% and 25%;
+* ``eval``: ``assay eval`` with every section on three configurations of the served model (docs/eval.md): a first
+  pass, human labels on a third of the shared sample, and a second pass that asks only the judge;
 
 Every number is printed and collected in ``OUT/summary.json``.
 """
@@ -202,6 +204,68 @@ def step_psdme(url: str, out: Path) -> dict:
     return {k: {"n": v["n"], "guaranteed": v.get("configs", v.get("table"))} for k, v in res.items()}
 
 
+EVAL_CONFIGS = [("brief", "Answer briefly.", 32), ("plain", None, 48), ("expert", SYSTEMS["expert"], 64)]
+
+
+def step_eval(urls: list[str], judge_url: str, out: Path, sample: int = 60, faq_budget: int = 30,
+              scope_budget: int = 60) -> dict:
+    """``assay eval`` as a user runs it: three configurations of the served model (system prompt and max tokens),
+    every section, on the 200 basics questions of the shipped history; the human labels are written after a first
+    pass (a third of the sampled answers, graded by the bank's scorer standing in for a human), and the second pass
+    asks only the judge's verdicts. Configuration k is served by ``urls[k % len(urls)]``."""
+    from assay.eval.spec import load_campaign
+    from assay.eval.sample import campaign_run_id
+
+    d = out / "eval"
+    d.mkdir(parents=True, exist_ok=True)
+    hist = ROOT / "examples" / "basics_history.parquet"
+    bank = history_bank()
+    bank.to_csv(d / "bank.csv", index=False)
+    models = []
+    for k, (name, system, max_tokens) in enumerate(EVAL_CONFIGS):
+        models.append("\n".join(x for x in [
+            "[[model]]", f'name = "{name}"', f'endpoint = "{urls[k % len(urls)]}"', 'model = "smollm2"',
+            f'system = "{system}"' if system else "", f"max_tokens = {max_tokens}", "stream = true",
+            "price_in = 0.05", "price_out = 0.10", "context_window = 2048", "concurrency = 2", "timeout = 120", ""]
+            if x != ""))
+    labels = d / "human.csv"
+    if not labels.exists():
+        pd.DataFrame({"model": [], "item": [], "loss_human": []}).to_csv(labels, index=False)
+    (d / "campaign.toml").write_text("\n".join([
+        "[campaign]", 'name = "smollm2-live"', "seed = 0", 'out = "report"', 'journal = "journal.sqlite"', "",
+        *models, "[bank]", 'path = "bank.csv"', 'scorer_col = "scorer"', f"sample = {sample}", "",
+        "[faq]", f'history = "{hist}"', f"budget = {faq_budget}", "",
+        "[scope]", 'generator = "dyval"', f"budget = {scope_budget}", "certify = 0.5", "",
+        "[judge]", f'endpoint = "{judge_url}"', 'model = "gemma3"', "completions = true", 'rubric = "fewshot"',
+        'human_labels = "human.csv"', "risk_target = 0.9", "",
+        "[kpi]", 'metrics = ["latency_s", "ttft_s", "completion_tokens", "cost"]', 'select = "best_mean"', "",
+        "[siren]", "budgets = [1, 2, 3]", "splits = 50", ""]))
+    toml = d / "campaign.toml"
+    t0 = time.perf_counter()
+    assay("eval", "--plan", toml)
+    assay("eval", toml)
+    first = time.perf_counter() - t0
+    rep = json.loads((d / "report" / "report.json").read_text())
+    sample_rows = pd.DataFrame(rep["sample"])
+    if not pd.read_csv(labels).shape[0]:
+        import numpy as np
+
+        rng = np.random.default_rng(0)
+        items = sorted(sample_rows["item"].unique())
+        chosen = set(rng.choice(items, size=len(items) // 3, replace=False))
+        lab = sample_rows[sample_rows["item"].isin(chosen)]
+        pd.DataFrame({"model": lab["model"], "item": lab["item"], "loss_human": 1.0 - lab["score"]}).to_csv(
+            labels, index=False)
+    t1 = time.perf_counter()
+    assay("eval", toml)
+    second = time.perf_counter() - t1
+    rep = json.loads((d / "report" / "report.json").read_text())
+    c = load_campaign(toml)
+    return {"run_id": campaign_run_id(c), "first_pass_s": round(first, 1), "second_pass_s": round(second, 1),
+            "summary": rep["summary"], "costs": rep["costs"],
+            "skipped": {k: v["skipped"] for k, v in rep["sections"].items() if v["skipped"]}}
+
+
 def scored_history(out: Path) -> pd.DataFrame:
     """The history step's answers scored now (models x items, 0/1), from OUT or the test fixture."""
     from assay.datasets import load_basics
@@ -310,7 +374,7 @@ def step_history_gemma(urls: list[str], out: Path, max_tokens: int = 32) -> pd.D
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, default=ROOT / "live-out")
-    ap.add_argument("--steps", default="history,history_gemma,query,scope,judge,psdme,faq")
+    ap.add_argument("--steps", default="history,history_gemma,query,scope,judge,psdme,faq,eval")
     ap.add_argument("--servers", type=int, default=2, help="model-under-test servers (one thread each)")
     ap.add_argument("--urls", default=None, help="use running servers (comma-separated base URLs) instead")
     ap.add_argument("--judge-url", default=None, help="use a running judge server (base URL) instead")
@@ -342,11 +406,19 @@ def main(argv: list[str] | None = None) -> int:
         for name, fn in (("query", step_query), ("scope", step_scope), ("psdme", step_psdme)):
             if name in steps:
                 summary[name] = fn(urls[0], args.out)
+        judge_urls: list[str] = [args.judge_url] if args.judge_url else []
+
+        def judge_url() -> str:  # one judge server for every step that needs one
+            if not judge_urls:
+                judge_urls.append(stack.enter_context(LiveServer(gemma3_path(), alias="gemma3")).base_url)
+            return judge_urls[0]
+
         if "judge" in steps:
-            judge_url = args.judge_url or stack.enter_context(LiveServer(gemma3_path(), alias="gemma3")).base_url
-            summary["judge"] = step_judge(judge_url, args.out)
+            summary["judge"] = step_judge(judge_url(), args.out)
         if "faq" in steps:
             summary["faq"] = step_faq(args.out)
+        if "eval" in steps:
+            summary["eval"] = step_eval(urls, judge_url(), args.out)
         summary_path.write_text(json.dumps(summary, indent=2, default=str))
     print(json.dumps(summary, indent=2, default=str))
     return 0

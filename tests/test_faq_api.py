@@ -475,3 +475,23 @@ def test_unobserved_items_are_said_in_the_result():
     with pytest.warns(UserWarning, match="never observed"):
         r = faq.evaluate(hist, new, budget=20, seed=0, factors=FactorModel(k=2, weight_decay=1.0, seed=0))
     assert any("1 item(s) were never observed" in w for w in r.warnings)
+
+
+def test_on_width_reports_the_anytime_interval_it_stops_on(small):
+    """on_width gives, from min_queries on, the width of the current anytime-valid interval: the run with
+    until_width stops at the first round whose reported width is at most the target, and the reported interval
+    is that wide."""
+    hist, new, fm = small
+    seen = []
+    r = faq.evaluate(fm, new.iloc[[0]], budget=150, seed=2, until_width=0.3, min_queries=10,
+                     on_width=lambda t, w: seen.append((t, w)))
+    rounds = [t for t, _ in seen]
+    assert rounds[0] == 10 and rounds == list(range(10, rounds[-1] + 1))
+    widths = np.array([w for _, w in seen])
+    assert (np.diff(widths) <= 1e-12).all()  # a running intersection only narrows
+    stop = int(r.estimates["n_queries"][0])
+    assert rounds[-1] == stop and widths[-1] <= 0.3 < widths[-2]
+    e = r.estimates.iloc[0]
+    assert e["ci_high"] - e["ci_low"] == pytest.approx(widths[-1])
+    with pytest.raises(AssayInputError, match="on_width"):
+        faq.evaluate(fm, new.iloc[[0]], budget=20, seed=2, on_width=3)

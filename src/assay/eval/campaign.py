@@ -188,9 +188,12 @@ def _faq_one(c: Campaign, m: ModelSpec, journal: str, make, progress) -> Any:
                   note=(f"expected: coverage {summary.get('expected_coverage', float('nan')):.3f}, saving "
                         f"{es:.2f}x uniform" if es is not None else ""))
 
+    def width(t: int, w: float) -> None:  # the current anytime-valid width, valid whenever it is read
+        _emit(progress, section="faq", subject=m.name, done=t, total=total.get("n"), width=w)
+
     res = faq.evaluate(hist, ans, budget=c.faq.budget, seed=c.seed, delta=c.delta, until_width=c.faq.until_width,
                        fallback=c.faq.fallback, calibrate=c.faq.calibrate, items=ans.items, progress=rounds,
-                       on_expected=expected)
+                       on_expected=expected, on_width=width)
     from ..models.outcomes import headline
 
     res.info["live"] = {"run_id": ans.run_id, "requests": ans.n_requests, "cached": ans.n_cached, "model": m.model,

@@ -503,6 +503,7 @@ def evaluate(
     progress: Callable[[int, int], None] | None = None,
     fit_progress: Callable | None = None,
     on_expected: Callable[[dict | None], None] | None = None,
+    on_width: Callable[[int, float], None] | None = None,
 ) -> FAQResult:
     """Estimate new models' accuracy on the whole bank from ``budget`` adaptively chosen questions (FAQ, Alg. 1).
 
@@ -540,6 +541,8 @@ def evaluate(
         more fit the first time). Needs the history (not only ``factors``) with at least 20 complete models; else,
         or with ``calibrate=False``, the interval uses the Student t quantile and says so.
     on_expected : ``on_expected(summary)`` once the expectation is known, before any query (the CLI prints it).
+    on_width : ``on_width(t, width)`` after each round from ``min_queries`` on: the width of the current
+        anytime-valid interval (the widest over the new models), for a progress display.
     progress : ``progress(done, total)`` after each round. fit_progress : ``fit_progress(done, total, info)`` during
         the factor fit (per fold and candidate).
 
@@ -558,6 +561,8 @@ def evaluate(
     _check_flag(calibrate, "calibrate")
     if on_expected is not None and not callable(on_expected):
         raise AssayInputError(f"on_expected must be a function of one argument or None; got {type(on_expected).__name__}")
+    if on_width is not None and not callable(on_width):
+        raise AssayInputError(f"on_width must be a function of two arguments or None; got {type(on_width).__name__}")
     live = callable(new) and not isinstance(new, (pd.DataFrame, pd.Series, np.ndarray))
     # 2. seed: once, before any work (a resumed live run reuses the seed it was started with)
     notes: list[str] = []
@@ -594,7 +599,7 @@ def evaluate(
     # 4. the core
     est = estimate(answers, fm.V_, fm.prior_mean_, fm.prior_cov_, n_b, rng=seed.rng(), alpha=alpha, params=prm,
                    b=fm.b_ if fm.bias else None, until_width=until_width, min_queries=min_queries,
-                   n_models=len(model_ids), on_round=progress,
+                   n_models=len(model_ids), on_round=progress, on_width=on_width,
                    **_learnt(cal, alpha, prm.variance) if calibrated else {})
     # 5. the result
     notes += _plain_words(est, model_ids, n_b, prm, until_width, expected, calibrated)

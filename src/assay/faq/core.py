@@ -329,6 +329,7 @@ def run_faq(
     on_round: Callable[[int, int], None] | None = None,
     calibrated_crit: float | None = None,
     calibrated_floor: float | None = None,
+    on_width: Callable[[int, float], None] | None = None,
 ) -> FAQRun:
     """Run FAQ (Algorithm 1, or its without-replacement form) for a batch of new models; inputs validated by the caller.
 
@@ -358,6 +359,8 @@ def run_faq(
     calibrated_floor : for ``variance="conservative"``, the multiplier lambda of the working model's standard
         error learnt on held-out families, for models that did not fall back: se = max(se_increments,
         lambda se_model) with the ``params.quantile`` critical value (:mod:`assay.faq.calibrate`).
+    on_width : called as ``on_width(t, width)`` after each round from ``min_queries`` on, with the width of the
+        widest current anytime-valid interval (progress displays: it is valid whenever it is read).
     """
     V = np.asarray(V, dtype=np.float64)
     N, k = V.shape
@@ -543,6 +546,8 @@ def run_faq(
             active = active & ~done_now
         if on_round is not None:
             on_round(t, n_b)
+        if on_width is not None and t >= min(min_queries, n_b):
+            on_width(t, float(np.max(np.minimum(cs_hi_run, 1.0) - np.maximum(cs_lo_run, 0.0))))
         if not active.any():
             break
 
@@ -718,6 +723,7 @@ def estimate(
     on_round: Callable[[int, int], None] | None = None,
     calibrated_crit: float | None = None,
     calibrated_floor: float | None = None,
+    on_width: Callable[[int, float], None] | None = None,
 ) -> FAQEstimate:
     """FAQ's estimate of each new model's accuracy over the whole bank, theta = (1/N) sum_j z_j (eq. 1), with its
     confidence interval: the public core on arrays (no pandas), in the notation of Wu, Nair & Candès (2026).
@@ -787,7 +793,7 @@ def estimate(
             weights=np.full(N, np.nan), se_variants={}, run=None, fell_back=np.zeros(M, dtype=int))
     run = run_faq(V, prior_mean, prior_cov, Z, n_b, n_models=n_models, rng=np.random.default_rng(rng), params=params,
                   alpha=alpha, b=b, until_width=until_width, min_queries=min_queries, on_round=on_round,
-                  calibrated_crit=calibrated_crit, calibrated_floor=calibrated_floor)
+                  calibrated_crit=calibrated_crit, calibrated_floor=calibrated_floor, on_width=on_width)
     return FAQEstimate(
         estimate=run.estimate, se=run.se, ci_low=run.lo, ci_high=run.hi, plugin=run.plugin, n_queries=run.n_used,
         n_distinct=run.n_distinct,
