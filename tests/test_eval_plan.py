@@ -44,12 +44,13 @@ def test_the_example_plan_counts_every_request_before_any_is_sent():
     p = plan(c)
     rows = {(r.model, r.section): r for r in p.rows}
     assert p.bank_size == 303 and p.sample_size == 100
-    # faq: 25% of 303 questions at most; the shared sample: 100; scope: its call budget
-    assert rows[("greedy", "faq")].requests == 75 and rows[("greedy", "sample")].requests == 100
+    # faq: 25% of the history's 200 questions at most (said in a note); the shared sample: 100; scope: its budget
+    assert rows[("greedy", "faq")].requests == 50 and rows[("greedy", "sample")].requests == 100
+    assert any("the 200 questions of the history (the bank has 303)" in n for n in p.notes)
     assert rows[("sampled", "scope")].requests == 200 and rows[("sampled", "scope")].prompt_tokens == 0
     # no human labels: the judge section is skipped with its reason, and the rest still runs
     assert "judge" in p.skipped and "human labels" in p.skipped["judge"] and p.judge_requests == 0
-    assert p.totals()["greedy"]["requests"] == 375
+    assert p.totals()["greedy"]["requests"] == 350
     d = p.to_dict()
     assert d["fingerprint"] == c.fingerprint() and "LOCAL_API_KEY" not in str(d["rows"])
 

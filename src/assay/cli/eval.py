@@ -113,7 +113,8 @@ def eval_(
     resume: Optional[str] = typer.Option(None, "--resume", help="Finish this run (its campaign is read from the journal); answers already paid for are read, not asked."),
     journal: Optional[Path] = typer.Option(None, "--journal", help="The journal (default: the campaign's journal, else $ASSAY_JOURNAL or ~/.cache/assay/journal.sqlite)."),
     out: Optional[Path] = typer.Option(None, "-o", "--out", help="Report folder (default: the campaign's out)."),
-    backend: str = typer.Option("serial", "--backend", help="serial, or ray: the per-model sections run in parallel on Ray (same numbers)."),
+    backend: str = typer.Option("serial", "--backend", "--executor", help="serial, or ray: the per-model sections run in parallel on Ray, the same numbers (--executor is an alias, as in assay study)."),
+    workers: Optional[int] = typer.Option(None, "--workers", help="With --backend ray: units in flight at once (default: one per (section, model), at most 8)."),
     address: Optional[str] = typer.Option(None, "--address", help="With --backend ray: an existing cluster ('auto' or ray://host:10001); default a local one."),
     as_json: bool = typer.Option(False, "--json", help="Print the result (or the plan) as JSON on stdout."),
 ) -> None:
@@ -141,7 +142,7 @@ def eval_(
                          f"assay eval --resume {camp.campaign_run_id(c)})\n")
     with _Display(interactive()) as display:
         res = camp.run(c, journal=journal if journal is not None else c.journal, backend=backend, address=address,
-                       progress=display)
+                       workers=workers, progress=display)
     folder = camp.write_report(res, out or c.out)
     if as_json:
         sys.stdout.write(mask_secrets(json.dumps(res.to_dict(), indent=2, allow_nan=False)) + "\n")

@@ -163,6 +163,13 @@ def _emit(progress, **kw) -> None:
         progress(Event(**kw))
 
 
+def history_items(hist) -> list[str]:
+    """The question ids of an FAQ history as :func:`assay.faq.io.read_answers` returns it (long or wide)."""
+    if isinstance(hist, pd.DataFrame) and {"model", "item", "score"} <= set(hist.columns):
+        return list(dict.fromkeys(hist["item"].astype(str)))
+    return [str(x) for x in hist.columns]
+
+
 def _faq_one(c: Campaign, m: ModelSpec, journal: str, make, progress) -> Any:
     from .. import faq
     from ..faq.io import read_answers
@@ -173,6 +180,11 @@ def _faq_one(c: Campaign, m: ModelSpec, journal: str, make, progress) -> Any:
                               "asks: use 'wrong' (the default) or 'missing'")
     hist = read_answers(c.faq.history, "[faq].history")
     bank = _bank_for(c, m, load_bank(c))
+    hist_items = history_items(hist)
+    absent = [i for i in hist_items if i not in set(bank["id"])]
+    if absent:
+        raise AssayInputError(f"{len(absent)} of the history's {len(hist_items)} questions are not in the bank "
+                              f"(e.g. {', '.join(map(repr, absent[:3]))}): FAQ can only ask questions the bank holds")
     ans = LiveAnswerer(make(m), bank, scorer="scorer", policy=c.bank.policy, journal=journal,
                        run_id=section_run_id(c, m.name, "faq"), timeout=m.timeout)
     total: dict[str, int] = {}
@@ -192,7 +204,7 @@ def _faq_one(c: Campaign, m: ModelSpec, journal: str, make, progress) -> Any:
         _emit(progress, section="faq", subject=m.name, done=t, total=total.get("n"), width=w)
 
     res = faq.evaluate(hist, ans, budget=c.faq.budget, seed=c.seed, delta=c.delta, until_width=c.faq.until_width,
-                       fallback=c.faq.fallback, calibrate=c.faq.calibrate, items=ans.items, progress=rounds,
+                       fallback=c.faq.fallback, calibrate=c.faq.calibrate, progress=rounds,
                        on_expected=expected, on_width=width)
     from ..models.outcomes import headline
 
@@ -422,6 +434,7 @@ def summary_rows(c: Campaign, sections: dict[str, Section], costs: pd.DataFrame)
     level, and what the section cost for that subject (requests, tokens, model seconds)."""
     conf = f"{1 - c.delta:.0%}"
     rows: list[dict] = []
+    bank_size = len(load_bank(c)) if c.bank is not None and "faq" in sections else None
 
     def cost(model: str, section: str) -> dict:
         sel = costs[(costs["model"] == model) & (costs["section"] == section)]
@@ -440,8 +453,10 @@ def summary_rows(c: Campaign, sections: dict[str, Section], costs: pd.DataFrame)
                 e = res.estimates.iloc[0]
                 n_items = res.params.get("n_items")
                 kind = str(e.get("interval", "fixed-budget"))
+                whole = (f"all {n_items} questions of the bank" if n_items == bank_size else
+                         f"the {n_items} questions of the bank that the history covers")
                 rows.append({"subject": key, "section": "faq",
-                             "statement": (f"accuracy on all {n_items} questions of the bank is in "
+                             "statement": (f"accuracy on {whole} is in "
                                            f"[{_fmt(e['ci_low'])}, {_fmt(e['ci_high'])}] (estimate {_fmt(e['estimate'])}), "
                                            f"from {int(e['n_queries'])} questions"),
                              "level": f"{conf}, {kind}", **cost(key, "faq")})

@@ -119,13 +119,22 @@ def plan(c: Campaign) -> Plan:
         p.sample_size = sample_count(c.bank.sample, p.bank_size)
     if c.judge is not None and c.judge.human_labels is None:
         p.skipped["judge"] = NO_HUMAN_LABELS
+    n_hist = None
     for m in c.models:
         if c.bank is not None:
             lens = _render(m.template, prompts, choices)
         if c.faq is not None:
             from ..faq.api import resolve_budget
 
-            n_b, _ = resolve_budget(c.faq.budget, p.bank_size)
+            if n_hist is None:
+                from ..faq.io import read_answers
+                from .campaign import history_items
+
+                n_hist = len(history_items(read_answers(c.faq.history, "[faq].history")))
+                if n_hist != p.bank_size:
+                    p.notes.append(f"FAQ asks from the {n_hist} questions of the history (the bank has "
+                                   f"{p.bank_size}); its budget is a share of those")
+            n_b, _ = resolve_budget(c.faq.budget, n_hist)
             p.rows.append(_row(m, "faq", n_b, lens, "at most: stops early with until_width" if c.faq.until_width
                                else "adaptively chosen questions"))
         if uses_sample:
