@@ -27,6 +27,10 @@ SECTION_TITLES = {"faq": "FAQ: accuracy on the whole bank from a few adaptively 
                   "siren": "SIREN: the configuration a search picks, with the search accounted for"}
 
 
+def _slug(key: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in str(key))
+
+
 def _facts(res) -> list[str]:
     c = res.campaign["campaign"]
     v = res.versions
@@ -69,7 +73,7 @@ def render_campaign_html(res) -> str:
     title = f"assay eval: {name}"
     body = [f"<h1>{html.escape(title)}</h1>",
             "<p class='meta'>" + " · ".join(html.escape(f) for f in _facts(res)) + "</p>",
-            "<section><h2>Summary</h2><p>Each row is one statement the campaign makes, at the level beside it; "
+            "<section id='summary'><h2>Summary</h2><p>Each row is one statement the campaign makes, at the level beside it; "
             "requests, tokens and model seconds are what that section cost for that subject (answers shared between "
             "sections are paid once).</p>", _table_html(_summary_frame(res), floats="{:.2f}")]
     tot = _totals(res)
@@ -82,7 +86,7 @@ def render_campaign_html(res) -> str:
             + "</ul>")
     body.append("</section>")
     for sname, sec in _section_results(res):
-        body.append(f"<section><h2>{html.escape(SECTION_TITLES[sname])}</h2>")
+        body.append(f"<div class='campaign-section' id='eval-{sname}'><h2>{html.escape(SECTION_TITLES[sname])}</h2>")
         for note in sec.notes:
             body.append(f"<p class='warn'>{html.escape(note)}</p>")
         if not sec.results:
@@ -92,10 +96,12 @@ def render_campaign_html(res) -> str:
             if key != "all":
                 body.append(f"<h3>{html.escape(key)}</h3>")
             fn = _SECTIONS.get(r.method)
-            body.append(fn(r) if fn is not None else _table_html(r.table))
-        body.append("</section>")
+            part = fn(r) if fn is not None else _table_html(r.table)
+            # one id per (method, subject): several models' FAQ sections on one page
+            body.append(part.replace(f"<section id='{r.method}'>", f"<section id='{r.method}-{_slug(key)}'>", 1))
+        body.append("</div>")
     campaign = json.dumps(res.campaign, indent=2)
-    body.append("<section><h2>The campaign file, as run</h2><pre>" + html.escape(campaign) + "</pre></section>")
+    body.append("<section id='campaign-file'><h2>The campaign file, as run</h2><pre>" + html.escape(campaign) + "</pre></section>")
     return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
             f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>"
             + "\n".join(body) + f"<p class='meta'>assay {html.escape(__version__)}</p></body></html>")
