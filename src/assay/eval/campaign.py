@@ -276,10 +276,17 @@ def _run_units(units: list[tuple], backend: str, address: str | None, workers: i
 
     if backend != "ray":
         raise AssayInputError(f"backend must be 'serial' or 'ray'; got {backend!r}")
-    # progress callbacks live in this process: on Ray the display shows units as they finish
+    # progress callbacks live in this process: on Ray the display shows each unit when it finishes
     stripped = [u[:5] + (None,) for u in units]
     ex = RayExecutor(workers or min(len(units), 8), address)
-    return ex.map(_task, stripped, spawn(0, len(stripped)))
+    out = ex.map(_task, stripped, spawn(0, len(stripped)))
+    for (section, name, kind, value), u in zip(out, units):
+        if kind == "skipped":
+            _emit(u[5], section=section, subject=name, status="skipped", note=value)
+        else:
+            _emit(u[5], section=section, subject=name, status="done",
+                  done=len(value) if isinstance(value, pd.DataFrame) else 0)
+    return out
 
 
 def _judge_section(c: Campaign, rows: pd.DataFrame, journal: str, judge_model, progress) -> Section:
