@@ -50,7 +50,9 @@ def _counters(journal, prefix: str) -> int:
 
 def test_a_whole_campaign_on_the_real_models_killed_and_resumed(live_model, live_judge, tmp_path):
     """`assay eval` end to end against the real models, as a user runs it: SmolLM2 in two configurations, every
-    section, small budgets; kill -9 in the middle of FAQ, `--resume`, then a rerun that asks nothing."""
+    section, small budgets; kill -9 in the middle of FAQ, `--resume`, then a rerun that asks only what changed.
+    The models declare a 512-token window, so QuickScope's DyVal space keeps the templates whose prompts fit it
+    (short prompts: a few seconds per campaign instead of minutes on one server thread)."""
     import json
     import os
     import signal
@@ -86,6 +88,7 @@ template = "Answer briefly.\\n\\n{{question}}"
 max_tokens = 24
 concurrency = 2
 timeout = 120
+context_window = 512
 
 [[model]]
 name = "plain"
@@ -95,6 +98,7 @@ system = "Be concise."
 max_tokens = 32
 concurrency = 2
 timeout = 120
+context_window = 512
 
 [bank]
 path = "bank.csv"
