@@ -586,9 +586,8 @@ def _guarded(name: str, fn: Callable[[], Section], progress) -> Section:
         return Section(name, skipped={"all": str(e)})
 
 
-def load_campaign_of_run(run_id: str, journal: str | Path | None = None) -> Campaign:
-    """The campaign a run was started with, read back from the journal (its file need not exist any more; the
-    bank, history and label files it names must)."""
+def _run_meta(run_id: str, journal: str | Path | None) -> dict:
+    """The journal record of campaign run ``run_id``; clear errors for a missing journal, run or kind."""
     from ..models.journal import Journal, default_path
 
     jpath = Path(journal) if journal is not None else default_path()
@@ -598,8 +597,17 @@ def load_campaign_of_run(run_id: str, journal: str | Path | None = None) -> Camp
         if not j.has_run(run_id):
             raise AssayInputError(f"run {run_id!r} is not in the journal {jpath}; `assay runs list` shows its runs")
         meta = j.run(run_id)["meta"]
-    if meta.get("kind") != "assay-eval" or "campaign" not in meta:
+    if meta.get("kind") != "assay-eval":
         raise AssayInputError(f"run {run_id!r} is not an `assay eval` campaign (it was started by another command)")
+    return meta
+
+
+def load_campaign_of_run(run_id: str, journal: str | Path | None = None) -> Campaign:
+    """The campaign a run was started with, read back from the journal (its file need not exist any more; the
+    bank, history and label files it names must)."""
+    meta = _run_meta(run_id, journal)
+    if "campaign" not in meta:
+        raise AssayInputError(f"run {run_id!r} has no campaign record to resume from")
     source = Path(meta.get("source") or f"run {run_id}")
     c = parse_campaign(meta["campaign"], source=str(source), base=source.parent if source.suffix else None)
     if c.fingerprint() != meta.get("fingerprint"):
@@ -613,7 +621,6 @@ def resume(run_id: str, *, journal: str | Path | None = None, **kw) -> CampaignR
     answer already journaled is read, not asked, so the result is the one an uninterrupted run gives."""
     c = load_campaign_of_run(run_id, journal)
     return run(c, journal=journal if journal is not None else c.journal, **kw)
-
 
 
 def write_report(res: CampaignResult, folder: str | Path) -> Path:
@@ -641,18 +648,7 @@ def report_of_run(run_id: str, journal: str | Path | None = None) -> CampaignRes
     """The saved result of campaign run ``run_id`` (the ``report.json`` its run recorded in the journal)."""
     import json
 
-    from ..models.journal import Journal, default_path
-
-    jpath = Path(journal) if journal is not None else default_path()
-    if not jpath.exists():
-        raise AssayInputError(f"no journal at {jpath}: pass the journal the campaign used (--journal)")
-    with Journal(jpath) as j:
-        if not j.has_run(run_id):
-            raise AssayInputError(f"run {run_id!r} is not in the journal {jpath}; `assay runs list` shows its runs")
-        meta = j.run(run_id)["meta"]
-    path = meta.get("report")
-    if meta.get("kind") != "assay-eval":
-        raise AssayInputError(f"run {run_id!r} is not an `assay eval` campaign")
+    path = _run_meta(run_id, journal).get("report")
     if not path or not Path(path).exists():
         raise AssayInputError(f"run {run_id!r} has no saved report{f' ({path} is gone)' if path else ''}: "
                               f"`assay eval --resume {run_id}` rebuilds it from the journal without asking anything "
