@@ -305,7 +305,7 @@ def _rubric(template):
 @FUZZ
 @given(df=tables(["system", "budget", "artifact", "item", "score", "candidate", "loss_human", "loss_judge",
                   "config", "kpi", "model"], max_rows=8),
-       command=st.sampled_from(["siren", "autoeval", "psdme", "faq", "ingest", "report"]),
+       command=st.sampled_from(["siren", "autoeval", "psdme", "faq", "ingest", "report", "eval", "eval-resume"]),
        extra=st.lists(st.sampled_from(["--seed", "0", "--json", "--risk-target", "0.1", "-2", "nan", "--select",
                                        "top:2", "--budget", "0.5", "7", "--calibrator-tau", "1e-300", "--temperature", "1e-300", "--uniform-mix", "2", "--delta", "2"]),
                       max_size=4))
@@ -324,6 +324,11 @@ def test_cli_commands_on_small_files(df, command, extra):
             args = ["report", f, "-o", Path(d) / "r.html"]
         elif command == "autoeval":
             args = ["autoeval", f, "--risk-target", "0.1", *extra]
+        elif command == "eval":  # a table where a campaign file is expected, with or without --plan
+            args = ["eval", f, *(["--plan"] if "--json" in extra else []), *extra]
+        elif command == "eval-resume":  # the table's first cell as a run id, in a journal that does not exist
+            args = ["eval", "--resume", str(df.iloc[0, 0]) if df.shape[0] and df.shape[1] else "x", "--journal",
+                    Path(d) / "j.sqlite"]
         else:
             args = [command, f, *extra]
         cli(args)
