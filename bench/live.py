@@ -208,11 +208,14 @@ EVAL_CONFIGS = [("brief", "Answer briefly.", 32), ("plain", None, 48), ("expert"
 
 
 def step_eval(urls: list[str], judge_url: str, out: Path, sample: int = 60, faq_budget: int = 30,
-              scope_budget: int = 60) -> dict:
+              scope_budget: int = 40) -> dict:
     """``assay eval`` as a user runs it: three configurations of the served model (system prompt and max tokens),
     every section, on the 200 basics questions of the shipped history; the human labels are written after a first
     pass (a third of the sampled answers, graded by the bank's scorer standing in for a human), and the second pass
-    asks only the judge's verdicts. Configuration k is served by ``urls[k % len(urls)]``."""
+    asks only the judge's verdicts. Configuration k is served by ``urls[k % len(urls)]``. Not streamed:
+    llama-cpp-python's server reports no token counts in a stream, and tokens and cost are KPIs here (the time to
+    the first token is measured by the ``psdme`` step). The window is declared as 1,024 tokens, so DyVal keeps the
+    templates whose prompts fit it (one server thread prefills a 1,800-token prompt in about 15 s)."""
     from assay.eval.spec import load_campaign
     from assay.eval.sample import campaign_run_id
 
@@ -225,8 +228,8 @@ def step_eval(urls: list[str], judge_url: str, out: Path, sample: int = 60, faq_
     for k, (name, system, max_tokens) in enumerate(EVAL_CONFIGS):
         models.append("\n".join(x for x in [
             "[[model]]", f'name = "{name}"', f'endpoint = "{urls[k % len(urls)]}"', 'model = "smollm2"',
-            f'system = "{system}"' if system else "", f"max_tokens = {max_tokens}", "stream = true",
-            "price_in = 0.05", "price_out = 0.10", "context_window = 2048", "concurrency = 2", "timeout = 120", ""]
+            f'system = "{system}"' if system else "", f"max_tokens = {max_tokens}",
+            "price_in = 0.05", "price_out = 0.10", "context_window = 1024", "concurrency = 2", "timeout = 120", ""]
             if x != ""))
     labels = d / "human.csv"
     if not labels.exists():
@@ -238,7 +241,7 @@ def step_eval(urls: list[str], judge_url: str, out: Path, sample: int = 60, faq_
         "[scope]", 'generator = "dyval"', f"budget = {scope_budget}", "certify = 0.5", "",
         "[judge]", f'endpoint = "{judge_url}"', 'model = "gemma3"', "completions = true", 'rubric = "fewshot"',
         'human_labels = "human.csv"', "risk_target = 0.9", "",
-        "[kpi]", 'metrics = ["latency_s", "ttft_s", "completion_tokens", "cost"]', 'select = "best_mean"', "",
+        "[kpi]", 'metrics = ["latency_s", "completion_tokens", "cost"]', 'select = "best_mean"', "",
         "[siren]", "budgets = [1, 2, 3]", "splits = 50", ""]))
     toml = d / "campaign.toml"
     t0 = time.perf_counter()

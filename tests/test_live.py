@@ -376,3 +376,16 @@ def test_a_bank_whose_prompts_are_all_too_long_is_refused(live_model, tmp_path):
     res = cli(["query", tmp_path / "long.csv", "--model", live_model.alias, "--endpoint", live_model.base_url,
                "--journal", tmp_path / "j.sqlite", "--reference-col", "reference"])
     assert res.exit_code == 2 and "every one of the 2 prompts is too long" in res.output
+
+
+def test_concurrent_streams_on_llama_cpp_are_complete_answers(live_model):
+    """llama-cpp-python's server cuts all but one of concurrent streamed requests short (a role chunk, then the end):
+    the runner retries them at a lower concurrency, and every answer is complete (a finish reason, a time to the
+    first token), none an empty answer scored as wrong."""
+    from assay.models import OpenAIChatModel, run
+
+    m = OpenAIChatModel(live_model.alias, base_url=live_model.base_url, max_tokens=12, stream=True, api_key_env=None)
+    res = run(m, ["What is 2+2?", "Name a color.", "Name a fruit.", "Say hi."], concurrency=3, backoff_base=0.05)
+    assert all(r.error is None and r.finish_reason in ("stop", "length") and r.ttft_s is not None and r.text
+               for r in res.responses), [r.to_dict() for r in res.responses]
+    assert res.stats["min_concurrency"] < 3  # the cut streams slowed the runner down

@@ -423,3 +423,38 @@ def test_timing_arguments_are_checked_before_anything_is_sent():
                {"backoff_base": -0.5}):
         with pytest.raises(AssayInputError, match=next(iter(kw))):
             run(model, ["a"], **kw)
+
+
+def test_a_stream_cut_short_is_retried_slower_never_an_empty_answer():
+    """llama-cpp-python's server answers concurrent streamed requests with a role chunk and closes all but one:
+    such a stream (no finish reason) is a transient failure that asks the runner to slow down, not an empty answer
+    (which would be scored as wrong). A complete stream, even an empty one, is an answer."""
+    import asyncio
+    import time
+    from types import SimpleNamespace as NS
+
+    from assay.models import OpenAIChatModel
+    from assay.models.base import RetryableError
+
+    def chunk(content=None, finish=None, role=None):
+        return NS(usage=None, choices=[NS(delta=NS(content=content, refusal=None, role=role), finish_reason=finish)])
+
+    def client(*chunks):
+        async def create(**kw):
+            async def gen():
+                for c in chunks:
+                    yield c
+            return gen()
+        return NS(chat=NS(completions=NS(create=create)))
+
+    m = OpenAIChatModel("x", base_url="http://127.0.0.1:9/v1", stream=True, api_key_env=None)
+    with pytest.raises(RetryableError) as exc:
+        asyncio.run(m._streamed(client(chunk(role="assistant")), {}, time.perf_counter()))
+    assert exc.value.throttled and "finish reason" in exc.value.message
+    with pytest.raises(RetryableError):  # text, then cut: still not the answer
+        asyncio.run(m._streamed(client(chunk(role="assistant"), chunk("The ans")), {}, time.perf_counter()))
+    r = asyncio.run(m._streamed(client(chunk(role="assistant"), chunk("4"), chunk(finish="stop")), {},
+                                time.perf_counter()))
+    assert r.text == "4" and r.finish_reason == "stop" and r.ttft_s is not None
+    r = asyncio.run(m._streamed(client(chunk(role="assistant"), chunk(finish="stop")), {}, time.perf_counter()))
+    assert r.text == "" and r.finish_reason == "stop"  # a complete empty answer is the model's, and kept

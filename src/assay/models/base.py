@@ -69,21 +69,25 @@ class RetryableError(Exception):
     """A transient failure: the runner backs off and retries.
 
     ``status`` is the HTTP status (``None`` for timeouts, dropped connections, malformed bodies);
-    ``retry_after`` the server's ``Retry-After`` in seconds, if it sent one.
+    ``retry_after`` the server's ``Retry-After`` in seconds, if it sent one; ``slow_down``: the failure says the
+    server cannot take this many requests at once (e.g. it cut a concurrent stream short), so the adaptive
+    concurrency reacts as to a 429.
     """
 
     def __init__(self, status: int | None = None, retry_after: float | None = None, message: str = "", *,
-                 timed_out: bool = False) -> None:
+                 timed_out: bool = False, slow_down: bool = False) -> None:
         self.status = status
         self.retry_after = retry_after
         self.timed_out = timed_out
+        self.slow_down = slow_down
         self.message = message or (f"HTTP {status}" if status else "transient error")
         super().__init__(self.message)
 
     @property
     def throttled(self) -> bool:
-        """True for 429 / 503: the server asks us to slow down (adaptive concurrency reacts)."""
-        return self.status in (429, 503)
+        """True for 429 / 503, or a failure that says so: the server asks us to slow down (adaptive concurrency
+        reacts)."""
+        return self.status in (429, 503) or self.slow_down
 
     def __repr__(self) -> str:
         return f"RetryableError(status={self.status!r}, retry_after={self.retry_after!r}, message={self.message!r})"
