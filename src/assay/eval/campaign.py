@@ -45,8 +45,8 @@ from .prompts import render
 from .sample import campaign_run_id, kpi_section, load_bank, make_model, run_sample, section_run_id
 from .spec import Campaign, ModelSpec, parse_campaign
 
-__all__ = ["CampaignResult", "Section", "run", "resume", "load_campaign_of_run", "Event", "write_report", "report_of_run",
-           "summary_rows"]
+__all__ = ["CampaignResult", "Section", "run", "resume", "load_campaign_of_run", "Event", "write_report",
+           "report_of_run", "summary_rows"]
 
 #: the per-model sections, in the order they run
 PER_MODEL = ("faq", "scope", "sample")
@@ -109,7 +109,8 @@ class CampaignResult:
                "summary": to_jsonable(self.summary.to_dict(orient="list"), infinite, ("summary",)),
                "costs": to_jsonable(self.costs.to_dict(orient="list"), infinite, ("costs",)),
                "sample": (None if self.sample is None else
-                          to_jsonable(self.sample.drop(columns=["prompt"]).to_dict(orient="list"), infinite, ("sample",))),
+                          to_jsonable(self.sample.drop(columns=["prompt"]).to_dict(orient="list"), infinite,
+                                      ("sample",))),
                "sections": secs}
         if infinite:
             out["infinite"] = infinite
@@ -309,8 +310,9 @@ def _judge_section(c: Campaign, rows: pd.DataFrame, journal: str, judge_model, p
                               f"columns: {', '.join(map(str, human.columns))}")
     if "model" not in human.columns:
         if len(c.models) > 1:
-            raise AssayInputError(f"[judge].human_labels {j.human_labels.name}: with several [[model]] blocks each human "
-                                  "label belongs to one model's answer: add a 'model' column naming the [[model]]")
+            raise AssayInputError(f"[judge].human_labels {j.human_labels.name}: with several [[model]] blocks each "
+                                  "human label belongs to one model's answer: add a 'model' column naming the "
+                                  "[[model]]")
         human = human.assign(model=c.models[0].name)
     key = human[["model", "item"]].astype(str)
     if key.duplicated().any():
@@ -345,7 +347,8 @@ def _judge_section(c: Campaign, rows: pd.DataFrame, journal: str, judge_model, p
         # R-AutoEval+ pairs each human label with at least one judge-only row; with more human labels than that,
         # the judge has nothing to add and the human labels alone (R-Eval) are the test
         method = "r-eval"
-        sec.notes.append(f"more human labels than judge-only rows for {', '.join(unlabelled[unlabelled < labelled].index)}: "
+        few = ", ".join(map(str, unlabelled[unlabelled < labelled].index))
+        sec.notes.append(f"more human labels than judge-only rows for {few}: "
                          "certified from the human labels alone (R-Eval); the judge's verdicts are reported, not used")
     res = autoeval.certify(table[["candidate", "item", "loss_human", "loss_judge"]], risk_target=j.risk_target,
                            delta=c.delta, seed=c.seed, select="holm" if several else None, method=method)
@@ -423,7 +426,7 @@ def _cost_row(name: str, section: str, rec: pd.DataFrame, price: tuple[float, fl
             "dollars": float((pt.fillna(0).sum() * price[0] + ct.fillna(0).sum() * price[1]) / 1e6)}
 
 
-# -- the summary: one plain statement per quantity ---------------------------------------------------------------------
+# -- the summary: one plain statement per quantity ------------------------------------------------------------------
 
 
 def dkw_needed(delta: float, target: float) -> int:
@@ -463,8 +466,8 @@ def summary_rows(c: Campaign, sections: dict[str, Section], costs: pd.DataFrame)
                 whole = (f"all {n_items} questions of the bank" if n_items == bank_size else
                          f"the {n_items} questions of the bank that the history covers")
                 rows.append({"subject": key, "section": "faq",
-                             "statement": (f"accuracy on {whole} is in "
-                                           f"[{_fmt(e['ci_low'])}, {_fmt(e['ci_high'])}] (estimate {_fmt(e['estimate'])}), "
+                             "statement": (f"accuracy on {whole} is in [{_fmt(e['ci_low'])}, "
+                                           f"{_fmt(e['ci_high'])}] (estimate {_fmt(e['estimate'])}), "
                                            f"from {int(e['n_queries'])} questions"),
                              "level": f"{conf}, {kind}", **cost(key, "faq")})
             elif name == "scope":
@@ -520,7 +523,7 @@ def summary_rows(c: Campaign, sections: dict[str, Section], costs: pd.DataFrame)
     return pd.DataFrame(rows, columns=["subject", "section", "statement", "level", "requests", "tokens", "seconds"])
 
 
-# -- the run ------------------------------------------------------------------------------------------------------------
+# -- the run --------------------------------------------------------------------------------------------------------
 
 
 def run(c: Campaign, *, journal: str | Path | None = None, backend: str = "serial", address: str | None = None,
@@ -557,7 +560,8 @@ def run(c: Campaign, *, journal: str | Path | None = None, backend: str = "seria
             units = [(c, "sample", m.name, jpath, models, progress) for m in c.models]
             rows = pd.concat([v for *_, v in _run_units(units, backend, address, workers)], ignore_index=True)
         if "judge" in sections:
-            sections["judge"] = _guarded("judge", lambda: _judge_section(c, rows, jpath, judge_model, progress), progress)
+            sections["judge"] = _guarded("judge", lambda: _judge_section(c, rows, jpath, judge_model, progress),
+                                         progress)
         if "kpi" in sections:
             def kpi() -> Section:
                 res, skipped = kpi_section(c, rows)

@@ -112,7 +112,8 @@ def run_sample(c: Campaign, *, journal=None, models: Callable[[ModelSpec], objec
         rows = pd.DataFrame([r.to_dict() for r in res.responses])
         frames.append(pd.DataFrame({
             "model": m.name, "item": ids, "question": sub["prompt"].astype(str).to_numpy(),
-            "reference": sub["reference"].to_numpy(), "prompt": prompts, "text": rows["text"], "status": [o.status for o in outs],
+            "reference": sub["reference"].to_numpy(), "prompt": prompts, "text": rows["text"],
+            "status": [o.status for o in outs],
             "score": [o.final_score for o in outs], "latency_s": rows["latency_s"].astype(float),
             "ttft_s": pd.to_numeric(rows["ttft_s"], errors="coerce"),
             "prompt_tokens": pd.to_numeric(rows["prompt_tokens"], errors="coerce"),
@@ -143,8 +144,8 @@ def kpi_section(c: Campaign, rows: pd.DataFrame) -> tuple[dict, dict[str, str]]:
         if len(missing):
             skipped[metric] = (f"the endpoint did not report {metric} for {len(missing)} model(s) "
                                f"({', '.join(map(str, missing[:3]))})"
-                               + ("; set stream = true in [[model]] to measure the time to the first token" if metric == "ttft_s"
-                                  else ""))
+                               + ("; set stream = true in [[model]] to measure the time to the first token"
+                                  if metric == "ttft_s" else ""))
             continue
         table = pd.DataFrame({"config": rows["model"].to_numpy(), "kpi": vals.to_numpy(float)})
         results[metric] = psdme.bands(table, select=_rule(c), delta=c.delta, band=_BANDS[k.band],

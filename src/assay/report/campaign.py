@@ -73,7 +73,8 @@ def render_campaign_html(res) -> str:
     title = f"assay eval: {name}"
     body = [f"<h1>{html.escape(title)}</h1>",
             "<p class='meta'>" + " · ".join(html.escape(f) for f in _facts(res)) + "</p>",
-            "<section id='summary'><h2>Summary</h2><p>Each row is one statement the campaign makes, at the level beside it; "
+            "<section id='summary'><h2>Summary</h2><p>Each row is one statement the campaign makes, at the level "
+            "beside it; "
             "requests, tokens and model seconds are what that section cost for that subject (answers shared between "
             "sections are paid once).</p>", _table_html(_summary_frame(res), floats="{:.2f}")]
     tot = _totals(res)
@@ -101,7 +102,8 @@ def render_campaign_html(res) -> str:
             body.append(part.replace(f"<section id='{r.method}'>", f"<section id='{r.method}-{_slug(key)}'>", 1))
         body.append("</div>")
     campaign = json.dumps(res.campaign, indent=2)
-    body.append("<section id='campaign-file'><h2>The campaign file, as run</h2><pre>" + html.escape(campaign) + "</pre></section>")
+    body.append("<section id='campaign-file'><h2>The campaign file, as run</h2><pre>" + html.escape(campaign)
+                + "</pre></section>")
     return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
             f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>"
             + "\n".join(body) + f"<p class='meta'>assay {html.escape(__version__)}</p></body></html>")
