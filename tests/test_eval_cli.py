@@ -178,3 +178,20 @@ def test_bad_campaigns_get_one_clear_line(tmp_path):
     assert p.returncode != 0 and "Traceback" not in p.stderr and "[[model]]" in p.stderr
     p = _assay("eval", check=False)
     assert p.returncode != 0 and "--resume" in p.stderr
+
+
+def test_the_live_display_keeps_one_row_per_section_and_model(capsys):
+    """On a terminal, one table: a row per (section, model) with done / budget, the current width and the status."""
+    from assay.cli.eval import _Display
+    from assay.eval.campaign import Event
+
+    with _Display(interactive=True) as d:
+        d(Event("faq", "short", 3, 12))
+        d(Event("faq", "short", 12, 12, width=0.31))
+        d(Event("sample", "short", 5, 20))
+        d(Event("judge", "judge", status="skipped", note="no human labels"))
+        table = d._table()
+    assert [c.header for c in table.columns] == ["section", "model", "done / budget", "width", "status"]
+    assert table.row_count == 3
+    cells = [list(c._cells) for c in table.columns]
+    assert cells[2][0] == "12 / 12" and cells[3][0] == "0.310" and cells[4][2] == "skipped: no human labels"
