@@ -95,6 +95,8 @@ def test_a_campaign_runs_every_section_through_one_journal_and_pays_once(tmp_pat
     # judge: risk 0 on every model; Holm over the two models
     j = res.sections["judge"].results["all"]
     assert set(j.certified) == {"short", "long"} and j.info["selection"]["procedure"] == "holm"
+    # among the certified, the cheaper per answer (the long template costs more prompt tokens) is the best
+    assert j.best == "short" and "the cheapest certified configuration" in " ".join(res.summary["statement"])
     # kpi: ttft was not reported without streaming: skipped with the reason, the others ran
     assert "ttft_s" in res.sections["kpi"].skipped and set(res.sections["kpi"].results) == {"latency_s",
                                                                                            "completion_tokens"}

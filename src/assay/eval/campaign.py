@@ -350,9 +350,20 @@ def _judge_section(c: Campaign, rows: pd.DataFrame, journal: str, judge_model, p
         few = ", ".join(map(str, unlabelled[unlabelled < labelled].index))
         sec.notes.append(f"more human labels than judge-only rows for {few}: "
                          "certified from the human labels alone (R-Eval); the judge's verdicts are reported, not used")
-    res = autoeval.certify(table[["candidate", "item", "loss_human", "loss_judge"]], risk_target=j.risk_target,
-                           delta=c.delta, seed=c.seed, select="holm" if several else None, method=method)
-    res.info["judge"] = {"model": j.model, "rubric": str(j.rubric), "run_id": graded.run_id,
+    cols = ["candidate", "item", "loss_human", "loss_judge"]
+    cost_col = None
+    if several:
+        # among the certified configurations, the cheapest per answer is reported as the best (mean cost at the
+        # models' prices, else mean completion tokens, when the endpoint reported them)
+        for col in ("cost", "completion_tokens"):
+            per = rows.groupby("model")[col].mean()
+            if per.notna().all() and (per > 0).any():
+                table["answer_cost"] = table["candidate"].map(per).to_numpy(float)
+                cols, cost_col = cols + ["answer_cost"], "answer_cost"
+                break
+    res = autoeval.certify(table[cols], risk_target=j.risk_target, delta=c.delta, seed=c.seed,
+                           select="holm" if several else None, method=method, cost_col=cost_col)
+    res.info["judge"] = {"model": j.model, "rubric": str(j.rubric), "run_id": graded.run_id, "cost_col": cost_col,
                          "outcomes": graded.counts, "human_labels": n_lab, "agreement": graded.agreement()}
     sec.results["all"] = res
     _emit(progress, section="judge", subject="judge", done=len(table), total=len(table), status="done",
@@ -491,9 +502,12 @@ def summary_rows(c: Campaign, sections: dict[str, Section], costs: pd.DataFrame)
                 for _, r in t.iterrows():
                     ok = bool(r["certified"])
                     up = r.get("risk_upper", float("nan"))
+                    best = res.info.get("selection", {}).get("best")
                     st = (f"risk below {c.judge.risk_target:g} ({int(r['n'])} answers labelled by humans, "
                           f"{int(r['N'])} by the judge only): {'certified' if ok else 'not certified'}"
-                          + (f"; upper bound {_fmt(up)}" if up is not None and np.isfinite(up) else ""))
+                          + (f"; upper bound {_fmt(up)}" if up is not None and np.isfinite(up) else "")
+                          + ("; the cheapest certified configuration" if best is not None
+                             and str(r["candidate"]) == str(best) else ""))
                     lvl = (f"family-wise error <= {c.delta:g} ({proc})" if proc else f"error <= {c.delta:g}")
                     rows.append({"subject": str(r["candidate"]), "section": "judge", "statement": st, "level": lvl,
                                  **cost("judge", "judge")})
