@@ -12,6 +12,9 @@ import math
 import numpy as np
 import pytest
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from assay import stats
 from assay.errors import AssayInputError
 from assay.stats import multiple
@@ -121,3 +124,20 @@ def test_fwer_with_some_false_nulls():
         masks = np.array([proc(row) for row in p])
         assert np.mean((masks & null).any(axis=1)) <= limit
         assert masks[:, [0, 3]].mean() > 0.9  # power on the false nulls
+
+
+@given(p=st.lists(st.floats(0, 1), min_size=1, max_size=8),
+       delta=st.floats(0.001, 0.5), procedure=st.sampled_from(["bonferroni", "holm", "fst"]))
+@settings(max_examples=300, deadline=None, derandomize=True)
+def test_adjusted_p_values_reject_exactly_what_the_procedure_rejects(p, delta, procedure):
+    from assay.stats.multiple import adjusted, bonferroni, fixed_sequence, holm, rejects
+
+    arr = np.array(p)
+    order = list(range(len(p)))[::-1]
+    fn = {"bonferroni": lambda: bonferroni(arr, delta), "holm": lambda: holm(arr, delta),
+          "fst": lambda: fixed_sequence(arr, delta, order=order)}[procedure]
+    adj = adjusted(arr, procedure, order=order if procedure == "fst" else None)
+    assert ((adj >= arr - 1e-15) & (adj <= 1)).all()
+    # away from the boundary (the procedures' SLACK), rejected exactly when the adjusted p-value is <= delta
+    clear = np.abs(adj - delta) > 1e-9 * max(delta, 1e-300) + 1e-12
+    assert (fn()[clear] == rejects(adj, delta)[clear]).all()

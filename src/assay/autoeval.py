@@ -506,6 +506,12 @@ def _selection(table_out: pd.DataFrame, select: str | None, seq: Sequence[str], 
     if select is not None:
         cert = _select(table_out.set_index("candidate"), select, seq, delta)
         table_out["certified"] = table_out["candidate"].isin(cert)
+        # certified exactly when p_adjusted <= delta; under Holm a candidate may be certified at a larger level than
+        # the Bonferroni test_level its certified_at and risk_upper use (those stay valid for all candidates at once)
+        names = table_out["candidate"].tolist()
+        pos = {c: i for i, c in enumerate(names)}
+        table_out["p_adjusted"] = multiple.adjusted(table_out["p_value"].to_numpy(float), select,
+                                                    order=[pos[c] for c in seq] if select == "fst" else None)
         selection: dict[str, Any] = {"procedure": select, "order": list(seq), "certified": cert}
         if not cert:
             selection["best"] = None

@@ -503,9 +503,13 @@ def summary_rows(c: Campaign, sections: dict[str, Section], costs: pd.DataFrame)
                     ok = bool(r["certified"])
                     up = r.get("risk_upper", float("nan"))
                     best = res.info.get("selection", {}).get("best")
+                    p = r.get("p_adjusted", r.get("p_value"))
+                    bound = up is not None and np.isfinite(up) and up < c.judge.risk_target
                     st = (f"risk below {c.judge.risk_target:g} ({int(r['n'])} answers labelled by humans, "
-                          f"{int(r['N'])} by the judge only): {'certified' if ok else 'not certified'}"
-                          + (f"; upper bound {_fmt(up)}" if up is not None and np.isfinite(up) else "")
+                          f"{int(r['N'])} by the judge only): {'certified' if ok else 'not certified'} "
+                          f"({'adjusted ' if proc else ''}p = {_fmt(p, 4)})"
+                          # the upper bound is at the Bonferroni level: Holm may certify where it does not reach
+                          + (f"; risk at most {_fmt(up)}" if bound else "")
                           + ("; the cheapest certified configuration" if best is not None
                              and str(r["candidate"]) == str(best) else ""))
                     lvl = (f"family-wise error <= {c.delta:g} ({proc})" if proc else f"error <= {c.delta:g}")

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..errors import AssayInputError
 
-__all__ = ["SLACK", "rejects", "bonferroni", "holm", "fixed_sequence"]
+__all__ = ["SLACK", "rejects", "bonferroni", "holm", "fixed_sequence", "adjusted"]
 
 #: relative slack of the comparison p <= level (1 + SLACK)
 SLACK = 1e-9
@@ -138,3 +138,28 @@ def fixed_sequence(p: Sequence[float] | np.ndarray, delta: float, order: Sequenc
             break
         out[k] = True
     return out
+
+
+def adjusted(p: Sequence[float] | np.ndarray, procedure: str,
+             order: Sequence[int] | np.ndarray | None = None) -> np.ndarray:
+    """Adjusted p-values: hypothesis k is rejected by ``procedure`` at family-wise level delta exactly when its
+    adjusted p-value is at most delta (up to :data:`SLACK`), for every delta at once.
+
+    ``"bonferroni"``: min(1, K p_k). ``"holm"``: the running maximum, over the p-values sorted ascending, of
+    min(1, (K - j) p_(j)). ``"fst"`` (fixed sequence, in ``order``): the running maximum of p along the order;
+    hypotheses not in ``order`` get 1.
+    """
+    arr = _pvalues(p)
+    K = arr.size
+    if procedure == "bonferroni":
+        return np.minimum(1.0, K * arr)
+    out = np.ones(K)
+    if procedure == "holm":
+        srt = np.argsort(arr, kind="stable")
+        out[srt] = np.maximum.accumulate(np.minimum(1.0, (K - np.arange(K)) * arr[srt]))
+        return out
+    if procedure == "fst":
+        idx = np.arange(K) if order is None else np.asarray(order, dtype=int)
+        out[idx] = np.maximum.accumulate(arr[idx]) if idx.size else out[idx]
+        return out
+    raise AssayInputError(f"procedure must be bonferroni, holm or fst; got {procedure!r}")
