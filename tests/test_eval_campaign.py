@@ -184,3 +184,22 @@ def test_the_scope_section_certifies_where_the_model_fails(tmp_path):
     assert r.params["delta"] == pytest.approx(0.05)  # the campaign's level, not QuickScope's own default
     row = res.summary[res.summary.section == "scope"].iloc[0]
     assert "certified to have error rate above 0.5" in row["statement"] and row["requests"] == 200
+
+
+def test_a_changed_campaign_pays_only_for_requests_it_has_not_made(tmp_path):
+    """Another run id (here: a different KPI target, which changes the fingerprint) still reads every answer the
+    journal holds for the same model, prompt and parameters: FAQ, the sample and the judge ask nothing again."""
+    journal = tmp_path / "j.sqlite"
+    with FakeOpenAIServer(retry_after=0) as srv:
+        first = camp.run(_campaign(tmp_path, srv.base_url), journal=journal, judge_model=_judge())
+        paid = srv.total
+        c2 = _campaign(tmp_path, srv.base_url, kpi={"metrics": ["completion_tokens"], "target": 0.5})
+        second = camp.run(c2, journal=journal, judge_model=_judge())
+        assert srv.total == paid and second.run_id != first.run_id
+        more = _campaign(tmp_path, srv.base_url, bank={"path": "bank.csv", "scorer": "numeric", "sample": 36})
+        third = camp.run(more, journal=journal, judge_model=_judge())
+        assert 0 < srv.total - paid <= 2 * (36 - 30)  # a larger sample pays only for its new items
+    for name in ("short", "long"):
+        pd.testing.assert_frame_equal(second.sections["faq"].results[name].estimates,
+                                      first.sections["faq"].results[name].estimates)
+    assert third.sample.groupby("model").size().to_dict() == {"long": 36, "short": 36}

@@ -187,7 +187,7 @@ def _faq_one(c: Campaign, m: ModelSpec, journal: str, make, progress) -> Any:
         raise AssayInputError(f"{len(absent)} of the history's {len(hist_items)} questions are not in the bank "
                               f"(e.g. {', '.join(map(repr, absent[:3]))}): FAQ can only ask questions the bank holds")
     ans = LiveAnswerer(make(m), bank, scorer="scorer", policy=c.bank.policy, journal=journal,
-                       run_id=section_run_id(c, m.name, "faq"), timeout=m.timeout)
+                       run_id=section_run_id(c, m.name, "faq"), timeout=m.timeout, reuse=True)
     total: dict[str, int] = {}
 
     def rounds(done: int, tot: int) -> None:
@@ -236,7 +236,7 @@ def _scope_one(c: Campaign, m: ModelSpec, journal: str, make, progress) -> Any:
     policy = c.bank.policy if c.bank is not None else "wrong"
     res = qs.run(space, gen, make(m), budget=s.budget, batch=min(20, s.budget), seed=c.seed, utility=s.utility,
                  journal=journal, run_id=section_run_id(c, m.name, "scope"), concurrency=m.concurrency,
-                 timeout=m.timeout, policy=policy, delta=c.delta,
+                 timeout=m.timeout, policy=policy, delta=c.delta, reuse=True,
                  progress=lambda d, t: _emit(progress, section="scope", subject=m.name, done=d, total=t), **kw)
     _emit(progress, section="scope", subject=m.name, done=s.budget, total=s.budget, status="done",
           note=f"{res.info.get('n_certified', 0)} certified")
@@ -332,7 +332,7 @@ def _judge_section(c: Campaign, rows: pd.DataFrame, journal: str, judge_model, p
                           seed=c.seed, stop=["\n"] if j.completions else None)
     graded = run_judge(lab, judge_model, rubric=j.rubric, question_col="question", reference_col="reference",
                        answer_col="text", candidate_col="model", item_col="item", human_col=j.human_col,
-                       journal=journal, run_id=f"{campaign_run_id(c)}/judge",
+                       journal=journal, run_id=f"{campaign_run_id(c)}/judge", reuse=True,
                        progress=lambda st: _emit(progress, section="judge", subject="judge",
                                                  done=int(st.get("done", 0)), total=st.get("total")))
     table = graded.labels.copy()

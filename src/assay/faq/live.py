@@ -62,13 +62,17 @@ def read_bank(bank: Any, *, id_col: str = "id", prompt_col: str = "prompt", refe
 class LiveAnswerer:
     """``answer(item_id) -> 0 or 1`` by querying ``model`` on the bank's prompt and scoring against its reference.
 
+    ``reuse``: an answer the journal holds for the same request (model, prompt, parameters) from any run is read, not
+    asked again (as :func:`assay.models.run` with ``reuse=True``).
+
     Attributes: ``run_id`` (journal run; pass it back to resume), ``n_requests`` (answers that needed a request),
     ``n_cached`` (answers found in the journal), ``outcomes`` (item id -> scoring outcome dict).
     """
 
     def __init__(self, model, bank, *, scorer: Any = "exact", policy: str = "wrong", journal=None,
                  run_id: str | None = None, timeout: float | None = 60.0, max_retries: int = 6,
-                 id_col: str = "id", prompt_col: str = "prompt", reference_col: str = "reference") -> None:
+                 id_col: str = "id", prompt_col: str = "prompt", reference_col: str = "reference",
+                 reuse: bool = False) -> None:
         from ..models.scoring import SCORERS, make_scorer
 
         if policy not in ("wrong", "missing"):
@@ -95,6 +99,7 @@ class LiveAnswerer:
         self.run_id = run_id
         self.timeout = timeout
         self.max_retries = max_retries
+        self.reuse = bool(reuse)
         self.n_requests = 0
         self.n_cached = 0
         self.outcomes: dict[str, dict] = {}
@@ -170,7 +175,7 @@ class LiveAnswerer:
             raise AssayInputError(f"item {item_id!r} is not in the item bank")
         row = self.bank.loc[item_id]
         res = run(self.model, [row["prompt"]], journal=self.journal, run_id=self.run_id, timeout=self.timeout,
-                  max_retries=self.max_retries)
+                  max_retries=self.max_retries, reuse=self.reuse)
         self.run_id = res.run_id
         cached = int(res.stats.get("cached", 0))
         self.n_cached += cached

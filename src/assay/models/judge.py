@@ -212,7 +212,7 @@ def judge(rows: pd.DataFrame, model, *, rubric: "str | Path | Rubric | None" = N
           question_col: str = "question", reference_col: str = "reference", answer_col: str = "answer",
           candidate_col: str | None = "candidate", item_col: str | None = "item", human_col: str | None = None,
           journal=None, run_id: str | None = None, concurrency: int = 8, timeout: float | None = 60.0,
-          max_retries: int = 6, progress: Callable[[dict], None] | None = None) -> JudgeResult:
+          max_retries: int = 6, progress: Callable[[dict], None] | None = None, reuse: bool = False) -> JudgeResult:
     """Grade every row with the judge ``model`` and a rubric (see the module docstring).
 
     Parameters
@@ -224,7 +224,7 @@ def judge(rows: pd.DataFrame, model, *, rubric: "str | Path | Rubric | None" = N
     policy : what an unparseable, too long or refused verdict counts as: ``"wrong"`` (loss 1, default) or
         ``"correct"`` (loss 0). (``"missing"`` is refused: R-AutoEval+ needs a judge loss on every row, and leaving
         out rows by the judge's behaviour would select the sample.)
-    journal, run_id, concurrency, timeout, max_retries, progress : as in :func:`assay.models.run`.
+    journal, run_id, concurrency, timeout, max_retries, progress, reuse : as in :func:`assay.models.run`.
     """
     from . import run as run_model
 
@@ -266,7 +266,7 @@ def judge(rows: pd.DataFrame, model, *, rubric: "str | Path | Rubric | None" = N
     prompts = [rubric.prompt(q, r, a) for q, r, a, ok in zip(rows[question_col], rows[reference_col], answers,
                                                              has_answer) if ok]
     res = run_model(model, prompts, journal=journal, run_id=run_id, concurrency=concurrency, timeout=timeout,
-                    max_retries=max_retries, progress=progress) if prompts else None
+                    max_retries=max_retries, progress=progress, reuse=reuse) if prompts else None
     responses = iter(res.responses if res is not None else [])
     out = []
     failed = []

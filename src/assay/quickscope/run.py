@@ -163,12 +163,13 @@ def check_space(space, generator, *, seed=0, n: int = 20) -> list[str]:
 def run(space, generator, model, *, budget: int, batch: int = 20, seed: int | None = 0, utility: Any = "error",
         journal=None, run_id: str | None = None, concurrency: int = 8, timeout: float | None = 120.0,
         max_retries: int = 4, failure_utility: float = 0.0, max_failed_batches: int = 3, policy: str = "wrong",
-        progress: Callable[[int, int], None] | None = None, search: Search | None = None, **search_params: Any
-        ) -> ScopeResult:
+        progress: Callable[[int, int], None] | None = None, search: Search | None = None, reuse: bool = False,
+        **search_params: Any) -> ScopeResult:
     """Run QuickScope for ``budget`` model calls in batches of ``batch`` (see the module docstring).
 
     ``model``: an :class:`~assay.models.Model` (endpoint) or a plain callable ``prompt -> text`` (wrapped).
     ``search_params``: :class:`~assay.quickscope.COUPParams` fields (``certify``, ``strategy``, ``repulsion``, ...).
+    ``reuse``: an answer the journal holds for the same request from any run is read, not asked again.
     """
     from ..models import CallableModel
     from ..models import run as run_prompts
@@ -220,7 +221,7 @@ def run(space, generator, model, *, budget: int, batch: int = 20, seed: int | No
         responses: dict[int, Any] = {}
         if ok:
             res = run_prompts(model, [insts[k].question for k in ok], journal=journal, run_id=run_id,
-                              concurrency=concurrency, timeout=timeout, max_retries=max_retries)
+                              concurrency=concurrency, timeout=timeout, max_retries=max_retries, reuse=reuse)
             run_id = res.run_id
             for k, resp in zip(ok, res.responses):
                 responses[k] = resp
