@@ -87,6 +87,7 @@ def test_plan_asks_nothing_and_a_run_writes_the_report(tmp_path):
         assert "short" in plan.stdout and "sample" in plan.stdout and "nothing has been asked" in plan.stdout
         pj = json.loads(_assay("eval", "--plan", "--json", str(toml)).stdout)
         assert {r["section"] for r in pj["rows"]} == {"faq", "sample"} and pj["sample_size"] == 20
+        assert len(pj["sample_items"]) == 20 and "the shared sample's items" in plan.stdout
         journal = tmp_path / "j.sqlite"
         run = _assay("eval", str(toml), "--journal", str(journal))
         assert srv.total > 0

@@ -31,6 +31,9 @@ def _print_plan(p) -> None:
     _out.print(t)
     if p.judge_requests:
         _out.print(f"judge: {p.judge_requests} grading requests", highlight=False)
+    if p.sample_items:
+        _out.print(f"the shared sample's items (human labels are for these; all of them with --json): "
+                   f"{', '.join(p.sample_items[:8])}{', ...' if len(p.sample_items) > 8 else ''}", highlight=False)
     for s, why in p.skipped.items():
         _out.print(f"skipped {s}: {why}", highlight=False)
     for n in p.notes:

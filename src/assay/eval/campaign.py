@@ -323,7 +323,7 @@ def _judge_section(c: Campaign, rows: pd.DataFrame, journal: str, judge_model, p
     n_lab = int(lab[j.human_col].notna().sum())
     if n_lab == 0:
         sec.skipped["all"] = (f"none of the human labels in {j.human_labels.name} is on an item of the shared sample "
-                              "(the labels must be for the sampled items: `assay eval --plan` lists them)")
+                              "(the labels must be for the sampled items: `assay eval --plan --json` lists them as sample_items)")
         _emit(progress, section="judge", subject="judge", status="skipped", note=sec.skipped["all"])
         return sec
     if judge_model is None:

@@ -55,6 +55,8 @@ class Plan:
     skipped: dict[str, str] = field(default_factory=dict)
     judge_requests: int = 0
     notes: list[str] = field(default_factory=list)
+    #: the items of the shared uniform sample (drawn from the seed alone): the ones human labels must be for
+    sample_items: list[str] = field(default_factory=list)
 
     def totals(self) -> dict[str, dict]:
         """Per model: requests, prompt tokens, completion tokens and dollars summed over its sections."""
@@ -70,7 +72,8 @@ class Plan:
     def to_dict(self) -> dict:
         return {"campaign": self.campaign, "fingerprint": self.fingerprint, "bank_size": self.bank_size,
                 "sample_size": self.sample_size, "rows": [asdict(r) for r in self.rows], "skipped": self.skipped,
-                "judge_requests": self.judge_requests, "totals": self.totals(), "notes": self.notes}
+                "judge_requests": self.judge_requests, "totals": self.totals(), "notes": self.notes,
+                "sample_items": self.sample_items}
 
 
 def _render(template: str, prompts: np.ndarray, choices: np.ndarray | None) -> np.ndarray:
@@ -116,7 +119,10 @@ def plan(c: Campaign) -> Plan:
         prompts = bank["prompt"].to_numpy()
     uses_sample = [s for s in ("judge", "kpi", "siren") if getattr(c, s) is not None]
     if uses_sample:
+        from .prompts import uniform_sample
+
         p.sample_size = sample_count(c.bank.sample, p.bank_size)
+        p.sample_items = [str(i) for i in uniform_sample(list(bank.index), p.sample_size, c.seed)]
     if c.judge is not None and c.judge.human_labels is None:
         p.skipped["judge"] = NO_HUMAN_LABELS
     n_hist = None
