@@ -56,7 +56,7 @@ def _totals(res) -> pd.DataFrame:
 
 
 def _section_results(res):
-    """(section, key, Result) in report order."""
+    """(section name, Section) for the sections the campaign ran, in report order."""
     for name in SECTION_TITLES:
         sec = res.sections.get(name)
         if sec is None:
