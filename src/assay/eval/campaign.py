@@ -164,16 +164,11 @@ def _emit(progress, **kw) -> None:
         progress(Event(**kw))
 
 
-def history_items(hist) -> list[str]:
-    """The question ids of an FAQ history as :func:`assay.faq.io.read_answers` returns it (long or wide)."""
-    if isinstance(hist, pd.DataFrame) and {"model", "item", "score"} <= set(hist.columns):
-        return list(dict.fromkeys(hist["item"].astype(str)))
-    return [str(x) for x in hist.columns]
 
 
 def _faq_one(c: Campaign, m: ModelSpec, journal: str, make, progress) -> Any:
     from .. import faq
-    from ..faq.io import read_answers
+    from ..faq.io import history_items, read_answers
     from ..faq.live import LiveAnswerer
 
     if c.bank.policy == "correct":
@@ -322,8 +317,9 @@ def _judge_section(c: Campaign, rows: pd.DataFrame, journal: str, judge_model, p
                      on=["model", "item"], how="left")
     n_lab = int(lab[j.human_col].notna().sum())
     if n_lab == 0:
-        sec.skipped["all"] = (f"none of the human labels in {j.human_labels.name} is on an item of the shared sample "
-                              "(the labels must be for the sampled items: `assay eval --plan --json` lists them as sample_items)")
+        sec.skipped["all"] = (f"none of the human labels in {j.human_labels.name} is on an item of the shared "
+                              "sample (the labels must be for the sampled items: `assay eval --plan --json` lists "
+                              "them as sample_items)")
         _emit(progress, section="judge", subject="judge", status="skipped", note=sec.skipped["all"])
         return sec
     if judge_model is None:

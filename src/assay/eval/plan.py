@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from ..errors import AssayInputError
+from .prompts import sample_count
 from .spec import Campaign, ModelSpec
 
 __all__ = ["Plan", "PlanRow", "plan", "sample_count", "CHARS_PER_TOKEN"]
@@ -98,12 +99,6 @@ def _row(m: ModelSpec, section: str, n: int, lens: np.ndarray | None, note: str 
                    dollars=(pt * m.price_in + ct * m.price_out) / 1e6, note=note)
 
 
-def sample_count(size: float | int, N: int) -> int:
-    """A fraction of the bank or a count -> a count of at most N."""
-    if isinstance(size, float) and size <= 1:
-        return N if size == 1 else max(2, int(np.floor(size * N + 1e-9)))
-    return min(int(size), N)
-
 
 def plan(c: Campaign) -> Plan:
     """The plan of campaign ``c`` (module docstring). Reads the bank (to count and measure its prompts), never
@@ -133,8 +128,7 @@ def plan(c: Campaign) -> Plan:
             from ..faq.api import resolve_budget
 
             if n_hist is None:
-                from ..faq.io import read_answers
-                from .campaign import history_items
+                from ..faq.io import history_items, read_answers
 
                 n_hist = len(history_items(read_answers(c.faq.history, "[faq].history")))
                 if n_hist != p.bank_size:

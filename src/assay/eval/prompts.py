@@ -47,3 +47,9 @@ def uniform_sample(ids: Sequence[str], n: int, seed: int) -> list[str]:
     rng = np.random.default_rng(np.random.SeedSequence(int(seed)).spawn(SAMPLE_STREAM + 1)[SAMPLE_STREAM])
     pick = rng.permutation(len(ids))[: min(int(n), len(ids))]
     return [ids[i] for i in pick]
+
+def sample_count(size: float | int, N: int) -> int:
+    """A fraction of the bank or a count -> a count of at most N."""
+    if isinstance(size, float) and size <= 1:
+        return N if size == 1 else max(2, int(np.floor(size * N + 1e-9)))
+    return min(int(size), N)

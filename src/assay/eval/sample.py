@@ -21,8 +21,7 @@ from typing import Callable
 import pandas as pd
 
 from ..errors import AssayBackendError, AssayInputError
-from .plan import sample_count
-from .prompts import render, uniform_sample
+from .prompts import render, sample_count, uniform_sample
 from .spec import Campaign, ModelSpec
 
 __all__ = ["campaign_run_id", "section_run_id", "make_model", "load_bank", "run_sample", "kpi_section"]

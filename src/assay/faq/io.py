@@ -1,4 +1,5 @@
-"""Save and load fitted FAQ factor models (``.npz``), so a CV fit is paid once; read answer files (:func:`read_answers`)."""
+"""Save and load fitted FAQ factor models (``.npz``), so a CV fit is paid once; read answer files
+(:func:`read_answers`, :func:`history_items`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import numpy as np
 from ..errors import AssayInputError
 from .factor import FactorModel
 
-__all__ = ["save_factors", "load_factors", "read_answers"]
+__all__ = ["save_factors", "load_factors", "read_answers", "history_items"]
 
 _ARRAYS = ("U_", "V_", "b_", "prior_mean_", "prior_cov_", "empty_rows_", "empty_cols_")
 _SCALARS = ("k_", "weight_decay_", "bias", "train_logloss_", "heldout_logloss_", "baseline_logloss_",
@@ -79,3 +80,12 @@ def read_answers(path: str | Path, what: str = "answers"):
     table = table.set_index(key)
     table.index = table.index.astype(str)
     return table
+
+
+def history_items(hist) -> list[str]:
+    """The question ids of an FAQ history as :func:`read_answers` returns it (long or wide)."""
+    import pandas as pd
+
+    if isinstance(hist, pd.DataFrame) and {"model", "item", "score"} <= set(hist.columns):
+        return list(dict.fromkeys(hist["item"].astype(str)))
+    return [str(x) for x in hist.columns]
