@@ -99,3 +99,29 @@ def test_bad_yaml_and_configs():
             sp.validate(cfg)
     with pytest.raises(AssayInputError, match="contradictory"):
         SearchSpace([Float("x", 0, 1)], forbidden=[lambda c: True]).sample(1, np.random.default_rng(0))
+
+
+def test_a_parameter_spanning_a_trillion_values_is_never_listed():
+    """A generator's seed or size routinely spans 10^9-10^12 values (issue 26): the space is built, sampled and
+    searched without listing them; memory is bounded by what was asked (tracemalloc peak), not by the range."""
+    import tracemalloc
+
+    from assay.quickscope import Categorical, Integer, Search, SearchSpace
+
+    tracemalloc.start()
+    try:
+        sp = SearchSpace([Integer("seed", 0, 10**12), Integer("size", 1, 10**9, log=True),
+                          Categorical("c", ["a", "b"])])
+        assert sp.size() == float("inf")
+        cfgs = sp.sample(50, np.random.default_rng(0))
+        assert all(0 <= c["seed"] <= 10**12 and 1 <= c["size"] <= 10**9 for c in cfgs)
+        assert len({c["seed"] for c in cfgs}) == 50  # uniform over 10^12 values: no repeats in 50 draws
+        s = Search(sp, seed=0, n0=10, surrogate=None)
+        for _ in range(3):
+            tickets = s.ask(10)
+            s.tell([(t.id, float(t.id % 2)) for t in tickets])
+        assert s.tickets_told == 30
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 50e6, peak  # a listed range would need 10^12 Python ints (tens of terabytes)

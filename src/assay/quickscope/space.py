@@ -77,6 +77,10 @@ class Integer(_Param):
     def values(self):
         return list(range(int(self.low), int(self.high) + 1))
 
+    def count(self) -> int:
+        """How many values, without listing them (a seed or a size may span 10^12 values)."""
+        return int(self.high) - int(self.low) + 1
+
     def finite(self):
         return True
 
@@ -115,6 +119,9 @@ class Float(_Param):
 
     def values(self):
         return [self.low] if self.low == self.high else None
+
+    def count(self) -> float:
+        return 1 if self.low == self.high else math.inf
 
     def sample(self, rng):
         if self.log:
@@ -160,6 +167,9 @@ class Categorical(_Param):
     def values(self):
         return list(self.choices)
 
+    def count(self) -> int:
+        return len(self.choices)
+
     def sample(self, rng):
         return self.choices[int(rng.integers(len(self.choices)))]
 
@@ -187,6 +197,9 @@ class Constant(_Param):
 
     def values(self):
         return [self.value]
+
+    def count(self) -> int:
+        return 1
 
     def sample(self, rng):
         return self.value
@@ -390,7 +403,7 @@ class SearchSpace:
     def _count_upper(self) -> int:
         n = 1
         for p in self.params:
-            n *= len(p.values()) + (1 if p.when else 0)
+            n *= p.count() + (1 if p.when else 0)
             if n > 10 * ENUMERATE_LIMIT:
                 return n
         return n
