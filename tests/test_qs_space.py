@@ -121,6 +121,12 @@ def test_a_parameter_spanning_a_trillion_values_is_never_listed():
             tickets = s.ask(10)
             s.tell([(t.id, float(t.id % 2)) for t in tickets])
         assert s.tickets_told == 30
+        # the forest's candidate sets and the repulsion from certified configurations, on the same space
+        r = Search(sp, seed=0, n0=10, certify=0.5, repulsion=0.5, n_trees=10, candidates=100)
+        for _ in range(4):
+            tickets = r.ask(10)
+            r.tell([(t.id, 1.0 if t.config["c"] == "a" else 0.0) for t in tickets])
+        assert r.tickets_told == 40
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
