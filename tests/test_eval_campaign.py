@@ -203,3 +203,16 @@ def test_a_changed_campaign_pays_only_for_requests_it_has_not_made(tmp_path):
         pd.testing.assert_frame_equal(second.sections["faq"].results[name].estimates,
                                       first.sections["faq"].results[name].estimates)
     assert third.sample.groupby("model").size().to_dict() == {"long": 36, "short": 36}
+
+
+def test_the_requests_a_finite_kpi_guarantee_needs():
+    """dkw_needed(delta, target): the smallest n whose DKW half-width sqrt(ln(2/delta) / 2n) is below 1 - target."""
+    import math
+
+    from assay.eval.campaign import dkw_needed
+
+    for delta, target in ((0.05, 0.9), (0.1, 0.8), (0.01, 0.95)):
+        n = dkw_needed(delta, target)
+        eps = lambda k: math.sqrt(math.log(2 / delta) / (2 * k))  # noqa: E731
+        assert eps(n) < 1 - target <= eps(n - 1)
+    assert dkw_needed(0.05, 0.9) == 185

@@ -476,7 +476,8 @@ def summary_rows(c: Campaign, sections: dict[str, Section], costs: pd.DataFrame)
                              "statement": (f"accuracy on {whole} is in [{_fmt(e['ci_low'])}, "
                                            f"{_fmt(e['ci_high'])}] (estimate {_fmt(e['estimate'])}), "
                                            f"from {int(e['n_queries'])} questions"),
-                             "level": f"{conf}, {kind}", **cost(key, "faq")})
+                             # FAQ's intervals rest on a martingale CLT (calibrated or not): about, not at least
+                             "level": f"about {conf}, {kind}", **cost(key, "faq")})
             elif name == "scope":
                 cert = res.tables["certified"]
                 tau = res.info.get("tau")
@@ -533,7 +534,7 @@ def summary_rows(c: Campaign, sections: dict[str, Section], costs: pd.DataFrame)
                     st = (f"{who} scores [{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}] on fresh items (estimate "
                           f"{_fmt(r['estimate'])})")
                     rows.append({"subject": f"search@{b}", "section": "siren", "statement": st,
-                                 "level": f"{conf} (selection-aware)", "requests": 0, "tokens": 0, "seconds": 0.0})
+                                 "level": f"about {conf} (selection-aware, asymptotic)", "requests": 0, "tokens": 0, "seconds": 0.0})
     return pd.DataFrame(rows, columns=["subject", "section", "statement", "level", "requests", "tokens", "seconds"])
 
 
