@@ -128,7 +128,8 @@ def faq(
 ) -> None:
     """A new model's accuracy on the whole benchmark from a few adaptively chosen questions (FAQ)."""
     from .. import faq as faq_mod
-    from ..faq.io import load_factors, read_answers, save_factors as write_factors
+    from ..data.faq import read_answers
+    from ..faq.io import load_factors, save_factors as write_factors
     from ..progress import progress_reporter
 
     if (new is None) == (items is None):

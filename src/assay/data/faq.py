@@ -9,6 +9,7 @@ history's items by id (as strings), in any column order.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Mapping, NamedTuple, Sequence
 
 import numpy as np
@@ -17,7 +18,7 @@ import pandas as pd
 from ..errors import AssayInputError
 
 __all__ = ["FAQMatrix", "FAQAnswers", "FAQProtocolData", "as_matrix", "align_items", "prepare_answers",
-           "prepare_protocol"]
+           "prepare_protocol", "read_answers", "history_items"]
 
 
 class FAQMatrix(NamedTuple):
@@ -169,3 +170,38 @@ def prepare_protocol(history: Any, new_models: Any = None) -> FAQProtocolData:
         return FAQProtocolData(H, rows, items, None, None)
     Z, new_rows = prepare_answers(new_models, items, what="new_models")
     return FAQProtocolData(H, rows, items, Z, new_rows)
+
+
+def read_answers(path: str | Path, what: str = "answers"):
+    """Models' 0/1 answers from a file: a wide table (a ``model`` column, or the first column, is the model id; one
+    column per item), a long one (``model, item, score``), or an lm-eval / inspect / HELM log (read by
+    :mod:`assay.ingest`). ``what`` names the file in errors. The form :func:`assay.faq.evaluate` takes."""
+    import pandas as pd
+
+    from . import read_table
+
+    path = Path(path)
+    table = read_table(path, text_columns=("model", "item"))
+    if "source" in table.columns and {"model", "item", "score", "task"} <= set(table.columns):
+        # an lm-eval / inspect / HELM log read by assay.ingest: first repeat, items keyed by task when several
+        t = table[table["repeat"] == table["repeat"].min()] if "repeat" in table.columns else table
+        if "metric" in t.columns and t["metric"].nunique() > 1:
+            t = t[t["metric"] == t["metric"].iloc[0]]
+        item = t["item"] if t["task"].nunique() == 1 else t["task"] + "/" + t["item"]
+        return pd.DataFrame({"model": t["model"].to_numpy(), "item": item.to_numpy(), "score": t["score"].to_numpy()})
+    if {"model", "item", "score"} <= set(table.columns) and table.shape[1] <= 4:
+        return table
+    if table.shape[1] < 2:
+        raise AssayInputError(f"{what} {path}: expected a model id column and one column per item, or long columns "
+                              "model, item, score")
+    key = "model" if "model" in table.columns else table.columns[0]
+    table = table.set_index(key)
+    table.index = table.index.astype(str)
+    return table
+
+
+def history_items(hist) -> list[str]:
+    """The question ids of an FAQ history as :func:`read_answers` returns it (long or wide)."""
+    if isinstance(hist, pd.DataFrame) and {"model", "item", "score"} <= set(hist.columns):
+        return list(dict.fromkeys(hist["item"].astype(str)))
+    return [str(x) for x in hist.columns]

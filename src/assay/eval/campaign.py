@@ -168,7 +168,7 @@ def _emit(progress, **kw) -> None:
 
 def _faq_one(c: Campaign, m: ModelSpec, journal: str, make, progress) -> Any:
     from .. import faq
-    from ..faq.io import history_items, read_answers
+    from ..data.faq import history_items, read_answers
     from ..faq.live import LiveAnswerer
 
     if c.bank.policy == "correct":
@@ -534,7 +534,8 @@ def summary_rows(c: Campaign, sections: dict[str, Section], costs: pd.DataFrame)
                     st = (f"{who} scores [{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}] on fresh items (estimate "
                           f"{_fmt(r['estimate'])})")
                     rows.append({"subject": f"search@{b}", "section": "siren", "statement": st,
-                                 "level": f"about {conf} (selection-aware, asymptotic)", "requests": 0, "tokens": 0, "seconds": 0.0})
+                                 "level": f"about {conf} (selection-aware, asymptotic)", "requests": 0, "tokens": 0,
+                                 "seconds": 0.0})
     return pd.DataFrame(rows, columns=["subject", "section", "statement", "level", "requests", "tokens", "seconds"])
 
 

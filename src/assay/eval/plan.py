@@ -128,7 +128,7 @@ def plan(c: Campaign) -> Plan:
             from ..faq.api import resolve_budget
 
             if n_hist is None:
-                from ..faq.io import history_items, read_answers
+                from ..data.faq import history_items, read_answers
 
                 n_hist = len(history_items(read_answers(c.faq.history, "[faq].history")))
                 if n_hist != p.bank_size:

@@ -1,5 +1,5 @@
-"""Save and load fitted FAQ factor models (``.npz``), so a CV fit is paid once; read answer files
-(:func:`read_answers`, :func:`history_items`)."""
+"""Save and load fitted FAQ factor models (``.npz``), so a CV fit is paid once (answer files are read by
+:func:`assay.data.faq.read_answers`, re-exported here)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from ..errors import AssayInputError
 from .factor import FactorModel
 
 __all__ = ["save_factors", "load_factors", "read_answers", "history_items"]
+
+from ..data.faq import history_items, read_answers  # noqa: E402  (answer files are read by the data layer)
 
 _ARRAYS = ("U_", "V_", "b_", "prior_mean_", "prior_cov_", "empty_rows_", "empty_cols_")
 _SCALARS = ("k_", "weight_decay_", "bias", "train_logloss_", "heldout_logloss_", "baseline_logloss_",
@@ -52,40 +54,3 @@ def load_factors(path: str | Path) -> FactorModel:
     fm.row_labels_ = meta["row_labels_"]
     fm.cv_results_ = None
     return fm
-
-
-def read_answers(path: str | Path, what: str = "answers"):
-    """Models' 0/1 answers from a file: a wide table (a ``model`` column, or the first column, is the model id; one
-    column per item), a long one (``model, item, score``), or an lm-eval / inspect / HELM log (read by
-    :mod:`assay.ingest`). ``what`` names the file in errors. The form :func:`assay.faq.evaluate` takes."""
-    import pandas as pd
-
-    from .. import data as d
-
-    path = Path(path)
-    table = d.read_table(path, text_columns=("model", "item"))
-    if "source" in table.columns and {"model", "item", "score", "task"} <= set(table.columns):
-        # an lm-eval / inspect / HELM log read by assay.ingest: first repeat, items keyed by task when several
-        t = table[table["repeat"] == table["repeat"].min()] if "repeat" in table.columns else table
-        if "metric" in t.columns and t["metric"].nunique() > 1:
-            t = t[t["metric"] == t["metric"].iloc[0]]
-        item = t["item"] if t["task"].nunique() == 1 else t["task"] + "/" + t["item"]
-        return pd.DataFrame({"model": t["model"].to_numpy(), "item": item.to_numpy(), "score": t["score"].to_numpy()})
-    if {"model", "item", "score"} <= set(table.columns) and table.shape[1] <= 4:
-        return table
-    if table.shape[1] < 2:
-        raise AssayInputError(f"{what} {path}: expected a model id column and one column per item, or long columns "
-                              "model, item, score")
-    key = "model" if "model" in table.columns else table.columns[0]
-    table = table.set_index(key)
-    table.index = table.index.astype(str)
-    return table
-
-
-def history_items(hist) -> list[str]:
-    """The question ids of an FAQ history as :func:`read_answers` returns it (long or wide)."""
-    import pandas as pd
-
-    if isinstance(hist, pd.DataFrame) and {"model", "item", "score"} <= set(hist.columns):
-        return list(dict.fromkeys(hist["item"].astype(str)))
-    return [str(x) for x in hist.columns]
