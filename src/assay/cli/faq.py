@@ -37,9 +37,13 @@ def _print_faq(result) -> None:
         t.add_row(*cells)
     _out.print(t)
     f = result.info.get("factors", {})
-    _out.print(f"factors: k = {f.get('k')}, weight_decay = {f.get('weight_decay')}, train log-loss "
-               f"{f.get('train_logloss', float('nan')):.3f}, held-out {f.get('heldout_logloss', float('nan')):.3f}"
-               + (f" (cached fit: {f.get('cache')})" if f.get("cache") not in (None, "not used") else ""))
+    if f.get("pack"):
+        _out.print(f"factors: FAQ pack {f['pack']} (the FAQ paper's fit, k = {f.get('k')}; prior from its "
+                   "historical models, whose answers are not shipped)")
+    else:
+        _out.print(f"factors: k = {f.get('k')}, weight_decay = {f.get('weight_decay')}, train log-loss "
+                   f"{f.get('train_logloss', float('nan')):.3f}, held-out {f.get('heldout_logloss', float('nan')):.3f}"
+                   + (f" (cached fit: {f.get('cache')})" if f.get("cache") not in (None, "not used") else ""))
     live = result.info.get("live")
     if live and live.get("headline"):
         _out.print(f"live answers, {live['headline']}")
@@ -67,6 +71,30 @@ def _say_expected(e: dict | None) -> None:
         sys.stderr.write(line + "\n")
 
 
+def _pack_name(factors: Path | None) -> str | None:
+    """--factors names a shipped FAQ pack (when no file of that name exists) -> its name; a file -> None."""
+    from ..datasets import FAQ_PACKS
+
+    if factors is None or factors.exists():
+        return None
+    if str(factors) in FAQ_PACKS:
+        return str(factors)
+    raise AssayInputError(f"--factors {str(factors)!r}: no such file, nor a FAQ pack; the packs are "
+                          f"{', '.join(FAQ_PACKS)} (assay datasets lists them), a file is a .npz from --save-factors")
+
+
+def _pack_answers(path: Path, pack: str):
+    """--new with a FAQ pack: the model's leaderboard details (a folder, or files named after a task of the pack's
+    bank) in the pack's question order; any other file is an answers table with the pack's item ids."""
+    from ..data.faq import read_answers
+    from ..data.leaderboard import details_task
+    from ..datasets import faq_pack_index, read_faq_pack_answers
+
+    if path.is_dir() or details_task(path, set(faq_pack_index(pack)["task"])) is not None:
+        return read_faq_pack_answers(path, pack)
+    return read_answers(path, "new")
+
+
 def _parse_budget(text: str):
     """--budget: '0.05' or '1.0' is a fraction of the bank, '67' a number of queries."""
     import re
@@ -84,8 +112,12 @@ def _parse_budget(text: str):
 @app.command()
 @_guard
 def faq(
-    history: Path = typer.Option(..., "--history", help="Historical 0/1 answers: wide (model id column + one column per item; empty = missing) or long (model, item, score)."),
-    new: Optional[Path] = typer.Option(None, "--new", help="Offline: the new model(s)' answers on every item (same formats)."),
+    history: Optional[Path] = typer.Option(None, "--history", help="Historical 0/1 answers: wide (model id column + "
+                                           "one column per item; empty = missing) or long (model, item, score). Not "
+                                           "needed with --factors."),
+    new: Optional[Path] = typer.Option(None, "--new", help="Offline: the new model(s)' answers on every item (same "
+                                       "formats; with a FAQ pack also the model's leaderboard details: a folder of "
+                                       "lm-eval samples_leaderboard_<task>_<date>.jsonl or Parquet files)."),
     items: Optional[Path] = typer.Option(None, "--items", help="Live: item bank (CSV/JSONL/...) with id, prompt and reference columns."),
     budget: str = typer.Option("0.05", "--budget", help="A fraction of the bank (0.05; 1.0 = every question) or a number of queries (67). N or more = every question once, exact."),
     until_width: Optional[float] = typer.Option(None, "--until-width", help="Stop as soon as the (anytime-valid) interval is at most this wide; --budget is then the most to spend."),
@@ -101,7 +133,9 @@ def faq(
     quantile: Optional[str] = typer.Option(None, "--quantile", help="t (default) or normal."),
     fallback: Optional[float] = typer.Option(None, "--fallback", help="Level of the test that sends a model whose answers do not follow the history to uniform sampling (default 0.05; 0 = never)."),
     calibrate: bool = typer.Option(True, "--calibrate/--no-calibrate", help="Learn the floor of the interval's standard error, the expected coverage and the expected saving on held-out families of the history (cached with the fit), or use Student t."),
-    factors: Optional[Path] = typer.Option(None, "--factors", help="Load fitted factors (.npz from --save-factors): no fitting."),
+    factors: Optional[Path] = typer.Option(None, "--factors", help="Fitted factors, no fitting: a .npz from "
+                                             "--save-factors, or a FAQ pack by name (faq-mmlu-pro, faq-leaderboard-v2: "
+                                             "the FAQ paper's Open LLM Leaderboard v2 banks, listed by assay datasets)."),
     save_factors: Optional[Path] = typer.Option(None, "--save-factors", help="Save the fitted factors to this .npz."),
     k: Optional[int] = typer.Option(None, "--k", help="Fixed latent dimension (skips cross-validation; needs --weight-decay)."),
     weight_decay: Optional[float] = typer.Option(None, "--weight-decay", help="Fixed L2 prior precision (with --k)."),
@@ -143,9 +177,17 @@ def faq(
         raise AssayInputError(f"--uniform-mix must be in (0, 1] (every question keeps probability >= it / N); got "
                               f"{uniform_mix!r}")
     bud = _parse_budget(budget)
-    hist = read_answers(history, "history")
+    if history is None and factors is None:
+        raise AssayInputError("give --history (earlier models' answers, to fit the factors on) or --factors (a .npz "
+                              "from --save-factors, or a FAQ pack by name: faq-mmlu-pro, faq-leaderboard-v2)")
+    hist = read_answers(history, "history") if history is not None else None
     fm = None
-    if factors is not None:
+    pack = _pack_name(factors)
+    if pack is not None:
+        from ..datasets import faq_pack_factors
+
+        fm = faq_pack_factors(pack)
+    elif factors is not None:
         fm = load_factors(factors)
     elif k is not None:
         fm = faq_mod.FactorModel(k=k, weight_decay=weight_decay, seed=0)
@@ -153,7 +195,7 @@ def faq(
                fallback=fallback)
     answerer = None
     if new is not None:
-        target = read_answers(new, "new")
+        target = _pack_answers(new, pack) if pack is not None else read_answers(new, "new")
     else:
         from ..faq.live import LiveAnswerer
         from ..models import OpenAIChatModel
@@ -170,14 +212,18 @@ def faq(
         target = answerer
     with progress_reporter("factor fit (per fold and candidate)") as fit_update, progress_reporter("faq rounds") as update:
         try:
-            result = faq_mod.evaluate(hist, target, budget=bud, seed=seed, alpha=alpha, factors=fm, cache=cache,
-                                      until_width=until_width, min_queries=min_queries, progress=update,
+            # without a history the factors are the history (FactorModel): nothing to fit or calibrate on
+            result = faq_mod.evaluate(hist if hist is not None else fm, target, budget=bud, seed=seed, alpha=alpha,
+                                      factors=fm, cache=cache, until_width=until_width, min_queries=min_queries,
+                                      progress=update,
                                       fit_progress=fit_update, items=answerer.items if answerer else None,
                                       calibrate=calibrate, on_expected=_say_expected, **prm)
         finally:
             if answerer is not None and answerer.run_id:
                 sys.stderr.write(f"run id: {answerer.run_id} (resume with --run-id {answerer.run_id}); "
                                  f"{answerer.n_requests} requests, {answerer.n_cached} from the journal\n")
+    if pack is not None:
+        result.info["factors"]["pack"] = pack
     if answerer is not None:
         from ..models.outcomes import headline
 

@@ -6,7 +6,9 @@ from importlib import resources
 
 import pandas as pd
 
-__all__ = ["load_basics", "load_siren_law", "load_llmperf", "synthetic_autoeval", "simulated_faq", "load_faq_factors", "SHIPPED", "path"]
+__all__ = ["load_basics", "load_siren_law", "load_llmperf", "synthetic_autoeval", "simulated_faq", "load_faq_factors",
+           "SHIPPED", "path", "FAQ_PACKS", "faq_packs", "load_faq_pack", "faq_pack_index", "faq_pack_factors",
+           "read_faq_pack_answers"]
 
 SHIPPED = {
     "siren-law": (
@@ -155,3 +157,10 @@ SHIPPED["faq-factors"] = (
     "FAQ paper's fitted MMLU-Pro math factors (1,351 questions x K=64, 600 models; Apache-2.0); "
     "assay.datasets.simulated_faq draws answers from them",
 )
+
+# the FAQ paper's fitted factors for both Open LLM Leaderboard v2 banks (faq_packs.py; README.md: question order)
+from .faq_packs import (FAQ_PACKS, faq_pack_factors, faq_pack_index, faq_packs, load_faq_pack,  # noqa: E402
+                        read_faq_pack_answers)
+
+for _name, (_file, _bank, _folder, _desc) in FAQ_PACKS.items():
+    SHIPPED[_name] = (_file, _desc)
