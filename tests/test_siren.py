@@ -488,3 +488,53 @@ def test_an_empty_contrast_family_beside_others_is_a_warning_not_an_exit():
     assert any("'pairwise' has no member" in w for w in res.warnings)
     with pytest.raises(AssayInputError, match="empty for this table"):
         siren.evaluate(table, contrasts=["pairwise"], seed=0, n_boot=200)
+
+
+def test_grid_core_streams_cells_of_mixed_k_like_repeated_split_per_cell():
+    """core() streams all cells with K > 1 over blocks of items at once (_grid_split); each cell's estimate and
+    contributions are those of repeated_split on that cell alone, for every selector, across block boundaries."""
+    rng = np.random.default_rng(5)
+    M = 3001
+    Zs = [(rng.random((M, k)) < rng.random(k)).astype(float) for k in (6, 1, 3, 6, 2, 6, 1)]
+    D = siren.split_design(M, 7, 0.5, rng)
+    old = siren._BLOCK_ELEMS
+    siren._BLOCK_ELEMS = 5000  # blocks of a few hundred items: many block boundaries
+    try:
+        for selector in ("softmax", "hard", "adaptive"):
+            fit = siren.core(Zs, D, rng=1, n_boot=200, selector=selector)
+            for j, Z in enumerate(Zs):
+                if Z.shape[1] == 1:
+                    continue
+                ref = siren.repeated_split(Z, D, selector=selector)
+                assert fit.theta[j] == pytest.approx(ref["theta"][0], abs=1e-13)
+                assert np.allclose(fit.psi_heldout[:, j], ref["psi_heldout"][0], rtol=0, atol=1e-11)
+                assert np.allclose(fit.psi_selection[:, j], ref["psi_selection"][0], rtol=0, atol=1e-11)
+                assert fit.naive_max[j] == pytest.approx(Z.mean(axis=0).max(), abs=1e-15)
+    finally:
+        siren._BLOCK_ELEMS = old
+
+
+def test_zero_one_scores_held_as_int8_or_bool_give_the_same_result_without_a_float_copy():
+    rng = np.random.default_rng(2)
+    table = {(f"s{i}", b): (rng.random((400, 4)) < 0.4 + 0.05 * i) for i in range(3) for b in (1.0, 2.0)}
+    table[("s0", 0.0)] = rng.random(400) < 0.4
+    as_float = siren.evaluate({k: v.astype(float) for k, v in table.items()}, seed=1, n_boot=300,
+                              contrasts=["tuned-vs-default"])
+    for cast in (np.int8, np.uint8, bool):
+        res = siren.evaluate({k: v.astype(cast) for k, v in table.items()}, seed=1, n_boot=300,
+                             contrasts=["tuned-vs-default"])
+        assert res.cells.equals(as_float.cells) and res.contrasts.equals(as_float.contrasts)
+        assert res.warnings == as_float.warnings
+    design = siren.prepare({k: v.astype(np.int8) for k, v in table.items()})
+    assert all(Z.dtype == np.int8 for Z in design.scores.values())  # kept as given: no float64 copy
+    with pytest.raises(AssayInputError, match="outside"):
+        siren.evaluate({("s", 1.0): np.full((10, 2), 2, dtype=np.int8)})
+
+
+def test_multiplier_draws_do_not_depend_on_the_number_of_threads():
+    psi = boot.center(np.random.default_rng(0).standard_normal((5000, 3)))
+    one = boot.draw(psi, 500, np.random.default_rng(7), engine="multipliers", threads=1, chunk_elems=40_000)
+    two = boot.draw(psi, 500, np.random.default_rng(7), engine="multipliers", threads=2, chunk_elems=40_000)
+    assert np.array_equal(one, two)
+    other = boot.draw(psi, 500, np.random.default_rng(8), engine="multipliers", threads=2, chunk_elems=40_000)
+    assert not np.array_equal(one, other)

@@ -86,7 +86,7 @@ import pandas as pd
 from scipy import stats as _st
 
 from .data import SirenDesign, format_budget, parse_budget
-from .data.siren import prepare
+from .data.siren import _score_array, prepare
 from .errors import AssayInputError
 from .results import Result, build, level_alias
 from .seeds import resolve_seed
@@ -203,8 +203,41 @@ def repeated_split(
     DZ = D @ Z  # (N, R, K)
     S = DZ / m[..., None]
     T = (Z.sum(axis=-2)[:, None, :] - DZ) / l[..., None]  # held-out part = complement of D
-    omega = _split_weights(split_weights, np.broadcast_to(l, S.shape[:2]))  # (N, R)
+    sel = _select(S, T, np.broadcast_to(l, S.shape[:2]), selector=selector, temperature=temperature,
+                  split_weights=split_weights, instability_threshold=instability_threshold)
+    out = {k: sel[k] for k in ("theta", "Y", "q", "S", "T", "pi_win", "hard", "eff_k", "omega")}
+    if not influence:
+        return out
+    scale_E, scale_D = _influence_scales(sel["omega"], M, m, l)
+    # psi_E_i = sum_r sE_r 1{i in E_r} (Z_i'q_r - Y_r) = Z_i' (Et @ (sE q))_i - (Et @ (sE Y))_i, and
+    # likewise for the selection term: BLAS products, no (N, M, R) temporaries.
+    Dt = np.ascontiguousarray(np.swapaxes(D, -1, -2))  # (N|1, M, R)
+    Et = 1.0 - Dt
+    c, Y, q = sel["c"], sel["Y"], sel["q"]
+    cS = (c * S).sum(axis=-1)  # (N, R)
+    psi_E = np.einsum("nmk,nmk->nm", Z, Et @ (scale_E[..., None] * q)) - (Et @ (scale_E * Y)[..., None])[..., 0]
+    psi_D = np.einsum("nmk,nmk->nm", Z, Dt @ (scale_D[..., None] * c)) - (Dt @ (scale_D * cS)[..., None])[..., 0]
+    out["psi_heldout"] = psi_E
+    out["psi_selection"] = psi_D
+    return out
 
+
+def _select(
+    S: np.ndarray,
+    T: np.ndarray,
+    l: np.ndarray,
+    *,
+    selector: str,
+    temperature: float,
+    split_weights: str | Sequence[float],
+    instability_threshold: float,
+) -> dict[str, np.ndarray]:
+    """The selection step of eq. 6 for N problems from their split means S, T (N, R, K) and held-out sizes l (N, R):
+    weights q = g(S), Y = q'T, theta, the split weights omega, winner instability, which problems the adaptive rule
+    made hard, and c (N, R, K), the selector's derivative term of eq. 24 (c = q (T - Y) / tau for the softmax, 0 for
+    hard selection)."""
+    N = S.shape[0]
+    omega = _split_weights(split_weights, l)  # (N, R)
     q_hard = _hard_weights(S)
     votes = q_hard.mean(axis=1)  # (N, K)
     pi_win = 1.0 - votes.max(axis=-1)
@@ -228,7 +261,13 @@ def repeated_split(
         q = q_hard
     Y = (q * T).sum(axis=-1)  # (N, R)
     theta = (omega * Y).sum(axis=-1)
-    out = {
+    # Selection term: T' Dg(S) Gamma^S = c'(Z_i - S) with c = q (T - Y) / tau (softmax), 0 (hard).
+    if selector != "hard":
+        c = q_soft * (T - Y[..., None]) / temperature
+        c = np.where(use_hard[:, None, None], 0.0, c)
+    else:
+        c = np.zeros_like(q)
+    return {
         "theta": theta,
         "Y": Y,
         "q": q,
@@ -238,28 +277,13 @@ def repeated_split(
         "hard": use_hard,
         "eff_k": (1.0 / (q**2).sum(axis=-1)).mean(axis=-1),
         "omega": omega,
+        "c": c,
     }
-    if not influence:
-        return out
 
-    # Selection term: T' Dg(S) Gamma^S = c'(Z_i - S) with c = q (T - Y) / tau (softmax), 0 (hard).
-    if selector != "hard":
-        c = q_soft * (T - Y[..., None]) / temperature
-        c = np.where(use_hard[:, None, None], 0.0, c)
-    else:
-        c = np.zeros_like(q)
-    scale_E = omega * M / l  # (N, R)
-    scale_D = omega * M / m
-    # psi_E_i = sum_r sE_r 1{i in E_r} (Z_i'q_r - Y_r) = Z_i' (Et @ (sE q))_i - (Et @ (sE Y))_i, and
-    # likewise for the selection term: BLAS products, no (N, M, R) temporaries.
-    Dt = np.ascontiguousarray(np.swapaxes(D, -1, -2))  # (N|1, M, R)
-    Et = 1.0 - Dt
-    cS = (c * S).sum(axis=-1)  # (N, R)
-    psi_E = np.einsum("nmk,nmk->nm", Z, Et @ (scale_E[..., None] * q)) - (Et @ (scale_E * Y)[..., None])[..., 0]
-    psi_D = np.einsum("nmk,nmk->nm", Z, Dt @ (scale_D[..., None] * c)) - (Dt @ (scale_D * cS)[..., None])[..., 0]
-    out["psi_heldout"] = psi_E
-    out["psi_selection"] = psi_D
-    return out
+
+def _influence_scales(omega: np.ndarray, M: int, m: np.ndarray, l: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """omega_r M / |E_r| and omega_r M / |D_r|: the weights of the held-out and selection terms of eq. 24."""
+    return omega * M / l, omega * M / m
 
 
 # --------------------------------------------------------------------------------------------
@@ -332,7 +356,8 @@ class SirenEstimate(NamedTuple):
 
 
 def _cell_arrays(scores: Any) -> tuple[list[np.ndarray], list[str] | None]:
-    """Cells as a list of (M, K_c) float arrays (and their names when given as a mapping)."""
+    """Cells as a list of (M, K_c) arrays, compact dtypes kept (:func:`_score_array`), and their names when given as
+    a mapping."""
     names = None
     if isinstance(scores, Mapping):
         names = [str(k) for k in scores]
@@ -341,7 +366,7 @@ def _cell_arrays(scores: Any) -> tuple[list[np.ndarray], list[str] | None]:
         scores = list(scores)
     elif isinstance(scores, np.ndarray):
         scores = [scores]
-    Zs = [np.asarray(Z, dtype=float) for Z in scores]
+    Zs = [_score_array(Z) for Z in scores]
     Zs = [Z[:, None] if Z.ndim == 1 else Z for Z in Zs]
     if not Zs:
         raise AssayInputError("no cells given")
@@ -407,7 +432,6 @@ def core(
     D = np.asarray(in_score)
     if D.ndim != 2 or D.shape[1] != M or D.shape[0] < 1:
         raise AssayInputError(f"in_score must be a (splits, {M}) boolean array, got shape {D.shape}")
-    reps = D.shape[0]
     labels = list(labels) if labels is not None else (names or [f"cell {j}" for j in range(C)])
     rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
     tau = float(temperature) if _is_real(temperature) else float("nan")  # unused by "hard"
@@ -421,28 +445,27 @@ def core(
     selector_used = np.empty(C, dtype=object)
     pi_win = np.zeros(C)
     eff_k = np.ones(C)
-    naive_max = np.array([Z.mean(axis=0).max() for Z in Zs])
+    naive_max = np.empty(C)
 
     # Cells with one artifact: no selection, the full-pool mean (see the module docstring).
     for j in np.flatnonzero(K_of == 1):
-        z = Zs[j][:, 0]
+        z = Zs[j][:, 0].astype(float)
         theta[j] = z.mean()
+        naive_max[j] = theta[j]
         psi_E[:, j] = z - theta[j]
         psi_D[:, j] = 0.0
         selector_used[j] = "none"
-    # Cells with K > 1, batched by K through the vectorised estimator (memory-bounded chunks).
-    per = max(1, 4_000_000 // (M * max(int(K_of.max()), reps)))
-    for K in sorted(set(K_of[K_of > 1].tolist())):
-        idx = np.flatnonzero(K_of == K)
-        for start in range(0, len(idx), per):
-            js = idx[start : start + per]
-            res = repeated_split(np.stack([Zs[j] for j in js]), D, **sel_kw)
-            theta[js] = res["theta"]
-            psi_E[:, js] = res["psi_heldout"].T
-            psi_D[:, js] = res["psi_selection"].T
-            selector_used[js] = np.where(res["hard"], "hard", "softmax")
-            pi_win[js] = res["pi_win"]
-            eff_k[js] = res["eff_k"]
+    # Cells with K > 1: all of them at once, streamed over blocks of items (_grid_split).
+    multi = np.flatnonzero(K_of > 1)
+    if len(multi):
+        res = _grid_split([Zs[j] for j in multi], D, **sel_kw)
+        theta[multi] = res["theta"]
+        psi_E[:, multi] = res["psi_heldout"]
+        psi_D[:, multi] = res["psi_selection"]
+        selector_used[multi] = np.where(res["hard"], "hard", "softmax")
+        pi_win[multi] = res["pi_win"]
+        eff_k[multi] = res["eff_k"]
+        naive_max[multi] = res["naive_max"]
 
     psi = boot.center(psi_E + psi_D)
     omega_hat = boot.covariance(psi)
@@ -481,6 +504,107 @@ def core(
         band_low=theta - band_half,
         band_high=theta + band_half,
     )
+
+
+def _rowwise_dot(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    """sum_k X[..., k] * Y[..., k] over a short last axis (the artifacts), fused: no (rows, cells, K) product
+    temporary, and several times faster than multiplying and reducing over an axis of length K."""
+    return np.einsum("mnk,mnk->mn", X, Y)
+
+
+#: items x columns float64 values a block of :func:`_grid_split` holds at once (about 16 MB)
+_BLOCK_ELEMS = 2**21
+
+
+def _grid_split(Zs: Sequence[np.ndarray], D: np.ndarray, **sel_kw: Any) -> dict[str, np.ndarray]:
+    """The repeated-split estimator and item contributions for C cells sharing M items, streamed over items.
+
+    Same numbers as :func:`repeated_split` on each cell (up to rounding), without stacking the cells: the cells'
+    columns are read a block of items at a time, converted to float64 in that block only (0/1 scores may be held
+    as bool or int8, an eighth of the memory), in two passes. Pass 1 accumulates every artifact's sum over D_r and
+    over all items with one BLAS product per block; the selection step (:func:`_select`) then runs on the (R, K)
+    split means of all cells with the same K at once; pass 2 forms psi_heldout and psi_selection block by block
+    with two more products. Memory beyond the inputs and the (M, C) outputs: a few blocks of ~16 MB.
+
+    Returns ``theta``, ``pi_win``, ``hard``, ``eff_k``, ``naive_max`` (C,) and ``psi_heldout``,
+    ``psi_selection`` (M, C).
+    """
+    # The products here are thin (R or K columns against a block of items): BLAS threads gain little on them and
+    # spin badly when the cores are busy, so this step runs with one BLAS thread.
+    with boot._blas_limited(1):
+        return _grid_split_blocks(Zs, D, **sel_kw)
+
+
+def _grid_split_blocks(Zs: Sequence[np.ndarray], D: np.ndarray, **sel_kw: Any) -> dict[str, np.ndarray]:
+    M = Zs[0].shape[0]
+    R = D.shape[0]
+    C = len(Zs)
+    K_of = np.array([Z.shape[1] for Z in Zs])
+    # columns grouped by K, so each group's block is a (rows, cells, K) view
+    order = np.argsort(K_of, kind="stable")
+    groups = [order[K_of[order] == K] for K in np.unique(K_of)]
+    width = int(K_of.sum())
+    rows = max(1, min(M, _BLOCK_ELEMS // max(width, R)))
+    Df = D.astype(float)  # (R, M)
+    m = Df.sum(axis=1)
+    l = M - m
+    Dt = np.ascontiguousarray(Df.T)  # (M, R)
+    spans = [(a, min(M, a + rows)) for a in range(0, M, rows)]
+    block = np.empty((rows, width))
+
+    def fill(a: int, b: int) -> np.ndarray:
+        out = block[: b - a]
+        col = 0
+        for g in groups:
+            for j in g:
+                k = K_of[j]
+                out[:, col : col + k] = Zs[j][a:b]  # converted to float64 here, one block at a time
+                col += k
+        return out
+
+    DZ = np.zeros((R, width))
+    total = np.zeros(width)
+    for a, b in spans:
+        Zb = fill(a, b)
+        DZ += Dt[a:b].T @ Zb
+        total += Zb.sum(axis=0)
+
+    out = {k: np.empty(C) for k in ("theta", "pi_win", "eff_k", "naive_max")}
+    out["hard"] = np.zeros(C, dtype=bool)
+    weights = []  # per group: (columns, cells, K, held-out weights (R, n K), selection weights, their offsets)
+    col = 0
+    for g in groups:
+        n, K = len(g), int(K_of[g[0]])
+        cols = slice(col, col + n * K)
+        col += n * K
+        dz = DZ[:, cols].reshape(R, n, K).transpose(1, 0, 2)  # (n, R, K)
+        tot = total[cols].reshape(n, K)
+        S = dz / m[None, :, None]
+        T = (tot[:, None, :] - dz) / l[None, :, None]
+        sel = _select(S, T, np.broadcast_to(l, (n, R)), **sel_kw)
+        for key in ("theta", "pi_win", "eff_k"):
+            out[key][g] = sel[key]
+        out["hard"][g] = sel["hard"]
+        out["naive_max"][g] = tot.max(axis=1) / M
+        scale_E, scale_D = _influence_scales(sel["omega"], M, m[None, :], l[None, :])
+        WE = (scale_E[..., None] * sel["q"]).transpose(1, 0, 2).reshape(R, n * K)
+        WD = (scale_D[..., None] * sel["c"]).transpose(1, 0, 2).reshape(R, n * K)
+        cS = (sel["c"] * S).sum(axis=-1)  # (n, R)
+        weights.append((cols, g, n, K, WE, WD, (scale_E * sel["Y"]).T, (scale_D * cS).T))
+
+    psi_E = np.empty((M, C))
+    psi_D = np.empty((M, C))
+    for a, b in spans:
+        Zb = fill(a, b)
+        Db = Dt[a:b]
+        Eb = 1.0 - Db
+        for cols, g, n, K, WE, WD, offE, offD in weights:
+            Zg = Zb[:, cols].reshape(b - a, n, K)
+            psi_E[a:b, g] = _rowwise_dot(Zg, (Eb @ WE).reshape(b - a, n, K)) - Eb @ offE
+            psi_D[a:b, g] = _rowwise_dot(Zg, (Db @ WD).reshape(b - a, n, K)) - Db @ offD
+    out["psi_heldout"] = psi_E
+    out["psi_selection"] = psi_D
+    return out
 
 
 class SirenContrasts(NamedTuple):
@@ -863,7 +987,7 @@ def _selection_noise(Z: np.ndarray, m_score: int) -> float:
     if Z.shape[1] < 2 or m_score < 1:
         return 0.0
     top = np.argsort(-Z.mean(axis=0), kind="stable")[:2]
-    d = Z[:, top[0]] - Z[:, top[1]]
+    d = Z[:, top[0]].astype(float) - Z[:, top[1]]  # float: scores may be stored as uint8 / int8
     return float(d.std(ddof=1) / math.sqrt(m_score)) if Z.shape[0] > 1 else 0.0
 
 

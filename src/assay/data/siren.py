@@ -183,7 +183,8 @@ def prepare(
           ``columns`` and ``on_missing`` are passed to);
         * a mapping ``{(system, budget): Z}`` or ``{system: Z}`` (budget 1) where ``Z`` is an items x artifacts
           array of scores in [0, 1] (a 1-D array is one artifact), every cell on the same items in the same
-          order; artifacts are named ``a0, a1, ...`` and items ``0 .. M-1``;
+          order; artifacts are named ``a0, a1, ...`` and items ``0 .. M-1``. Float, integer and bool arrays are
+          kept without a copy (0/1 scores stored as int8 or bool take an eighth of the memory of float64);
         * one items x artifacts array (a single cell ``("system", 1.0)``);
         * a :class:`SirenDesign`, returned as it is.
 
@@ -204,6 +205,18 @@ def prepare(
     raise AssayInputError(f"cannot evaluate a {type(table).__name__}: give a tidy DataFrame, a dict of arrays or an array")
 
 
+def _score_array(Z: Any) -> np.ndarray:
+    """A cell's scores without a float64 copy of compact storage: float and integer arrays are kept as given (0/1
+    scores held as int8 take an eighth of the memory of float64), bool is viewed as uint8 (no copy), anything else
+    is converted to float64. SIREN's estimator converts a block of items at a time."""
+    Z = np.asarray(Z)
+    if Z.dtype == np.bool_:
+        return Z.view(np.uint8)
+    if Z.dtype.kind in "iuf":
+        return Z
+    return np.asarray(Z, dtype=float)
+
+
 def _design_from_arrays(table: Mapping[Any, Any]) -> SirenDesign:
     scores: dict[tuple[str, float | str], np.ndarray] = {}
     arts: dict[tuple[str, float | str], list[str]] = {}
@@ -215,7 +228,7 @@ def _design_from_arrays(table: Mapping[Any, Any]) -> SirenDesign:
         system, budget = key if isinstance(key, tuple) else (key, 1.0)
         budget = parse_budget(budget)
         try:
-            Z = np.asarray(Z, dtype=float)
+            Z = _score_array(Z)
         except (TypeError, ValueError) as exc:
             raise AssayInputError(f"cell {key!r}: scores must be numbers in [0, 1] ({exc})") from None
         if Z.ndim == 1:

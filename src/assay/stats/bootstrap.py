@@ -12,8 +12,8 @@ Conditional on ``psi`` this vector is *exactly* Gaussian, N(0, Omega_hat) with
 ``Omega_hat = M^{-1} sum_i (psi_i - psi_bar)(psi_i - psi_bar)'`` (SIREN eq. 75-76). Two engines
 produce draws from that law:
 
-* ``"multipliers"`` forms the ``B x M`` multiplier matrix literally (in chunks, so memory stays
-  bounded) and multiplies: cost O(B M C).
+* ``"multipliers"`` forms the ``B x M`` multiplier matrix literally (in blocks of rows, so memory stays
+  bounded, drawn in parallel threads with one generator per block) and multiplies: cost O(B M C).
 * ``"exact"`` (default) draws ``B x C`` standard normals and multiplies by a square root of
   ``Omega_hat``: cost O(M C^2 + B C^2). Because ``zeta Psi_c / sqrt(M)`` has rows i.i.d.
   N(0, Omega_hat) for any ``Psi_c``, the two engines give draws with the same joint law; only the
@@ -27,12 +27,17 @@ the paper, the bootstrap standard deviation for the studentised band).
 
 from __future__ import annotations
 
+import contextlib
+import os
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 
 __all__ = [
     "center",
     "covariance",
     "draw",
+    "default_threads",
     "pointwise_critical",
     "simultaneous_critical",
     "contrast_inference",
@@ -63,7 +68,8 @@ def draw(
     rng: np.random.Generator,
     *,
     engine: str = "exact",
-    chunk_elems: int = 2**23,
+    chunk_elems: int = 2**22,
+    threads: int | None = None,
 ) -> np.ndarray:
     """Draw ``n_boot`` replicates of ``G*`` (shape ``n_boot x C``) from centred contributions.
 
@@ -74,7 +80,13 @@ def draw(
     engine : {"exact", "multipliers"}
         See the module docstring; both give the same conditional law.
     chunk_elems : int
-        For ``"multipliers"``: how many multipliers to hold in memory at once.
+        For ``"multipliers"``: how many multipliers one block of draws holds (2**22 float64 = 34 MB); the draws
+        are made a block of ``chunk_elems // M`` rows at a time, so memory stays bounded for any B and M.
+    threads : int, optional
+        For ``"multipliers"``: how many blocks are drawn at once, in threads (numpy's normal generator and BLAS
+        release the GIL). Default: ``OMP_NUM_THREADS`` / ``OPENBLAS_NUM_THREADS`` / ``MKL_NUM_THREADS`` when set,
+        else the CPUs this process may use. Each block has its own generator, seeded from ``rng`` in block order,
+        so the draws depend on ``rng`` (and ``chunk_elems``) only, never on the number of threads.
     """
     M, C = psi_c.shape
     if engine == "exact":
@@ -83,13 +95,50 @@ def draw(
     if engine == "multipliers":
         out = np.empty((n_boot, C))
         rows = max(1, min(n_boot, chunk_elems // max(M, 1)))
+        spans = [(a, min(n_boot, a + rows)) for a in range(0, n_boot, rows)]
+        root_seed = np.random.SeedSequence(rng.integers(0, 2**63, size=4).tolist())
+        gens = [np.random.default_rng(s) for s in root_seed.spawn(len(spans))]
         scale = 1.0 / np.sqrt(M)
-        for start in range(0, n_boot, rows):
-            stop = min(n_boot, start + rows)
-            zeta = rng.standard_normal((stop - start, M))
-            out[start:stop] = (zeta @ psi_c) * scale
+
+        def block(k: int) -> None:
+            a, b = spans[k]
+            zeta = gens[k].standard_normal((b - a, M))  # one N(0, 1) multiplier per item and draw (eq. 72)
+            out[a:b] = (zeta @ psi_c) * scale
+
+        workers = min(len(spans), threads if threads is not None else default_threads())
+        if workers > 1:
+            # W threads each drawing a block and multiplying it: BLAS keeps one thread per call meanwhile, so W
+            # threads use W cores (nested BLAS threads would oversubscribe them and spin)
+            with _blas_limited(1), ThreadPoolExecutor(max_workers=workers) as pool:
+                list(pool.map(block, range(len(spans))))
+        else:
+            for k in range(len(spans)):
+                block(k)
         return out
     raise ValueError(f"engine must be 'exact' or 'multipliers', got {engine!r}")
+
+
+def _blas_limited(n: int):
+    """A context limiting BLAS to ``n`` threads (threadpoolctl), or doing nothing when that is unavailable."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - threadpoolctl is a dependency
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=n, user_api="blas")
+
+
+def default_threads() -> int:
+    """Threads for work numpy does not parallelise itself: the first of ``OMP_NUM_THREADS``,
+    ``OPENBLAS_NUM_THREADS``, ``MKL_NUM_THREADS`` that is set to a positive integer (the limit the user gave BLAS),
+    else the number of CPUs this process may run on."""
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        v = os.environ.get(var, "").strip()
+        if v.isdigit() and int(v) >= 1:
+            return int(v)
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
 
 
 def pointwise_critical(G: np.ndarray, alpha: float) -> np.ndarray:
