@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from typing import Any, Callable, Mapping, Protocol, Union, runtime_checkable
 
 __all__ = ["Prompt", "Response", "RetryableError", "Model", "CallableModel"]
@@ -54,15 +54,18 @@ class Response:
         return self.error is None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # every field is a scalar: a shallow dict equals dataclasses.asdict, without its recursive deep copy
+        return {name: getattr(self, name) for name in _RESPONSE_FIELDS}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Response":
-        names = {f.name for f in fields(cls)}
-        kw = {k: v for k, v in d.items() if k in names}
+        kw = {k: v for k, v in d.items() if k in _RESPONSE_FIELDS}
         kw.setdefault("text", None)
         kw.setdefault("latency_s", 0.0)
         return cls(**kw)
+
+
+_RESPONSE_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Response))
 
 
 class RetryableError(Exception):

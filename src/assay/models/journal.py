@@ -38,7 +38,7 @@ import secrets as _secrets
 import sqlite3
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 if TYPE_CHECKING:  # pandas is imported where used: a runner that only gets / puts stays light
     import pandas as pd
@@ -374,6 +374,10 @@ _UPSERT_TAIL = (" ON CONFLICT(run_id, key) DO UPDATE SET created = excluded.crea
                 " error = excluded.error WHERE records.error IS NOT NULL")
 
 
+def _nothing() -> None:
+    """The commit of an empty batch."""
+
+
 def _many(c: sqlite3.Connection, head: str, tail: str, rows: list[tuple], chunk: int = 400) -> None:
     """One multi-row statement per ``chunk`` rows instead of ``executemany``: the sqlite3 module releases and
     retakes the GIL around every row it steps, which made a writer thread wait for the event loop once per row."""
@@ -382,6 +386,9 @@ def _many(c: sqlite3.Connection, head: str, tail: str, rows: list[tuple], chunk:
         one = "(" + ",".join("?" * len(part[0])) + ")"
         c.execute(head + ",".join([one] * len(part)) + tail, [v for row in part for v in row])
 
+
+# INSERT ... RETURNING reports which rows an upsert wrote (SQLite 3.35, 2021); older libraries read first
+_RETURNING = sqlite3.sqlite_version_info >= (3, 35, 0)
 
 _UPSERT_RECORD = (
     "INSERT INTO records (run_id, key, created, request, response, latency_s, prompt_tokens,"
@@ -437,10 +444,12 @@ class Journal:
         except OSError as exc:
             raise AssayInputError(f"cannot create the journal {self.path}: {exc}") from None
         self._lock = threading.RLock()
-        self._wlock = threading.RLock()
+        self._wlock = threading.Lock()  # a plain lock: batch_start's commit may release it on another thread
         self._sync, self._busy = str(synchronous).upper(), busy_timeout_s
         self._wconn: sqlite3.Connection | None = None
         self._conn: sqlite3.Connection | None = None
+        self._known_runs: set = set()  # runs this object wrote in a committed transaction (runs are never deleted)
+        self._touched: dict[str, float] = {}  # run id -> when batch() last set its 'updated' stamp
         self._conn = self._connect(str(synchronous).upper(), busy_timeout_s)
 
     def _connect(self, synchronous: str, busy_timeout_s: float) -> sqlite3.Connection:
@@ -631,7 +640,7 @@ class Journal:
         Operations: ``("put", run_id, key, request, response)`` -> ``"stored"``, or ``"duplicate"`` when a completed
         answer was already there (the new one, paid for, is thrown away and counted); ``("finish", run_id, key,
         request, response, counts, owner)``: the same, plus the counters ``counts`` and, for an error, the owner's
-        claim released (a completed answer clears the key's claim); ``("claim", run_id, key, owner, ttl_s)`` ->
+        claim released (a claim on an answered key is spent: it yields "done"; :meth:`finish_run` deletes it); ``("claim", run_id, key, owner, ttl_s)`` ->
         ``"done"`` (answered already), ``"busy"`` (another live owner holds the key) or ``"claimed"``;
         ``("release", run_id, key, owner)``; ``("bump", run_id, {name: n})`` (counters).
         A claim whose owner is a dead process on this host, or whose lease expired, is taken over.
@@ -639,106 +648,165 @@ class Journal:
         The work is set-based: a handful of SQLite calls per batch whatever its size. (Every SQLite call releases
         and retakes the GIL; one call per record made the writer thread fight the event loop for it.)
         """
+        out, commit = self.batch_start(ops)
+        commit()
+        return out
+
+    def batch_start(self, ops: list[tuple]) -> tuple[list[Any], Callable[[], None]]:
+        """:meth:`batch` up to its COMMIT: ``(results, commit)``. The results hold once ``commit()`` has returned
+        (call it exactly once, from any thread); until then the journal's writer is held and other writers wait.
+
+        The runner calls ``commit`` on a thread of its own: the COMMIT is the fsync, the one slow step of a write,
+        and the event loop goes on reading answers and sending requests meanwhile (the sqlite3 module releases
+        the GIL while SQLite works)."""
         import socket
         import time
 
         if not ops:
-            return []
+            return [], _nothing
         out: list[Any] = [None] * len(ops)
         for op in ops:
             if op[0] not in ("put", "finish", "claim", "release", "bump"):
                 raise AssayInputError(f"unknown journal operation {op[0]!r}")
-        # serialise outside the write lock (and, for the runner, on its own thread: see prepare())
+        # serialise outside the write lock (the runner does it as each answer arrives: see prepare())
         ops = [self.prepare(op) for op in ops]
-        with self._wlock:
+        self._wlock.acquire()
+        try:
             c = self._writer()
             c.execute("BEGIN IMMEDIATE")
-            try:
-                now_t, now = time.time(), _now()
-                # -- answers ---------------------------------------------------------------------------------
-                puts = [(i, op) for i, op in enumerate(ops) if op[0] in ("put", "finish")]
-                if puts:
-                    by_run: dict[str, list] = {}
-                    for i, op in puts:
-                        self._check_id(op[1])
-                        by_run.setdefault(op[1], []).append((i, op))
-                    counts: dict[str, dict[str, int]] = {}
-                    for run_id, items in by_run.items():
-                        keys = [op[2] for _, op in items]
-                        done_before = self._completed(c, run_id, keys)
-                        rows, clear, release = [], [], []
-                        seen: set = set()
-                        for i, op in items:
-                            key, row, ok = op[2], op[3], op[4]
-                            rows.append(row[:2] + (now,) + row[3:])
-                            dup = ok and (key in done_before or key in seen)
-                            if ok:
-                                seen.add(key)
-                                clear.append((run_id, key))
-                            elif op[0] == "finish" and len(op) > 6:
-                                release.append((run_id, key, op[6]))
-                            cnt = counts.setdefault(run_id, {})
-                            if op[0] == "finish" and len(op) > 5 and op[5]:
-                                for name, n in op[5].items():
-                                    cnt[name] = cnt.get(name, 0) + int(n)
-                            if dup:
-                                cnt["duplicates"] = cnt.get("duplicates", 0) + 1
-                            out[i] = "duplicate" if dup else "stored"
+        except BaseException:
+            self._wlock.release()
+            raise
+        try:
+            now_t, now = time.time(), _now()
+            # -- answers ---------------------------------------------------------------------------------
+            puts = [(i, op) for i, op in enumerate(ops) if op[0] in ("put", "finish")]
+            if puts:
+                by_run: dict[str, list] = {}
+                for i, op in puts:
+                    self._check_id(op[1])
+                    by_run.setdefault(op[1], []).append((i, op))
+                counts: dict[str, dict[str, int]] = {}
+                for run_id, items in by_run.items():
+                    rows, release = [], []
+                    for i, op in items:
+                        rows.append(op[3][:2] + (now,) + op[3][3:])
+                        if not op[4] and op[0] == "finish" and len(op) > 6:
+                            release.append((run_id, op[2], op[6]))
+                    if run_id not in self._known_runs:
                         c.execute("INSERT OR IGNORE INTO runs (run_id, created, updated, meta, status) "
                                   "VALUES (?, ?, ?, '{}', 'running')", (run_id, now, now))
-                        _many(c, _UPSERT_HEAD, _UPSERT_TAIL, rows)
+                    written = self._upsert(c, run_id, rows)
+                    seen: set = set()
+                    cnt = counts.setdefault(run_id, {})
+                    for i, op in items:
+                        key, ok = op[2], op[4]
+                        # a completed answer that changed no row met one stored before it (or earlier in this
+                        # batch): paid for, thrown away, counted
+                        dup = ok and (key not in written or key in seen)
+                        if ok:
+                            seen.add(key)
+                        if op[0] == "finish" and len(op) > 5 and op[5]:
+                            for name, n in op[5].items():
+                                cnt[name] = cnt.get(name, 0) + int(n)
+                        if dup:
+                            cnt["duplicates"] = cnt.get("duplicates", 0) + 1
+                        out[i] = "duplicate" if dup else "stored"
+                    # the run's 'updated' stamp at most once a second (finish_run sets the last one)
+                    if now_t - self._touched.get(run_id, 0.0) >= 1.0:
                         c.execute("UPDATE runs SET updated = ? WHERE run_id = ?", (now, run_id))
-                        for k in range(0, len(clear), 500):
-                            part = [key for _, key in clear[k:k + 500]]
-                            c.execute("DELETE FROM claims WHERE run_id = ? AND key IN (%s)" % ",".join("?" * len(part)),
-                                      (run_id, *part))
-                        if release:
-                            c.executemany("DELETE FROM claims WHERE run_id = ? AND key = ? AND owner = ?", release)
-                    for run_id, cnt in counts.items():
-                        self._bump(c, run_id, cnt)
-                # -- claims ----------------------------------------------------------------------------------
-                claims = [(i, op) for i, op in enumerate(ops) if op[0] == "claim"]
-                if claims:
-                    host = socket.gethostname()
-                    by_run = {}
-                    for i, op in claims:
-                        by_run.setdefault(op[1], []).append((i, op))
-                    for run_id, items in by_run.items():
-                        keys = [op[2] for _, op in items]
-                        done = self._completed(c, run_id, keys)
-                        held = self._claims(c, run_id, keys)
-                        grant = []
-                        for i, op in items:
-                            _, _, key, owner, ttl = op
-                            if key in done:
-                                out[i] = "done"
+                        self._touched[run_id] = now_t
+                    if release:
+                        c.executemany("DELETE FROM claims WHERE run_id = ? AND key = ? AND owner = ?", release)
+                self._bump_all(c, counts)
+            # -- claims ----------------------------------------------------------------------------------
+            claims = [(i, op) for i, op in enumerate(ops) if op[0] == "claim"]
+            if claims:
+                host = socket.gethostname()
+                by_run = {}
+                for i, op in claims:
+                    by_run.setdefault(op[1], []).append((i, op))
+                for run_id, items in by_run.items():
+                    keys = [op[2] for _, op in items]
+                    done = self._completed(c, run_id, keys)
+                    held = self._claims(c, run_id, keys)
+                    grant = []
+                    for i, op in items:
+                        _, _, key, owner, ttl = op
+                        if key in done:
+                            out[i] = "done"
+                            continue
+                        row = held.get(key)
+                        if row and row[0] != owner and row[1] > now_t:
+                            o_host, _, rest = row[0].partition(":")
+                            pid_s = rest.split(":")[0]
+                            pid = int(pid_s) if pid_s.isdigit() else -1
+                            stale = o_host == host and pid != os.getpid() and not _pid_alive(pid)
+                            if not stale:
+                                out[i] = "busy"
                                 continue
-                            row = held.get(key)
-                            if row and row[0] != owner and row[1] > now_t:
-                                o_host, _, rest = row[0].partition(":")
-                                pid_s = rest.split(":")[0]
-                                pid = int(pid_s) if pid_s.isdigit() else -1
-                                stale = o_host == host and pid != os.getpid() and not _pid_alive(pid)
-                                if not stale:
-                                    out[i] = "busy"
-                                    continue
-                            grant.append((run_id, key, owner, now_t + float(ttl)))
-                            held[key] = (owner, now_t + float(ttl))
-                            out[i] = "claimed"
-                        if grant:
-                            _many(c, "INSERT OR REPLACE INTO claims (run_id, key, owner, expires) VALUES ", "", grant)
-                # -- releases and counters ---------------------------------------------------------------------
-                rel = [op[1:4] for op in ops if op[0] == "release"]
-                if rel:
-                    c.executemany("DELETE FROM claims WHERE run_id = ? AND key = ? AND owner = ?", rel)
-                for op in ops:
-                    if op[0] == "bump":
-                        self._bump(c, op[1], op[2])
-                c.execute("COMMIT")
-            except BaseException:
+                        grant.append((run_id, key, owner, now_t + float(ttl)))
+                        held[key] = (owner, now_t + float(ttl))
+                        out[i] = "claimed"
+                    if grant:
+                        _many(c, "INSERT OR REPLACE INTO claims (run_id, key, owner, expires) VALUES ", "", grant)
+            # -- releases and counters ---------------------------------------------------------------------
+            rel = [op[1:4] for op in ops if op[0] == "release"]
+            if rel:
+                c.executemany("DELETE FROM claims WHERE run_id = ? AND key = ? AND owner = ?", rel)
+            bumps: dict[str, dict[str, int]] = {}
+            for op in ops:
+                if op[0] == "bump":
+                    cnt = bumps.setdefault(op[1], {})
+                    for name, n in op[2].items():
+                        cnt[name] = cnt.get(name, 0) + int(n)
+            self._bump_all(c, bumps)
+        except BaseException:
+            try:
                 c.execute("ROLLBACK")
+            finally:
+                self._wlock.release()
+            raise
+        runs = {op[1] for op in ops if op[0] in ("put", "finish")}
+        state = {"open": True}
+
+        def commit() -> None:
+            if not state["open"]:
+                raise AssayInputError("this journal batch was committed already")
+            state["open"] = False
+            try:
+                c.execute("COMMIT")
+                self._known_runs.update(runs)
+            except BaseException:
+                self._known_runs.clear()  # a rolled-back INSERT of a run must be done again
+                try:
+                    c.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass
                 raise
-        return out
+            finally:
+                self._wlock.release()
+
+        return out, commit
+
+    def _upsert(self, c: sqlite3.Connection, run_id: str, rows: list[tuple]) -> set:
+        """Insert ``rows`` (first completed answer wins; a stored error may be replaced) and return the keys whose
+        row was written. With SQLite >= 3.35 one statement does both (``RETURNING``); before, the keys already
+        answered are read first."""
+        if _RETURNING:
+            written: set = set()
+            for k in range(0, len(rows), 400):
+                part = rows[k:k + 400]
+                one = "(" + ",".join("?" * len(part[0])) + ")"
+                written.update(r[0] for r in c.execute(
+                    _UPSERT_HEAD + ",".join([one] * len(part)) + _UPSERT_TAIL + " RETURNING key",
+                    [v for row in part for v in row]).fetchall())
+            return written
+        keys = [row[1] for row in rows]
+        done_before = self._completed(c, run_id, keys)
+        _many(c, _UPSERT_HEAD, _UPSERT_TAIL, rows)
+        # a key answered before is not written, whatever the row; an error row meeting it is not written either
+        return {row[1] for row in rows if row[1] not in done_before}
 
     def prepare(self, op: tuple) -> tuple:
         """An operation with its record serialised: ``("put"|"finish", run_id, key, row, ok, counts, owner)``.
@@ -779,6 +847,15 @@ class Journal:
                 f["prompt_tokens"], f["completion_tokens"], f["error"])
 
     @staticmethod
+    def _bump_all(c: sqlite3.Connection, counts: Mapping[str, Mapping[str, int]]) -> None:
+        """Add ``counts`` (run id -> {counter: n}) to the counters in one statement."""
+        rows = [(run_id, str(name), int(n)) for run_id, cnt in counts.items() for name, n in cnt.items() if n]
+        if rows:
+            c.execute("INSERT INTO counters (run_id, name, value) VALUES " + ",".join(["(?, ?, ?)"] * len(rows)) +
+                      " ON CONFLICT(run_id, name) DO UPDATE SET value = value + excluded.value",
+                      [v for row in rows for v in row])
+
+    @staticmethod
     def _bump(c: sqlite3.Connection, run_id: str, counts: Mapping[str, int]) -> None:
         for name, n in counts.items():
             if n:
@@ -793,7 +870,11 @@ class Journal:
     def finish_run(self, run_id: str, status: str = "done") -> None:
         """Mark a run finished (``status``: e.g. ``done``, ``failed``, ``interrupted``)."""
         self._require_run(run_id)
-        self._write([("UPDATE runs SET status = ?, updated = ? WHERE run_id = ?", (str(status), _now(), run_id))])
+        # claims on answered keys are spent (a claim on a completed key always yields "done"); batch() leaves them
+        # for this one statement rather than deleting them commit by commit
+        self._write([("UPDATE runs SET status = ?, updated = ? WHERE run_id = ?", (str(status), _now(), run_id)),
+                     ("DELETE FROM claims WHERE run_id = ? AND key IN "
+                      "(SELECT key FROM records WHERE run_id = ? AND error IS NULL)", (run_id, run_id))])
 
     def has_run(self, run_id: str) -> bool:
         return bool(self._query("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)))
