@@ -458,16 +458,15 @@ def core(
     # Cells with K > 1: all of them at once, streamed over blocks of items (_grid_split).
     multi = np.flatnonzero(K_of > 1)
     if len(multi):
-        res = _grid_split([Zs[j] for j in multi], D, **sel_kw)
+        res = _grid_split([Zs[j] for j in multi], D, out=(psi_E, psi_D, multi), **sel_kw)
         theta[multi] = res["theta"]
-        psi_E[:, multi] = res["psi_heldout"]
-        psi_D[:, multi] = res["psi_selection"]
         selector_used[multi] = np.where(res["hard"], "hard", "softmax")
         pi_win[multi] = res["pi_win"]
         eff_k[multi] = res["eff_k"]
         naive_max[multi] = res["naive_max"]
 
-    psi = boot.center(psi_E + psi_D)
+    psi = psi_E + psi_D
+    psi -= psi.mean(axis=0, keepdims=True)  # centred in place: no second (M, C) copy
     omega_hat = boot.covariance(psi)
     if not (np.isfinite(theta).all() and np.isfinite(omega_hat).all()):
         bad = [labels[j] for j in np.flatnonzero(~np.isfinite(theta) | ~np.isfinite(np.diag(omega_hat)))]
@@ -489,8 +488,8 @@ def core(
         psi_selection=psi_D,
         omega=omega_hat,
         se=sd / root,
-        se_heldout=np.linalg.norm(boot.center(psi_E), axis=0) / M,
-        se_selection=np.linalg.norm(boot.center(psi_D), axis=0) / M,
+        se_heldout=_centred_norms(psi_E) / M,
+        se_selection=_centred_norms(psi_D) / M,
         K=K_of,
         selector=selector_used,
         pi_win=pi_win,
@@ -506,6 +505,16 @@ def core(
     )
 
 
+def _centred_norms(x: np.ndarray, rows: int = 8192) -> np.ndarray:
+    """Column norms of x minus its column means, a block of rows at a time (no centred (M, C) copy)."""
+    mean = x.mean(axis=0)
+    ss = np.zeros(x.shape[1])
+    for a in range(0, x.shape[0], rows):
+        d = x[a : a + rows] - mean
+        ss += np.einsum("ij,ij->j", d, d)
+    return np.sqrt(ss)
+
+
 def _rowwise_dot(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
     """sum_k X[..., k] * Y[..., k] over a short last axis (the artifacts), fused: no (rows, cells, K) product
     temporary, and several times faster than multiplying and reducing over an axis of length K."""
@@ -516,7 +525,8 @@ def _rowwise_dot(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
 _BLOCK_ELEMS = 2**21
 
 
-def _grid_split(Zs: Sequence[np.ndarray], D: np.ndarray, **sel_kw: Any) -> dict[str, np.ndarray]:
+def _grid_split(Zs: Sequence[np.ndarray], D: np.ndarray, out: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+                **sel_kw: Any) -> dict[str, np.ndarray]:
     """The repeated-split estimator and item contributions for C cells sharing M items, streamed over items.
 
     Same numbers as :func:`repeated_split` on each cell (up to rounding), without stacking the cells: the cells'
@@ -527,15 +537,18 @@ def _grid_split(Zs: Sequence[np.ndarray], D: np.ndarray, **sel_kw: Any) -> dict[
     with two more products. Memory beyond the inputs and the (M, C) outputs: a few blocks of ~16 MB.
 
     Returns ``theta``, ``pi_win``, ``hard``, ``eff_k``, ``naive_max`` (C,) and ``psi_heldout``,
-    ``psi_selection`` (M, C).
+    ``psi_selection`` (M, C). With ``out = (psi_E, psi_D, columns)`` the contributions are written into those
+    columns of the caller's arrays instead (no second (M, C) pair).
     """
     # The products here are thin (R or K columns against a block of items): BLAS threads gain little on them and
     # spin badly when the cores are busy, so this step runs with one BLAS thread.
+    if Zs[0].shape[0] * sum(Z.shape[1] for Z in Zs) < boot._THIN_PRODUCT_ELEMS:
+        return _grid_split_blocks(Zs, D, out, **sel_kw)
     with boot._blas_limited(1):
-        return _grid_split_blocks(Zs, D, **sel_kw)
+        return _grid_split_blocks(Zs, D, out, **sel_kw)
 
 
-def _grid_split_blocks(Zs: Sequence[np.ndarray], D: np.ndarray, **sel_kw: Any) -> dict[str, np.ndarray]:
+def _grid_split_blocks(Zs: Sequence[np.ndarray], D: np.ndarray, out_arrays: Any, **sel_kw: Any) -> dict[str, Any]:
     M = Zs[0].shape[0]
     R = D.shape[0]
     C = len(Zs)
@@ -592,18 +605,21 @@ def _grid_split_blocks(Zs: Sequence[np.ndarray], D: np.ndarray, **sel_kw: Any) -
         cS = (sel["c"] * S).sum(axis=-1)  # (n, R)
         weights.append((cols, g, n, K, WE, WD, (scale_E * sel["Y"]).T, (scale_D * cS).T))
 
-    psi_E = np.empty((M, C))
-    psi_D = np.empty((M, C))
+    if out_arrays is None:
+        psi_E, psi_D, to = np.empty((M, C)), np.empty((M, C)), np.arange(C)
+    else:
+        psi_E, psi_D, to = out_arrays
     for a, b in spans:
         Zb = fill(a, b)
         Db = Dt[a:b]
         Eb = 1.0 - Db
         for cols, g, n, K, WE, WD, offE, offD in weights:
             Zg = Zb[:, cols].reshape(b - a, n, K)
-            psi_E[a:b, g] = _rowwise_dot(Zg, (Eb @ WE).reshape(b - a, n, K)) - Eb @ offE
-            psi_D[a:b, g] = _rowwise_dot(Zg, (Db @ WD).reshape(b - a, n, K)) - Db @ offD
-    out["psi_heldout"] = psi_E
-    out["psi_selection"] = psi_D
+            psi_E[a:b, to[g]] = _rowwise_dot(Zg, (Eb @ WE).reshape(b - a, n, K)) - Eb @ offE
+            psi_D[a:b, to[g]] = _rowwise_dot(Zg, (Db @ WD).reshape(b - a, n, K)) - Db @ offD
+    if out_arrays is None:
+        out["psi_heldout"] = psi_E
+        out["psi_selection"] = psi_D
     return out
 
 

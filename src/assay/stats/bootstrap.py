@@ -53,7 +53,16 @@ def center(psi: np.ndarray) -> np.ndarray:
 def covariance(psi_c: np.ndarray) -> np.ndarray:
     """``Omega_hat = M^{-1} Psi_c' Psi_c`` for centred contributions (eq. 76)."""
     M = psi_c.shape[0]
-    return (psi_c.T @ psi_c) / M
+    if psi_c.size < _THIN_PRODUCT_ELEMS:
+        return (psi_c.T @ psi_c) / M
+    # a thin product (C x M times M x C, M >> C): threaded BLAS gains nothing on it and, measured on 2 busy cores
+    # with OpenBLAS, takes 100 times the CPU of one thread; so one thread
+    with _blas_limited(1):
+        return (psi_c.T @ psi_c) / M
+
+
+#: from this many elements on, thin products run with one BLAS thread (below it the limit costs more than it saves)
+_THIN_PRODUCT_ELEMS = 2**20
 
 
 def _sqrt_psd(omega: np.ndarray) -> np.ndarray:
