@@ -11,13 +11,14 @@ into a rich progress bar on a terminal and into plain lines otherwise (CI, pipes
 
 from __future__ import annotations
 
+import contextlib
 import os
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from .errors import AssayInputError
+from .errors import AssayBackendError, AssayInputError
 from .seeds import resolve_seed, spawn  # noqa: F401  (re-exported: the one seed rule lives in assay.seeds)
 
 __all__ = ["resolve_seed", "spawn", "SerialExecutor", "ProcessExecutor", "RayExecutor", "get_executor", "run_tasks",
@@ -99,12 +100,15 @@ class RayExecutor:
     * Tasks are sent in chunks (about 4 per worker, or ``chunk`` tasks each) so that the per-call overhead of Ray
       stays small against the work, with at most ``workers`` chunks running at once; results come back in task
       order.
-    * A task whose worker dies is retried by Ray (``max_retries``); tasks are pure functions of (task, child seed),
-      so a retry returns exactly the same result.
+    * A task whose worker or node dies is retried by Ray (``max_retries``) on the nodes that are left; tasks are
+      pure functions of (task, child seed), so a retry returns exactly the same result (tested with a node of a
+      3-node cluster removed mid-run). When the retries are spent: :class:`AssayBackendError`.
+    * ``address``: where nothing answers, :class:`AssayBackendError` within ``connect_timeout`` seconds (Ray
+      itself would retry for minutes).
     """
 
     def __init__(self, workers: int | None = None, address: str | None = None, *, max_retries: int = 3,
-                 chunk: int | None = None) -> None:
+                 chunk: int | None = None, connect_timeout: float = 5.0) -> None:
         try:
             import ray  # noqa: F401
         except ImportError:
@@ -113,16 +117,24 @@ class RayExecutor:
         self.address = address
         self.max_retries = int(max_retries)
         self.chunk = chunk
+        self.connect_timeout = float(connect_timeout)
 
     def _init(self):
         import ray
 
-        if not ray.is_initialized():
-            kw = dict(include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
-            if self.address:
-                ray.init(address=self.address, **kw)
-            else:
-                ray.init(num_cpus=self.workers, **kw)
+        if ray.is_initialized():
+            _same_cluster(ray, self.address)
+            return ray
+        kw = dict(include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
+        if not self.address:
+            ray.init(num_cpus=self.workers, **kw)
+            return ray
+        # ray.init retries an address where nothing answers for minutes: ask the head's port first, briefly
+        _probe(self.address, self.connect_timeout)
+        try:
+            ray.init(address=self.address, **kw)
+        except (ConnectionError, TimeoutError, ValueError, RuntimeError) as e:
+            raise AssayBackendError(f"could not join the Ray cluster at {self.address}: {e}") from None
         return ray
 
     def map(self, fn, tasks, seeds, progress=None) -> list[Any]:
@@ -149,11 +161,81 @@ class RayExecutor:
             ready, pending = ray.wait(pending, num_returns=1)
             for r in ready:
                 lo, hi = where.pop(r)
-                results[lo:hi] = ray.get(r)
+                try:
+                    results[lo:hi] = ray.get(r)
+                except (ray.exceptions.NodeDiedError, ray.exceptions.WorkerCrashedError,
+                        ray.exceptions.ObjectLostError, ray.exceptions.RaySystemError) as e:
+                    # the cluster, not the task, failed, and Ray's retries are spent (a task's own exception
+                    # is raised as it is)
+                    for p in pending:
+                        with contextlib.suppress(Exception):
+                            ray.cancel(p)
+                    why = (str(e).strip().splitlines() or [type(e).__name__])[0]
+                    which = f"tasks {lo}-{hi - 1}" if hi - lo > 1 else f"task {lo}"
+                    raise AssayBackendError(f"Ray lost {which} of {n} after {self.max_retries} retries "
+                                            f"({type(e).__name__}): {why}") from e
                 done += hi - lo
                 if progress:
                     progress(done, n)
         return results
+
+
+def _head(address: str) -> tuple[str, int] | None:
+    """(host, port) that ``ray.init(address=...)`` will dial, resolved as Ray resolves it ("auto": the cluster
+    this machine belongs to; 127.0.0.1 / localhost: this machine's node address); None when Ray's own resolution
+    is not available (another Ray version), in which case nothing is checked beforehand."""
+    if address.startswith("ray://"):
+        target = address[len("ray://"):]
+    else:
+        try:
+            from ray._private.services import canonicalize_bootstrap_address
+
+            target = canonicalize_bootstrap_address(address)
+        except ConnectionError as e:  # "auto" with no cluster on this machine
+            raise AssayBackendError(f"no Ray cluster to join at address {address!r}: {e}") from None
+        except ValueError:
+            target = address
+        except Exception:  # pragma: no cover - a Ray without this helper
+            return None
+        if target is None:
+            return None
+    host, sep, port = target.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise AssayInputError(f"a Ray address is 'auto', HOST:PORT (the head's GCS port, 6379 by default) or "
+                              f"ray://HOST:PORT (Ray Client, 10001 by default); got {address!r}")
+    return host.strip("[]"), int(port)
+
+
+def _probe(address: str, timeout: float) -> None:
+    import socket
+
+    head = _head(address)
+    if head is None:
+        return
+    try:
+        socket.create_connection(head, timeout=timeout).close()
+    except OSError as e:
+        raise AssayBackendError(
+            f"no Ray cluster answers at {address} ({head[0]}:{head[1]}: {e or 'timed out'}); start one with "
+            f"`ray start --head` and give its address, or leave out the address for a Ray on this machine") from None
+
+
+def _same_cluster(ray, address: str | None) -> None:
+    """Ray is already connected in this process: it must be to ``address`` when one is named (a second cluster
+    cannot be joined without ray.shutdown()); "auto", ray:// and no address accept the connection there is."""
+    if not address or address == "auto" or address.startswith("ray://"):
+        return
+    try:
+        head = _head(address)
+        current = ray.get_runtime_context().gcs_address
+    except Exception:  # pragma: no cover - nothing to compare with
+        return
+    if head is None or not current:
+        return
+    host, _, port = current.rpartition(":")
+    if (host.strip("[]"), int(port)) != head:
+        raise AssayInputError(f"this process is already connected to the Ray cluster at {current}; call "
+                              f"ray.shutdown() before running on {address}")
 
 
 def _run_chunk(fn, tasks, seeds):
