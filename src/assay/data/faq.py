@@ -86,16 +86,20 @@ def as_matrix(obj: Any, what: str, *, columns: Mapping[str, str] | None = None,
             obj = wide
         rows = [str(r) for r in obj.index]
         items = [str(c) for c in obj.columns]
-        try:
-            H = obj.apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
-        except (TypeError, ValueError) as e:  # pragma: no cover - apply/to_numeric already coerced
-            raise AssayInputError(f"{what}: values must be numeric 0/1 ({e})") from None
-        raw = obj.to_numpy(dtype=object)
-        coerced = np.isnan(H) & pd.notna(raw)
-        if coerced.any():
-            i, j = (int(a[0]) for a in np.nonzero(coerced))
-            raise AssayInputError(f"{what}: cell (model {rows[i]!r}, item {items[j]!r}) = {raw[i, j]!r} is not a number; "
-                                  "values must be 0, 1 or missing")
+        numeric = all(pd.api.types.is_numeric_dtype(t) or pd.api.types.is_bool_dtype(t) for t in obj.dtypes)
+        if numeric:  # the common case (a Parquet / CSV of 0/1): one conversion, no column-by-column pass
+            H = obj.to_numpy(dtype=float, na_value=np.nan)
+        else:
+            try:
+                H = obj.apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+            except (TypeError, ValueError) as e:  # pragma: no cover - apply/to_numeric already coerced
+                raise AssayInputError(f"{what}: values must be numeric 0/1 ({e})") from None
+            raw = obj.to_numpy(dtype=object)
+            coerced = np.isnan(H) & pd.notna(raw)
+            if coerced.any():
+                i, j = (int(a[0]) for a in np.nonzero(coerced))
+                raise AssayInputError(f"{what}: cell (model {rows[i]!r}, item {items[j]!r}) = {raw[i, j]!r} is not a "
+                                      "number; values must be 0, 1 or missing")
     else:
         try:
             H = np.asarray(obj, dtype=float)
