@@ -41,14 +41,34 @@ What is measured
    machine drift affects them alike. Each call uses the same fixed seed, so every repeat does
    identical work.
 
-2. A large grid: 44 cells (11 systems x 4 budgets, K = 6 artifacts each) sharing M = 100,000 items,
-   R = 10 splits, B = 2000 draws, via ``evaluate`` on a dict of arrays with
-   ``include_baselines=False`` (the data, 44 x 100,000 x 6 float64 = 211 MB, use the same DGP).
-   Timed with the exact engine and, outside ``--quick``, with the multiplier engine (stopped
-   after one call if that call takes more than 30 s).
+2. The law-cell study at scale. The paper's real-data grid (Sec. 4; ``law_dspy_full``: MMLU-Pro Law, DSPy
+   tuner, 11 open models x 4 token budgets {0.5M, 1.5M, 3M, 6.5M} = 44 cells, shortlists of K <= 6, R = 10 splits,
+   one evaluation pool of M = 1,001 items shared by every cell; the shipped ``siren-law`` data are 3 of those
+   models) with the pool grown to M = 100,000 items: 44 cells x K = 6 artifacts x 100,000 items of 0/1 scores
+   from the DGP above, B = 1,000 multipliers (the issue's size) and B = 2,000 (the paper's), timed through
+   ``evaluate`` on a dict of arrays with ``include_baselines=False``. Each row runs in its own subprocess with
+   the BLAS thread count shown (1, and 2 = what numpy does by default on this 2-core machine; the multiplier
+   engine then also draws its blocks in 2 threads), for both engines, with the scores stored as float64 (as the
+   SIREN release ships its tensors: 211 MB) and, on 2 threads, as int8 (26 MB; evaluate keeps int8 / bool
+   scores and converts a block of items at a time). Printed: wall time (median of N calls after a warm-up),
+   process CPU time per call (wall exceeding CPU means the process waited for a core), the PEAK MEMORY of one
+   evaluate above its inputs (tracemalloc, untimed call) and the subprocess's max RSS.
 
-BLAS is limited to one thread (OMP / OpenBLAS / MKL / BLIS / vecLib variables set to 1 before
-numpy is imported) so the comparison does not depend on how many cores the machine has.
+   Peak memory, what dominates: 131 MB above the inputs with the exact engine, the three (M, C) float64 arrays
+   of item contributions ``core`` returns (psi, psi_heldout, psi_selection: 3 x 35 MB) plus a few 16 MB blocks of
+   items being converted; the multiplier engine adds its blocks of multipliers (2 threads x 34 MB). No copy of
+   the M x K score matrices is made (0/1 scores may be held as int8 or bool), and the B x M multipliers are never
+   held at once.
+
+3. THE GRID BASELINE at a size where it finishes: the same 44 cells at M = 10,000 items, B = 1,000, all on one
+   thread in one subprocess: the nonparametric item bootstrap (resample the items with replacement, one resample
+   shared by all cells, and rerun every cell's repeated-split pipeline; batched 64 replicates per numpy call),
+   timed once (it takes tens of seconds), against ``evaluate`` with either engine in the same process.
+   ``ratio_grid`` = item bootstrap / SIREN (exact engine). At M = 100,000 the baseline would take ten times as
+   long; it is not run (nothing is extrapolated).
+
+BLAS is limited to one thread in the main process (section 1), so the single-cell comparison does not depend on
+how many cores the machine has. Skip section 3 with ``--no-item-bootstrap``.
 
 The last line of the output is a JSON object with the headline numbers; ``ratio`` is
 per-replicate item-bootstrap time / SIREN ``evaluate`` time (exact engine, result table built),
@@ -57,8 +77,8 @@ item bootstrap instead.
 
 Usage::
 
-    python bench/siren.py              # full run (about a minute)
-    python bench/siren.py --quick      # fewer repeats, grid timed once, no multiplier grid
+    python bench/siren.py              # full run (a few minutes)
+    python bench/siren.py --quick      # fewer repeats, grid timed once, 3 grid rows, no item bootstrap
     python bench/siren.py --repeats 51
 """
 
@@ -68,15 +88,32 @@ import os
 
 _THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                 "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
+
+def _threads_from_argv() -> str:
+    """``--threads N`` (grid workers only) must be known before numpy is imported."""
+    import sys as _sys
+    argv = _sys.argv[1:]
+    for i, a in enumerate(argv):
+        if a == "--threads" and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith("--threads="):
+            return a.split("=", 1)[1]
+    return "1"
+
+
+BLAS_THREADS = _threads_from_argv()
 for _var in _THREAD_VARS:  # must happen before numpy is imported
-    os.environ[_var] = "1"
+    os.environ[_var] = BLAS_THREADS
 
 import argparse  # noqa: E402
 import json  # noqa: E402
 import platform  # noqa: E402
+import resource  # noqa: E402
 import statistics  # noqa: E402
+import subprocess  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
+import tracemalloc  # noqa: E402
 from typing import Callable  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -86,9 +123,13 @@ from assay import siren  # noqa: E402
 
 # The paper's simulation cell (Section 5 / Appendix C.1)
 M_CELL, K_CELL, R_CELL, TAU, RHO, B_CELL, ALPHA = 500, 10, 5, 0.1, 0.5, 1000, 0.05
-# The large grid
-GRID_SYSTEMS, GRID_BUDGETS, GRID_K, GRID_M, GRID_R, GRID_B = 11, (0.25, 0.5, 1.0, 2.0), 6, 100_000, 10, 2000
-MULTIPLIER_GRID_LIMIT_S = 30.0
+# The law-cell study at scale: the paper's MMLU-Pro Law grid (11 models x 4 budgets = 44 cells, DSPy shortlists of
+# K <= 6, R = 10) with M = 100,000 items instead of 1,001, and B = 1,000 multipliers (the issue's size; 2,000 too)
+GRID_SYSTEMS, GRID_BUDGETS, GRID_K, GRID_M, GRID_R = 11, (0.5, 1.5, 3.0, 6.5), 6, 100_000, 10
+GRID_BS = (1000, 2000)
+# the item bootstrap on the same 44 cells at the largest item count where B = 1,000 replicates still finish in
+# well under a minute on one core
+IB_M, IB_B = 10_000, 1000
 
 
 # --------------------------------------------------------------------------------------------
@@ -107,16 +148,38 @@ def bernoulli(p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return (rng.random(p.shape) < p).astype(np.float64)
 
 
+def peak_mb(fn: Callable[[], object]) -> float:
+    """Peak memory (MB) that one call of ``fn`` allocates above what is held before it (inputs excluded):
+    tracemalloc, which sees numpy's array buffers as well as Python objects. Run untimed (tracing slows Python)."""
+    import gc
+    gc.collect()
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        fn()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    return (peak - base) / 1e6
+
+
+def maxrss_mb() -> float:
+    """This process's maximum resident set size so far (MB; Linux reports KB)."""
+    r = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return r / 1e6 if sys.platform == "darwin" else r / 1e3
+
+
 def time_it(fn: Callable[[], object], repeats: int, warmup: int = 1) -> dict[str, float]:
     """Median and min wall time (seconds) of ``repeats`` calls after ``warmup`` untimed calls."""
     for _ in range(warmup):
         fn()
-    times = []
+    times, cpu = [], []
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         fn()
         times.append(time.perf_counter() - t0)
-    return {"median": statistics.median(times), "min": min(times), "n": repeats}
+        cpu.append(time.process_time() - c0)
+    return {"median": statistics.median(times), "min": min(times), "n": repeats, "cpu": statistics.median(cpu)}
 
 
 # --------------------------------------------------------------------------------------------
@@ -163,6 +226,77 @@ def item_bootstrap_loop(Z: np.ndarray, seed: int) -> tuple[float, float]:
 
 
 # --------------------------------------------------------------------------------------------
+# The law-cell grid at scale (run in subprocesses: each with its own BLAS threads and max RSS)
+# --------------------------------------------------------------------------------------------
+
+
+def grid_table(M: int, seed: int, dtype: str) -> dict[tuple[str, float], np.ndarray]:
+    """44 cells (11 systems x 4 budgets) of K = 6 artifacts on the same M items, 0/1 scores from the paper's DGP,
+    stored as float64 (as the SIREN release ships its tensors) or int8."""
+    rng = np.random.default_rng(seed)
+    p = success_prob(M, GRID_K, rng)  # the items are shared by every cell
+    return {(f"sys{i:02d}", b): (rng.random(p.shape) < p).astype(dtype)
+            for i in range(GRID_SYSTEMS) for b in GRID_BUDGETS}
+
+
+def grid_evaluate(table, engine: str, n_boot: int, seed: int):
+    return siren.evaluate(table, reps=GRID_R, score_fraction=RHO, temperature=TAU, n_boot=n_boot, alpha=ALPHA,
+                          seed=seed, engine=engine, include_baselines=False)
+
+
+def grid_item_bootstrap(table, n_boot: int, seed: int, batch: int = 64) -> np.ndarray:
+    """THE GRID BASELINE: the nonparametric item bootstrap on every cell, B replicates that resample the items
+    with replacement (one resample shared by all cells, as SIREN shares one multiplier per item) and rerun the
+    repeated-split pipeline of every cell on it; percentile intervals. Batched (``batch`` replicates per numpy
+    call), i.e. the library's optimised form (``siren.item_bootstrap``), not a per-replicate loop."""
+    cells = list(table.values())
+    M = cells[0].shape[0]
+    rng = np.random.default_rng(seed)
+    in_score = siren.split_design(M, GRID_R, RHO, rng)
+    draws = np.empty((n_boot, len(cells)))
+    for start in range(0, n_boot, batch):
+        b = min(batch, n_boot - start)
+        idx = rng.integers(0, M, size=(b, M))
+        for j, Z in enumerate(cells):
+            draws[start:start + b, j] = siren.repeated_split(Z[idx], in_score, influence=False, selector="softmax",
+                                                             temperature=TAU)["theta"]
+    return np.quantile(draws, [ALPHA / 2, 1 - ALPHA / 2], axis=0)
+
+
+def grid_worker(args) -> int:
+    """One grid measurement in this process (``--grid-worker``): prints one JSON line."""
+    out: dict[str, object] = {"threads": int(BLAS_THREADS), "dtype": args.dtype, "items": args.items,
+                              "engine": args.engine}
+    table = grid_table(args.items, args.seed + 2, args.dtype)
+    out["input_mb"] = round(sum(z.nbytes for z in table.values()) / 1e6, 1)
+    seed = args.seed + 3
+    if args.engine == "item-bootstrap":
+        t = time_it(lambda: grid_item_bootstrap(table, IB_B, seed), 1, warmup=0)
+        out["item_bootstrap"] = t
+        for engine in ("exact", "multipliers"):
+            out[engine] = time_it(lambda: grid_evaluate(table, engine, IB_B, seed), args.repeats)
+    else:
+        for B in args.n_boot:
+            out[str(B)] = time_it(lambda: grid_evaluate(table, args.engine, B, seed), args.repeats)
+        out["peak_mb"] = round(peak_mb(lambda: grid_evaluate(table, args.engine, args.n_boot[0], seed)), 1)
+        out["peak_b"] = args.n_boot[0]
+    out["maxrss_mb"] = round(maxrss_mb(), 1)
+    print(json.dumps(out))
+    return 0
+
+
+def run_grid_worker(threads: int, engine: str, n_boots: tuple[int, ...], repeats: int, seed: int,
+                    dtype: str = "float64", items: int = GRID_M) -> dict:
+    cmd = [sys.executable, os.path.abspath(__file__), "--grid-worker", "--threads", str(threads), "--engine", engine,
+           "--dtype", dtype, "--items", str(items), "--grid-repeats", str(repeats), "--seed", str(seed),
+           "--n-boot", *map(str, n_boots)]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"grid worker failed: {' '.join(cmd)}\n{done.stderr}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+# --------------------------------------------------------------------------------------------
 # Main
 # --------------------------------------------------------------------------------------------
 
@@ -177,7 +311,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--grid-repeats", type=int, default=None,
                     help="timed repeats of the 44-cell grid (default 3; 1 with --quick)")
     ap.add_argument("--seed", type=int, default=20240601, help="seed for the data and the procedures")
+    ap.add_argument("--no-item-bootstrap", action="store_true",
+                    help="skip the item bootstrap on the 44 x 10,000 grid (about a minute)")
+    # internal: one grid measurement in a subprocess
+    ap.add_argument("--grid-worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--threads", default="1", help=argparse.SUPPRESS)
+    ap.add_argument("--engine", default="exact", help=argparse.SUPPRESS)
+    ap.add_argument("--dtype", default="float64", help=argparse.SUPPRESS)
+    ap.add_argument("--items", type=int, default=GRID_M, help=argparse.SUPPRESS)
+    ap.add_argument("--n-boot", type=int, nargs="+", default=list(GRID_BS), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.grid_worker:
+        args.repeats = args.grid_repeats or 1
+        return grid_worker(args)
     repeats = args.repeats if args.repeats is not None else (5 if args.quick else 21)
     grid_repeats = args.grid_repeats if args.grid_repeats is not None else (1 if args.quick else 3)
     if repeats < 1 or grid_repeats < 1:
@@ -247,43 +393,52 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  looped and batched item bootstrap give the same replicates (same CI): {'yes' if same else 'NO'}")
     print()
 
-    # ---- 2. the large grid --------------------------------------------------------------------
+    # peak memory of one single-cell evaluate (untimed)
+    cell_peak = peak_mb(lambda: siren_evaluate(Z, s))
+
+    # ---- 2. the law-cell grid at scale ---------------------------------------------------------
     n_cells = GRID_SYSTEMS * len(GRID_BUDGETS)
-    grid_rng = np.random.default_rng(args.seed + 2)
-    t0 = time.perf_counter()
-    p = success_prob(GRID_M, GRID_K, grid_rng)  # the items are shared by every cell
-    table = {(f"sys{i:02d}", b): bernoulli(p, grid_rng) for i in range(GRID_SYSTEMS) for b in GRID_BUDGETS}
-    del p
-    gen_s = time.perf_counter() - t0
-    mb = sum(z.nbytes for z in table.values()) / 1e6
-    print(f"[2] grid: {n_cells} cells ({GRID_SYSTEMS} systems x {len(GRID_BUDGETS)} budgets), K={GRID_K}, "
-          f"M={GRID_M:,}, R={GRID_R}, B={GRID_B}, include_baselines=False "
-          f"(data {mb:.0f} MB, generated in {gen_s:.1f} s, not timed)")
-
-    def grid(engine: str):
-        return siren.evaluate(table, reps=GRID_R, score_fraction=RHO, temperature=TAU, n_boot=GRID_B,
-                              alpha=ALPHA, seed=args.seed + 3, engine=engine, include_baselines=False)
-
-    tg = time_it(lambda: grid("exact"), grid_repeats)
-    print(f"  {'evaluate (engine=exact)':<46} {tg['median']:>8.2f} s median, {tg['min']:.2f} s min "
-          f"(N={tg['n']})   target < 5 s: {'yes' if tg['median'] < 5 else 'NO'}")
-    tgm: dict[str, float] | None = None
+    print(f"[2] the law-cell study at scale: {n_cells} cells ({GRID_SYSTEMS} systems x {len(GRID_BUDGETS)} budgets, "
+          f"as the paper's MMLU-Pro Law grid), K={GRID_K}, M={GRID_M:,} items, R={GRID_R}, B in {GRID_BS}, "
+          "include_baselines=False")
+    print(f"    each row in its own process (BLAS threads as shown; data generated there, not timed); "
+          f"N={grid_repeats} calls after 1 warm-up; cpu = process CPU time per call")
+    print("    (the library's default on a 2-core machine is the '2 threads' rows: BLAS with 2 threads, and the "
+          "multiplier engine drawing blocks in 2 threads)")
+    grid: dict[str, dict] = {}
+    settings = [(1, "exact", "float64"), (1, "multipliers", "float64"), (2, "exact", "float64"),
+                (2, "multipliers", "float64"), (2, "exact", "int8"), (2, "multipliers", "int8")]
     if args.quick:
-        print(f"  {'evaluate (engine=multipliers)':<46} skipped in --quick")
-    else:
-        times = []
-        for _ in range(grid_repeats):  # the exact-engine runs above already warmed the code paths
-            t0 = time.perf_counter()
-            grid("multipliers")
-            times.append(time.perf_counter() - t0)
-            if times[-1] > MULTIPLIER_GRID_LIMIT_S:
-                break
-        tgm = {"median": statistics.median(times), "min": min(times), "n": len(times)}
-        note = "" if tgm["median"] <= MULTIPLIER_GRID_LIMIT_S else f"  (over {MULTIPLIER_GRID_LIMIT_S:.0f} s: stopped after one call)"
-        print(f"  {'evaluate (engine=multipliers)':<46} {tgm['median']:>8.2f} s median, {tgm['min']:.2f} s min "
-              f"(N={tgm['n']}, no separate warm-up){note}")
-    table = {}  # free the grid (the closure above is not called again)
+        settings = [(2, "exact", "float64"), (2, "multipliers", "float64"), (2, "exact", "int8")]
+    print(f"  {'engine':<12} {'threads':>7} {'scores':>8} {'input MB':>9} " +
+          " ".join(f"{'B=' + str(b) + ' s (cpu)':>18}" for b in GRID_BS) + f" {'peak MB':>8} {'max RSS MB':>11}")
+    for threads, engine, dtype in settings:
+        r = run_grid_worker(threads, engine, GRID_BS, grid_repeats, args.seed, dtype)
+        grid[f"{engine}_t{threads}_{dtype}"] = r
+        cols = " ".join(f"{r[str(b)]['median']:>8.2f} ({r[str(b)]['cpu']:>5.2f} cpu)" for b in GRID_BS)
+        print(f"  {engine:<12} {threads:>7} {dtype:>8} {r['input_mb']:>9.0f} {cols} {r['peak_mb']:>8.0f} "
+              f"{r['maxrss_mb']:>11.0f}")
+    met = {k: v["1000"]["median"] < 5 for k, v in grid.items()}
+    print(f"  target < 5 s at B = 1,000 on 2 cores: exact {'yes' if met.get('exact_t2_float64') else 'NO'}, "
+          f"multipliers {'yes' if met.get('multipliers_t2_float64') else 'NO'}")
+    print("  peak MB = tracemalloc peak of one evaluate (B = 1,000) above its inputs; max RSS = the whole process "
+          "(interpreter, libraries, the input data, every call)")
     print()
+
+    ib = None
+    if not (args.quick or args.no_item_bootstrap):
+        print(f"[3] the same {n_cells} cells at M = {IB_M:,} items, B = {IB_B}: SIREN vs THE GRID BASELINE, the item "
+              "bootstrap (resample the items, rerun every cell's repeated-split pipeline; batched), all on 1 thread "
+              "(BLAS threads only slow the baseline's small products down), one process")
+        ib = run_grid_worker(1, "item-bootstrap", (IB_B,), grid_repeats, args.seed, "float64", IB_M)
+        tb = ib["item_bootstrap"]
+        for key, label in (("exact", "siren evaluate (engine=exact)"),
+                           ("multipliers", "siren evaluate (engine=multipliers)")):
+            print(f"  {label:<46} {ib[key]['median']:>8.3f} s ({ib[key]['cpu']:.3f} cpu)   item bootstrap / this = "
+                  f"{tb['median'] / ib[key]['median']:>7.1f}x")
+        print(f"  {'item bootstrap, B=' + str(IB_B) + ' (BASELINE, timed once)':<46} {tb['median']:>8.3f} s "
+              f"({tb['cpu']:.3f} cpu)")
+        print()
 
     summary = {
         "ratio": round(ratio, 2),
@@ -297,11 +452,26 @@ def main(argv: list[str] | None = None) -> int:
         "siren_core_multipliers_ms": round(1e3 * t["core_mult"]["median"], 3),
         "item_bootstrap_ms": round(1e3 * base, 3),
         "item_bootstrap_batched_ms": round(1e3 * t["item"]["median"], 3),
-        "grid_44x100k_s": round(tg["median"], 3),
-        "grid_44x100k_multipliers_s": None if tgm is None else round(tgm["median"], 3),
+        "cell_evaluate_peak_mb": round(cell_peak, 2),
+        "grid": {k: {"threads": v["threads"], "engine": v["engine"], "scores": v["dtype"], "input_mb": v["input_mb"],
+                     **{f"b{b}_s": round(v[str(b)]["median"], 3) for b in GRID_BS},
+                     **{f"b{b}_cpu_s": round(v[str(b)]["cpu"], 3) for b in GRID_BS},
+                     "peak_mb": v["peak_mb"], "maxrss_mb": v["maxrss_mb"]} for k, v in grid.items()},
+        "grid_44x100k_b1000_2threads_s": round(grid["exact_t2_float64"]["1000"]["median"], 3),
+        "grid_44x100k_b1000_2threads_multipliers_s": round(grid["multipliers_t2_float64"]["1000"]["median"], 3),
+        "grid_44x100k_peak_mb": grid["exact_t2_float64"]["peak_mb"],
+        "grid_44x100k_multipliers_peak_mb": grid["multipliers_t2_float64"]["peak_mb"],
+        "grid_target_5s_met": {k: bool(v) for k, v in met.items()},
+        "grid_item_bootstrap_44x10k_s": None if ib is None else round(ib["item_bootstrap"]["median"], 3),
+        "grid_siren_44x10k_s": None if ib is None else round(ib["exact"]["median"], 3),
+        "grid_siren_44x10k_multipliers_s": None if ib is None else round(ib["multipliers"]["median"], 3),
+        "ratio_grid": None if ib is None else round(ib["item_bootstrap"]["median"] / ib["exact"]["median"], 1),
+        "ratio_grid_multipliers": None if ib is None else round(ib["item_bootstrap"]["median"]
+                                                                 / ib["multipliers"]["median"], 1),
         "M": M_CELL, "K": K_CELL, "R": R_CELL, "B": B_CELL, "tau": TAU, "rho": RHO,
         "repeats": repeats, "grid_repeats": grid_repeats, "quick": bool(args.quick),
-        "blas_threads": 1, "seed": args.seed,
+        "blas_threads": 1, "grid_blas_threads": [1, 2], "seed": args.seed,
+        "maxrss_mb": round(maxrss_mb(), 1),
     }
     print(json.dumps(summary))
     return 0
