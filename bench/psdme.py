@@ -18,6 +18,16 @@ What is measured
    versus THE DKW BASELINE, a Python loop over configurations doing the same per row with numpy
    (sort, two searchsorted calls, clip). ``ratio_dkw`` = loop / vectorised.
 
+4. ``psdme.bands`` end to end at the paper's largest setting (Sec. 5.2: K = 2,000 ridge configurations, the
+   M = 1,000 with the smallest mean selected, delta = 0.1) with n = 100 observations each (the paper's largest
+   calibration size) and with n = 1,000 (ten times it): a tidy (config, kpi) table in, DKW and Berk-Jones bands,
+   guaranteed KPIs and the long table of band points out. Timed, and its PEAK MEMORY measured in a separate
+   untimed call: tracemalloc's peak above what is held before the call (it sees numpy's buffers and pandas').
+   What dominates it at n = 1,000 (printed): preparing the table (pandas grouping of 2,000,000 rows, about
+   85 MB for 16 MB of KPI values) and the returned long table of band points (1,000 selected x 1,000 points x 7
+   columns, about 60 MB); ``include_bands=False`` drops the latter. The KPIs are real numbers: float64 is their
+   natural storage, no M x N copy of 0/1 data exists here. The process's max RSS is printed too.
+
 Every timing is the median (and min) of N calls after one warm-up call, measured with
 time.perf_counter. BLAS is limited to one thread (variables set before numpy is imported).
 
@@ -43,17 +53,42 @@ import argparse  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
 import platform  # noqa: E402
+import resource  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
+import tracemalloc  # noqa: E402
 from typing import Callable  # noqa: E402
 
 import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
 
 import assay  # noqa: E402
+from assay import psdme  # noqa: E402
 from assay.stats import bands as B  # noqa: E402
 
 K_DKW, N_DKW, ALPHA_DKW = 2000, 1000, 0.01
+# the paper's synthetic experiment (Sec. 5.2): K = 2,000 configurations, the 1,000 best by mean selected
+K_PAPER, SELECT_PAPER, NS_PAPER, DELTA_PAPER = 2000, "top:1000", (100, 1000), 0.1
+
+
+def peak_mb(fn: Callable[[], object]) -> float:
+    """Peak memory (MB) one call of ``fn`` allocates above what is held before it (tracemalloc; untimed)."""
+    import gc
+    gc.collect()
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        fn()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    return (peak - base) / 1e6
+
+
+def maxrss_mb() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return r / 1e6 if sys.platform == "darwin" else r / 1e3
 
 
 def time_it(fn: Callable[[], object], repeats: int, setup: Callable[[], None] | None = None,
@@ -166,7 +201,39 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  agree: {same}; speed-up {ratio_dkw:.1f}x")
     print()
 
+    # 4. psdme.bands end to end at the paper's size, with peak memory
+    print(f"4. psdme.bands end to end: K = {K_PAPER} configurations, select {SELECT_PAPER}, delta = {DELTA_PAPER} "
+          "(paper Sec. 5.2); tidy table in, result out")
+    print(f"  {'n':>6} {'band':<11} {'table MB':>9} {'median':>9} {'min':>9} {'peak MB':>8} {'prepare':>8} "
+          f"{'no bands':>9}")
+    paper: dict[str, dict[str, float]] = {}
+    from assay.data.psdme import prepare as ps_prepare
+    for n in NS_PAPER:
+        xs = rng.lognormal(size=(K_PAPER, n)) * np.linspace(1.0, 2.0, K_PAPER)[:, None]
+        df = pd.DataFrame({"config": np.repeat([f"c{k:04d}" for k in range(K_PAPER)], n), "kpi": xs.ravel()})
+        table_mb = df.memory_usage(deep=True).sum() / 1e6
+        prep_peak = peak_mb(lambda: ps_prepare(df))
+        for band_kind in ("dkw", "berk-jones"):
+            def call(include_bands: bool = True):
+                return psdme.bands(df, select=SELECT_PAPER, delta=DELTA_PAPER, band=band_kind, seed=0,
+                                   include_bands=include_bands)
+            tm = time_it(call, big_reps)
+            pk = peak_mb(call)
+            pk_nb = peak_mb(lambda: call(False))
+            paper[f"n{n}_{band_kind}"] = {"s": round(tm["median"], 4), "peak_mb": round(pk, 1),
+                                          "peak_no_bands_mb": round(pk_nb, 1), "prepare_peak_mb": round(prep_peak, 1),
+                                          "table_mb": round(table_mb, 1)}
+            print(f"  {n:>6} {band_kind:<11} {table_mb:>9.1f} {tm['median']:>8.3f}s {tm['min']:>8.3f}s {pk:>8.1f} "
+                  f"{prep_peak:>8.1f} {pk_nb:>9.1f}")
+    print("  peak MB: tracemalloc peak of one call above its inputs; 'prepare': of assay.data.psdme.prepare alone; "
+          "'no bands': include_bands=False (no long table of band points)")
+    print(f"  process max RSS so far: {maxrss_mb():.0f} MB")
+    print()
+
     summary = {
+        "bands_paper": paper,
+        "bands_paper_peak_mb": paper[f"n{NS_PAPER[-1]}_berk-jones"]["peak_mb"],
+        "maxrss_mb": round(maxrss_mb(), 1),
         "bj_n1000_s": round(bj[(1000, 0.1)][1]["median"], 4),
         "bj_n1000_alpha1e-3_s": round(bj[(1000, 1e-3)][1]["median"], 4),
         "bj_n10000_s": round(bj[(10000, 0.1)][1]["median"], 4),
