@@ -60,6 +60,17 @@ reproduces the e-value path and decision. On the benchmark's seed the test may o
 also repeated, untimed, on further seeds (20 WSR, 3 UP; 5 and 1 with ``--quick``) to exercise
 both outcomes and the first-crossing index.
 
+Peak memory (printed and in the JSON line): tracemalloc's peak above what is held before the call, for one
+untimed call of each of our procedures above, and of ``certify`` at the paper's largest candidate set: 48
+candidates (the quantisation task's MX formats, k1 x k1/k2 x mantissa = 2 x 3 x 8), each with n = 1,000 labelled
+and N = 4,000 unlabelled examples (the reasoning-budget task's n = 1,000, r = 4), S = 10 factors, bounds on: a
+tidy table of 240,000 rows. What dominates is preparing that table (``assay.data.autoeval.prepare``: pandas
+grouping and the shuffled order per candidate; measured alone it reaches the same peak, about 32 MB for a 10 MB
+table, so the tests themselves add nothing above it);
+the test keeps per candidate an S x n array of effective observations and wealth paths (10 x 1,000 float64 = 80
+KB), the universal-portfolio bets an S x grid wealth array (10 x 10,000 = 0.8 MB); nothing holds an n x grid or
+N-long float64 copy per factor. The process's max RSS is printed too.
+
 For reference only, the paper's released code, measured earlier on this machine and NOT re-run
 here: 0.12 s (WSR test), 1.65 s (UP, 10,000 grid), 0.78 s (interval).
 
@@ -91,6 +102,8 @@ import argparse  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
 import platform  # noqa: E402
+import resource  # noqa: E402
+import tracemalloc  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
@@ -128,6 +141,45 @@ def toy_data(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     flip = rng.random(total) < FLIP
     judge = np.where(flip, 1.0 - loss, loss)
     return loss[:N_LAB], judge[:N_LAB], judge[N_LAB:]
+
+
+def peak_mb(fn) -> float:
+    """Peak memory (MB) one call of ``fn`` allocates above what is held before it (tracemalloc; untimed)."""
+    import gc
+    gc.collect()
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        fn()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    return (peak - base) / 1e6
+
+
+def maxrss_mb() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return r / 1e6 if sys.platform == "darwin" else r / 1e3
+
+
+# the paper's largest candidate set (MX formats: 2 x 3 x 8) at the reasoning task's n = 1,000, r = 4
+PAPER_CANDIDATES, PAPER_N, PAPER_R = 48, 1000, 4
+
+
+def paper_frame(seed: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    parts = []
+    for c in range(PAPER_CANDIDATES):
+        total = PAPER_N * (1 + PAPER_R)
+        loss = (rng.random(total) < 0.02 + 0.002 * c).astype(float)
+        judge = np.where(rng.random(total) < FLIP, 1.0 - loss, loss)
+        parts.append(pd.DataFrame({
+            "candidate": f"mx{c:02d}",
+            "item": [f"x{i:06d}" for i in range(total)],
+            "loss_human": np.concatenate([loss[:PAPER_N], np.full(total - PAPER_N, np.nan)]),
+            "loss_judge": judge,
+        }))
+    return pd.concat(parts, ignore_index=True)
 
 
 def toy_frame(human: np.ndarray, jl: np.ndarray, ju: np.ndarray) -> pd.DataFrame:
@@ -449,6 +501,19 @@ def main(argv: list[str] | None = None) -> int:
         t_warm[key] = time.perf_counter() - t0
     t = time_round_robin([(k, fn, n) for k, _, fn, n in runs], repeats)
 
+    # ---- peak memory (untimed calls) ---------------------------------------------------------
+    peaks = {k: round(peak_mb(fn), 3) for k, _, fn, _ in runs if not k.endswith("_base")}
+    big = paper_frame(args.seed + 7)
+    big_mb = big.memory_usage(deep=True).sum() / 1e6
+
+    def certify_paper():
+        return autoeval.certify(big, risk_target=0.05, delta=DELTA, method="r-autoeval+", betting="wsr",
+                                factors=S_RHO, seed=0)
+    t0 = time.perf_counter()
+    certify_paper()
+    t_paper = time.perf_counter() - t0
+    peak_paper = peak_mb(certify_paper)
+
     # ---- checks ---------------------------------------------------------------------------
     checks: dict[str, bool] = {}
     lm_w, rej_w, first_w = out["wsr"]
@@ -568,7 +633,20 @@ def main(argv: list[str] | None = None) -> int:
         print(f"    {label:<22} {rel:6.2f} s   released / ours = {rel / t[key]['median']:8.1f}x")
     print()
 
+    print("  peak memory above the inputs (tracemalloc, one untimed call each): "
+          + ", ".join(f"{k} {v:.2f} MB" for k, v in peaks.items()))
+    print(f"  certify at the paper's largest candidate set: {PAPER_CANDIDATES} candidates x (n = {PAPER_N:,} + N = "
+          f"{PAPER_N * PAPER_R:,}), S = {S_RHO}, bounds on: {t_paper:.2f} s (one call), peak {peak_paper:.1f} MB "
+          f"above its {big_mb:.1f} MB input table; process max RSS {maxrss_mb():.0f} MB")
+    print()
+
     summary = {
+        "peak_mb": peaks,
+        "certify_paper_candidates": PAPER_CANDIDATES, "certify_paper_n": PAPER_N, "certify_paper_N": PAPER_N * PAPER_R,
+        "certify_paper_s": round(t_paper, 3),
+        "certify_paper_peak_mb": round(peak_paper, 1),
+        "certify_paper_table_mb": round(big_mb, 1),
+        "maxrss_mb": round(maxrss_mb(), 1),
         "ratio": round(ratio_wsr, 2),
         "ratio_wsr": round(ratio_wsr, 2),
         "ratio_up": round(ratio_up, 2),
