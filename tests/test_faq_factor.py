@@ -239,3 +239,49 @@ def test_real_history_subset():
     assert fm.heldout_logloss_ < fm.baseline_logloss_  # factors beat per-question difficulty alone
     assert not fm.overfit_warning_
     assert fm.U_.shape == (200, fm.k_) and fm.V_.shape == (300, fm.k_)
+
+
+def test_complete_history_is_not_copied_during_a_fit():
+    """A complete float64 history is read in place: the fit's peak allocation is the three float32 working buffers
+    of the objective plus masks, not further models x items float64 copies (or per-entry index arrays)."""
+    import tracemalloc
+
+    _, _, Y, _, _ = planted(m=400, n=2000, k=2, p_obs=1.0, seed=3)
+    tracemalloc.start()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            FactorModel(k=2, weight_decay=1.0, cv=None, holdout=0, seed=0, max_iter=50).fit(Y)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 2.5 * Y.nbytes
+
+
+@pytest.mark.parametrize("cv_by", ["models", "entries"])
+def test_parallel_cv_gives_the_same_numbers(cv_by):
+    import multiprocessing as mp
+
+    if "fork" not in mp.get_all_start_methods():
+        pytest.skip("no fork start method: n_jobs falls back to one process")
+    _, _, _, _, H = planted(m=120, n=150, k=2, p_obs=0.8, seed=5)
+    fits = []
+    for n_jobs in (1, 2):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fits.append(FactorModel(cv=3, cv_by=cv_by, ks=(1, 2, 3), lambdas=(1.0, 3.0), bias=True, seed=0,
+                                    n_jobs=n_jobs).fit(H))
+    a, b = fits
+    pd.testing.assert_frame_equal(a.cv_results_, b.cv_results_)
+    assert np.array_equal(a.U_, b.U_) and np.array_equal(a.V_, b.V_) and np.array_equal(a.b_, b.b_)
+
+
+def test_train_logloss_by_row_blocks_matches_per_entry():
+    from assay.faq.factor import _logloss_rows
+
+    rng = np.random.default_rng(2)
+    U, V, Y, obs, _ = planted(m=300, n=90, k=3, p_obs=0.7, seed=4)
+    b = rng.normal(size=90)
+    r, c = np.nonzero(obs)
+    want = _logloss_at(U, V, b, r, c, Y[r, c])
+    assert _logloss_rows(U, V, b, np.where(obs, Y, 0.0), obs, rows_per_block=7) == pytest.approx(want, rel=1e-12)

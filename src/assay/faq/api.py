@@ -57,8 +57,13 @@ METHODS = ("faq", "uniform", "ht_uniform", "aipw", "ai_factor")
 #: history (2.5% of the 1,351-question leaderboard bank; ``assay study faq-leaderboard``). Below it a result warns.
 MIN_VALIDATED_QUERIES = 33
 
+#: from this many observed history entries on, the default fit's cross-validation runs on 2 processes (the paper's
+#: 2,212 x 12,032 history has 26.6 million; the 755 x 1,351 leaderboard one 1 million, where a process costs more
+#: than it saves)
+PARALLEL_CV_ENTRIES = 4_000_000
+
 #: bump when the default factor fit changes, so cached fits from older versions are not reused
-_FIT_VERSION = "faq-factors-2"
+_FIT_VERSION = "faq-factors-3"
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -109,11 +114,14 @@ def default_factor_model(seed: int = 0, shape: tuple[int, int] | None = None) ->
     cores and picks k = 8, lambda = 3.
     """
     ks: tuple[int, ...] = (2, 4, 8, 16)
+    n_jobs = 1
     if shape is not None:
         m, n, nobs = shape[0], shape[1], (shape[2] if len(shape) > 2 else shape[0] * shape[1])
         ks = tuple(k for k in ks if (m + n) * k * 20 <= nobs and 4 * k <= min(m, n)) or (1,)
+        if nobs >= PARALLEL_CV_ENTRIES:
+            n_jobs = 2  # same numbers as one process (FactorModel n_jobs); only the time changes
     return FactorModel(cv=3, cv_by="models", ks=ks, lambdas=(1.0, 3.0, 10.0), bias=True, seed=seed, max_iter=300,
-                       cv_tol=1e-5)
+                       cv_tol=1e-5, n_jobs=n_jobs)
 
 
 def factor_cache_dir() -> Path:
@@ -123,11 +131,21 @@ def factor_cache_dir() -> Path:
     return base / "factors"
 
 
+def int8_bytes(H: np.ndarray, rows_per_block: int = 256):
+    """The bytes of ``H`` as int8 with -1 for NaN (what the cache keys hash), built in blocks of rows, so a large
+    history never gets a second models x items float64 copy for it."""
+    parts = []
+    for i in range(0, H.shape[0], rows_per_block):
+        blk = H[i:i + rows_per_block]
+        parts.append(np.where(np.isnan(blk), -1, blk).astype(np.int8).tobytes())
+    return b"".join(parts)
+
+
 def _history_hash(H: np.ndarray, rows: Sequence[str], items: Sequence[str], settings: str) -> str:
     h = hashlib.sha256()
     h.update(_FIT_VERSION.encode())
     h.update(settings.encode())
-    h.update(np.where(np.isnan(H), -1, H).astype(np.int8).tobytes())
+    h.update(int8_bytes(H))
     h.update(repr(H.shape).encode())
     h.update("\x1f".join(map(str, rows)).encode())
     h.update("\x1e".join(map(str, items)).encode())
@@ -146,7 +164,7 @@ def fit_factors(H: np.ndarray, rows: Sequence[str], items: Sequence[str], *, cac
 
     nobs = int((~np.isnan(H)).sum())
     fm = default_factor_model(0, (H.shape[0], H.shape[1], nobs))
-    settings = repr(sorted((k, v) for k, v in vars(fm).items()))
+    settings = repr(sorted((k, v) for k, v in vars(fm).items() if k != "n_jobs"))  # n_jobs: same numbers
     key = _history_hash(H, rows, items, settings)
     path = factor_cache_dir() / f"{key}.npz"
     if cache and path.exists():
@@ -160,7 +178,7 @@ def fit_factors(H: np.ndarray, rows: Sequence[str], items: Sequence[str], *, cac
     groups = default_groups(rows)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # grid-edge notes are reported through summary()
-        fm.fit(pd.DataFrame(H, index=list(rows), columns=list(items)), groups=groups, progress=progress)
+        fm.fit(pd.DataFrame(H, index=list(rows), columns=list(items), copy=False), groups=groups, progress=progress)
     info = {"cache": "miss", "path": None, "key": key}
     if cache:
         try:
@@ -192,7 +210,7 @@ def _factors(history, factors, *, cache=True, progress=None) -> tuple[FactorMode
         if H is None:
             raise AssayInputError("give a history to fit the factor model on, or a fitted FactorModel")
         check_k(factors, H)
-        factors.fit(pd.DataFrame(H, index=rows, columns=items), progress=progress)
+        factors.fit(pd.DataFrame(H, index=rows, columns=items, copy=False), progress=progress)
     fitted_items = [str(c) for c in factors.col_labels_]
     if items is not None and items != fitted_items:
         if sorted(items) != sorted(fitted_items):
@@ -842,11 +860,11 @@ def _fit_for(H, rows, items, factors, cache, fit_progress, *, with_info: bool = 
         return (fm, info) if with_info else fm
     fm = FactorModel(**{k: getattr(factors, k) for k in ("k", "weight_decay", "bias", "max_iter", "tol", "seed", "cv",
                                                           "ks", "lambdas", "one_se", "holdout", "overfit_ratio",
-                                                          "cv_by", "reveal", "cv_tol")})
+                                                          "cv_by", "reveal", "cv_tol", "n_jobs")})
     check_k(fm, H)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        fm.fit(pd.DataFrame(H, index=list(rows), columns=list(items)),
+        fm.fit(pd.DataFrame(H, index=list(rows), columns=list(items), copy=False),
                groups=default_groups(rows) if fm.cv_by == "models" else None, progress=fit_progress)
     return (fm, {"rows": list(rows), "key": None}) if with_info else fm
 

@@ -262,7 +262,9 @@ def calibrate(H: np.ndarray, rows: Sequence[str], fm: FactorModel, n_b: int, par
     if complete.sum() < MIN_MODELS or m < 2 * n_folds or n_b >= N:
         return None
     fold = _folds(rows, n_folds)
-    hkey = hashlib.sha256(np.where(np.isnan(H), -1, H).astype(np.int8).tobytes() + repr(H.shape).encode()
+    from .api import int8_bytes
+
+    hkey = hashlib.sha256(int8_bytes(H) + repr(H.shape).encode()
                           + "\x1f".join(map(str, rows)).encode()).hexdigest()
     rng = np.random.default_rng(0)
     pick = np.flatnonzero(complete)

@@ -72,16 +72,25 @@ def _unpack(theta: np.ndarray, m: int, n: int, k: int, bias: bool):
     return U, V, b
 
 
-def _objective(theta, Y, M, k, weight_decay, bias):
+#: rows per block when the log-partition sum is formed as the log of products (each factor is in [1, 2], so a
+#: product of 256 of them stays below 2^256, far inside float64's range)
+_PROD_ROWS = 256
+
+
+def _objective(theta, Y, M, k, weight_decay, bias, work=None):
     """Mean BCE over observed entries + weight_decay/(2 n) * squared norms (eq. 13 + L2 prior) and its gradient.
 
     ``Y``: models x items float64 array with 0 at missing cells; ``M``: float32 mask (1 = observed), or
-    ``None`` when every entry is observed (the fast path: no mask products). The logits, the softplus and
-    the sigmoid are computed in float32 (the memory-bound part; each value is rounded to ~1e-7 relative)
-    and every sum is accumulated in float64 row by row, so the objective keeps about 1e-9 relative
-    precision, far below the L-BFGS stopping tolerance. The data term's linear part sum(Y * X) is formed
-    as sum_i u_i . (Y V)_i and the gradient's Y part as Y V and Y' U (float64 matrix products), so Y is
-    never multiplied entrywise. Returns (f, grad) with grad flattened like ``theta`` (float64).
+    ``None`` when every entry is observed (the fast path: no mask products). The logits and the sigmoid are
+    computed in float32 (the memory-bound part; each value is rounded to ~1e-7 relative) and every sum is
+    accumulated in float64, so the objective keeps about 1e-9 relative precision, far below the L-BFGS stopping
+    tolerance. With e = exp(-|x|), softplus(x) = max(x, 0) + log(1 + e), and the sum of log(1 + e) is taken
+    as the log of float64 products over blocks of rows (no per-entry logarithm, the slowest step before; the
+    gradient's sigmoid is scipy's expit as before, so the gradients, and the fits, are unchanged). The data
+    term's linear part sum(Y * X) is formed as sum_i u_i . (Y V)_i and the gradient's Y part as Y V and Y' U
+    (float64 matrix products), so Y is never multiplied entrywise. ``work``: a dict the caller keeps between
+    calls, holding the three float32 models x items buffers (reused, not reallocated, at every evaluation).
+    Returns (f, grad) with grad flattened like ``theta`` (float64).
     """
     m, n = Y.shape
     mk, nk = m * k, n * k
@@ -90,26 +99,42 @@ def _objective(theta, Y, M, k, weight_decay, bias):
     b64 = theta[mk + nk:] if bias else None
     U = U64.astype(np.float32)
     V = V64.astype(np.float32)
-    X = U @ V.T
+    if work is None:
+        work = {}
+    if work.get("shape") != (m, n):
+        work.clear()
+        work.update(shape=(m, n), X=np.empty((m, n), np.float32), e=np.empty((m, n), np.float32),
+                    s=np.empty((m, n), np.float32))
+    X, e, s = work["X"], work["e"], work["s"]
+    np.matmul(U, V.T, out=X)
     if bias:
         X += b64.astype(np.float32)[None, :]
     nobs = float(m * n) if M is None else float(M.sum())
-    # softplus(x) = max(x, 0) + log1p(exp(-|x|)) is stable for any x
-    sp = np.abs(X)
-    np.negative(sp, out=sp)
-    np.exp(sp, out=sp)
-    np.log1p(sp, out=sp)
-    sp += np.maximum(X, 0.0)
-    s = expit(X)
+    np.abs(X, out=e)
+    np.negative(e, out=e)
+    np.exp(e, out=e)  # e = exp(-|x|) in (0, 1]
     if M is not None:
-        sp *= M
+        e *= M  # an unobserved entry: log(1 + 0) = 0 and sigmoid 1/2, zeroed below
+    e += 1.0
+    expit(X, out=s)  # the gradient's sigmoid, exactly as before (the fits' numbers are unchanged)
+    if M is not None:
         s *= M
+    logsum = 0.0
+    for i in range(0, m, _PROD_ROWS):
+        logsum += float(np.log(np.prod(e[i:i + _PROD_ROWS], axis=0, dtype=np.float64)).sum())
+    np.maximum(X, 0.0, out=X)
+    if M is not None:
+        X *= M
+    possum = float(X.sum(dtype=np.float64))
     YV = Y @ V64
     lin = float(np.einsum("ik,ik->", U64, YV))
-    ysum = Y.sum(axis=0) if bias else None
+    ysum = None
     if bias:
+        if "ysum" not in work:
+            work["ysum"] = Y.sum(axis=0)  # Y is fixed during a fit: summed once
+        ysum = work["ysum"]
         lin += float(ysum @ b64)
-    f_data = (float(sp.sum(axis=1, dtype=np.float64).sum()) - lin) / nobs
+    f_data = (possum + logsum - lin) / nobs
     c = weight_decay / nobs
     f_pen = 0.5 * c * float(theta @ theta)
     gU = ((s @ V).astype(np.float64) - YV) / nobs + c * U64
@@ -130,16 +155,35 @@ def _logloss_at(U, V, b, rows, cols, y) -> float:
     return float(np.mean(np.logaddexp(0.0, x) - y * x))
 
 
+def _logloss_rows(U, V, b, Y, M, rows_per_block: int = 256) -> float:
+    """Mean BCE of the model over the observed entries (mask ``M``) of ``Y``, a block of rows at a time (never a
+    per-entry copy of the factors: at 2,212 x 12,032 and k = 16 that was two 3.4 GB arrays)."""
+    total, n = 0.0, 0
+    for i in range(0, Y.shape[0], rows_per_block):
+        x = U[i:i + rows_per_block] @ V.T
+        if b is not None:
+            x += b[None, :]
+        m = M[i:i + rows_per_block]
+        total += float((np.logaddexp(0.0, x) - Y[i:i + rows_per_block] * x)[m].sum())
+        n += int(m.sum())
+    return total / n if n else float("nan")
+
+
 def _fit_core(Y, M, k, weight_decay, bias, max_iter, tol, rng, init=None):
     """Fit on the non-empty rows/cols of (Y, M); return full-size U, V, b and optimiser info."""
     m, n = Y.shape
     row_ok = M.any(axis=1)
     col_ok = M.any(axis=0)
-    Mb = M[np.ix_(row_ok, col_ok)]
+    whole = bool(row_ok.all() and col_ok.all())
+    Mb = M if whole else M[np.ix_(row_ok, col_ok)]
     # the objective reads Y through matrix products, so an entry outside the mask must be 0 (held-out entries
-    # keep their value in Y)
-    Ys = np.where(Mb, Y[np.ix_(row_ok, col_ok)], 0.0)
-    Ms = None if Mb.all() else Mb.astype(np.float32)
+    # keep their value in Y); a fully observed history is used as it is (no models x items copy)
+    full = bool(Mb.all())
+    if full:
+        Ys = Y if whole else Y[np.ix_(row_ok, col_ok)]
+    else:
+        Ys = np.where(Mb, Y if whole else Y[np.ix_(row_ok, col_ok)], 0.0)
+    Ms = None if full else Mb.astype(np.float32)
     ms, ns = Ys.shape
     size = (ms + ns) * k + (ns if bias else 0)
     if init is not None:
@@ -158,7 +202,7 @@ def _fit_core(Y, M, k, weight_decay, bias, max_iter, tol, rng, init=None):
     res = minimize(
         _objective,
         theta0,
-        args=(Ys, Ms, k, weight_decay, bias),
+        args=(Ys, Ms, k, weight_decay, bias, {}),
         jac=True,
         method="L-BFGS-B",
         options={"maxiter": int(max_iter), "ftol": tol, "gtol": tol * 1e-2, "maxcor": 20},
@@ -191,8 +235,16 @@ def new_model_loss(U_fit, V, b, Y, M, reveal, rng):
     nobs = M.sum(axis=1)
     r = np.where(nobs > 1, np.maximum(1, np.round(reveal * nobs)).astype(int), 0)
     # a random order of each row's observed entries: observed first (shuffled), then unobserved
-    key = rng.random((m, n)) + (~M) * 2.0
-    order = np.argsort(key, axis=1)
+    key = rng.random((m, n))
+    key[~M] += 2.0
+    # only the first r.max() positions of each row's order are used: partition, then sort those (the same
+    # positions as a full argsort: the keys are distinct with probability one)
+    rmax = int(r.max(initial=0))
+    if 0 < rmax < n:
+        part = np.argpartition(key, rmax - 1, axis=1)[:, :rmax]
+        order = np.take_along_axis(part, np.argsort(np.take_along_axis(key, part, axis=1), axis=1), axis=1)
+    else:
+        order = np.argsort(key, axis=1)
     u = np.tile(mu, (m, 1))
     S = np.tile(S0, (m, 1, 1))
     rows = np.arange(m)
@@ -208,8 +260,8 @@ def new_model_loss(U_fit, V, b, Y, M, reveal, rng):
         S -= (w / den)[:, None, None] * (s[:, :, None] * s[:, None, :])
         u += (act * (z - pI) / den)[:, None] * s
     revealed = np.zeros((m, n), dtype=bool)
-    for t in range(int(r.max(initial=0))):
-        revealed[rows[t < r], order[t < r, t]] = True
+    shown = np.arange(rmax)[None, :] < r[:, None]
+    revealed[np.nonzero(shown)[0], order[:, :rmax][shown]] = True
     ev = M & ~revealed
     x = u @ V.T + b[None, :]
     ll = (np.logaddexp(0.0, x) - Y * x)[ev]
@@ -217,6 +269,132 @@ def new_model_loss(U_fit, V, b, Y, M, reveal, rng):
     if ll.size == 0:
         return float("nan"), float("nan")
     return float(ll.mean()), float(se.mean())
+
+
+
+# ----------------------------------------------------------------------------------------------------
+# cross-validation chains (one per fold and k), run in turn or on worker processes with the same numbers
+
+
+def _fold_arrays(f: int, shared: dict):
+    """(training Y, training mask, test rows or entries) of fold ``f``."""
+    Y, M, d = shared["Y"], shared["M"], shared["data"][f]
+    if shared["cv_by"] == "entries":
+        Mtr = M.copy()
+        Mtr[shared["obs_r"][d["te"]], shared["obs_c"][d["te"]]] = False
+        return Y, Mtr
+    return Y[d["tr_rows"]], M[d["tr_rows"]]
+
+
+def _cv_chain(f: int, k: int, shared: dict, rng, losses_rng=None, tick=None, arrays=None) -> list[tuple[float, bool]]:
+    """The fits of one (fold, k) along ``shared["lams"]`` (warm starts) -> [(held-out loss, converged)] per lambda.
+
+    ``rng`` draws the first fit's initial values; ``losses_rng`` (one generator per lambda, default ``rng``)
+    the reveal order of each model-level loss."""
+    Ytr, Mtr = _fold_arrays(f, shared) if arrays is None else arrays
+    d, lams, bias = shared["data"][f], shared["lams"], shared["bias"]
+    out, init = [], None
+    for i, lam in enumerate(lams):
+        U, V, b, info = _fit_core(Ytr, Mtr, k, lam, bias, shared["max_iter"], shared["tol"], rng, init=init)
+        init = (U, V, b)
+        if shared["cv_by"] == "entries":
+            te, obs_r, obs_c = d["te"], shared["obs_r"], shared["obs_c"]
+            loss = _logloss_at(U, V, b if bias else None, obs_r[te], obs_c[te], shared["Y"][obs_r[te], obs_c[te]])
+        else:
+            used = Mtr.any(axis=1)
+            g = rng if losses_rng is None else losses_rng[i]
+            loss, _ = new_model_loss(U[used], V, b, shared["Y"][d["te_rows"]], shared["M"][d["te_rows"]],
+                                     shared["reveal"], g)
+        out.append((loss, info["converged"]))
+        if tick is not None:
+            tick(lam)
+    return out
+
+
+def _copy_rng(rng: np.random.Generator) -> np.random.Generator:
+    g = np.random.Generator(type(rng.bit_generator)())
+    g.bit_generator.state = rng.bit_generator.state
+    return g
+
+
+def _skip_uniforms(rng: np.random.Generator, count: int) -> None:
+    """Move ``rng`` past ``count`` float64 uniforms (``rng.random(count)``: one 64-bit draw each)."""
+    bg = rng.bit_generator
+    if isinstance(bg, (np.random.PCG64, np.random.PCG64DXSM)):
+        bg.advance(count)
+        return
+    for i in range(0, count, 1 << 22):
+        rng.random(min(1 << 22, count - i))
+
+
+def _cv_streams(chains, shared: dict, rng: np.random.Generator) -> list[tuple]:
+    """For each chain, copies of ``rng`` in the states the chains run in turn would meet it (the first fit's
+    initial values, then one per model-level loss); ``rng`` ends where the last chain would leave it."""
+    streams = []
+    M = shared["M"]
+    n = M.shape[1]
+    for f, k in chains:
+        d = shared["data"][f]
+        if shared["cv_by"] == "entries":
+            Mtr = M.copy()
+            Mtr[shared["obs_r"][d["te"]], shared["obs_c"][d["te"]]] = False
+        else:
+            Mtr = M[d["tr_rows"]]
+        ms, ns = int(Mtr.any(axis=1).sum()), int(Mtr.any(axis=0).sum())
+        g_init = _copy_rng(rng)
+        rng.standard_normal((ms + ns) * k + (ns if shared["bias"] else 0))  # what _fit_core draws
+        g_loss = None
+        if shared["cv_by"] == "models":
+            m_te = int(d["te_rows"].sum())
+            g_loss = []
+            for _ in shared["lams"]:
+                g_loss.append(_copy_rng(rng))
+                _skip_uniforms(rng, m_te * n)  # what new_model_loss draws
+        streams.append((g_init, g_loss))
+    return streams
+
+
+_CV_SHARED: dict = {}
+
+
+def _chain_task(args):
+    i, f, k, g_init, g_loss = args
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        return i, _cv_chain(f, k, _CV_SHARED, g_init, g_loss)
+
+
+def _cv_workers(n_jobs, n_chains: int) -> int:
+    """Worker processes for the CV chains: ``n_jobs`` (None = 1), at most the chains and the CPUs; 1 where a
+    process cannot fork children (no "fork" start method, or inside a daemonic worker)."""
+    import multiprocessing as mp
+    import os
+
+    want = 1 if n_jobs is None else int(n_jobs)
+    want = min(want, n_chains, os.cpu_count() or 1)
+    if want <= 1 or "fork" not in mp.get_all_start_methods() or mp.current_process().daemon:
+        return 1
+    return want
+
+
+def _run_chains_parallel(chains, streams, shared: dict, workers: int, progress) -> list:
+    """Run the chains on ``workers`` forked processes (the arrays are inherited, not copied), longest first."""
+    import multiprocessing as mp
+
+    order = sorted(range(len(chains)), key=lambda i: -chains[i][1])
+    tasks = [(i, chains[i][0], chains[i][1], *streams[i]) for i in order]
+    out: list = [None] * len(chains)
+    _CV_SHARED.clear()
+    _CV_SHARED.update(shared)
+    try:
+        with mp.get_context("fork").Pool(workers) as pool:
+            for j, (i, res) in enumerate(pool.imap_unordered(_chain_task, tasks), 1):
+                out[i] = res
+                progress(chains[i][0], chains[i][1], j * len(shared["lams"]))
+    finally:
+        _CV_SHARED.clear()
+    return out
 
 
 def _row_folds(n_rows: int, cv: int, groups, rng) -> np.ndarray:
@@ -362,6 +540,11 @@ class FactorModel:
     cv_tol : float, default 1e-5
         L-BFGS-B ``ftol`` of the CV fits (early stopping: the criterion needs a good fit, not the last digit);
         the final fit uses ``tol``.
+    n_jobs : int or None, default None (= 1)
+        Worker processes for the CV fits (one task per fold and k, its lambdas warm-started in turn; forked,
+        so the history is shared, not copied). The numbers do not depend on it: each task gets the generator
+        states the fits run in turn would have used. 1 where the platform cannot fork (and inside a daemonic
+        worker process).
     one_se : bool, default True
         Pick the simplest setting (smallest k, then largest lambda) whose mean held-out log-loss is within
         one standard error (of the best setting's fold losses, ddof=1) of the best; False = plain argmin.
@@ -398,6 +581,7 @@ class FactorModel:
         cv_by: str = "entries",
         reveal: float = 0.1,
         cv_tol: float = 1e-5,
+        n_jobs: int | None = None,
     ):
         self.k = k
         self.weight_decay = weight_decay
@@ -420,6 +604,7 @@ class FactorModel:
         self.cv_by = cv_by
         self.reveal = reveal
         self.cv_tol = cv_tol
+        self.n_jobs = n_jobs
 
     # -- fitting -------------------------------------------------------------------------------------
 
@@ -450,10 +635,15 @@ class FactorModel:
         H, self.row_labels_, self.col_labels_ = _as_history(history)
         rng = self.seed if isinstance(self.seed, np.random.Generator) else np.random.default_rng(self.seed)
         M = ~np.isnan(H)
-        Y = np.where(M, H, 0.0)
-        obs_r, obs_c = np.nonzero(M)
-        nobs = obs_r.size
-        self.n_observed_ = int(nobs)
+        # Y is only read: a complete history is used as it is, else one copy with 0 at the missing cells
+        Y = H if M.all() else np.where(M, H, 0.0)
+        del H
+        nobs = int(M.sum())
+        # the (row, column) of every observed entry (two int64 arrays, 16 bytes an entry) only where entries are
+        # split (entry-level CV, the holdout of a fit without CV)
+        split_entries = self.cv_by == "entries" if self.cv is not None else self.holdout > 0
+        obs_r, obs_c = np.nonzero(M) if split_entries else (None, None)
+        self.n_observed_ = nobs
         self.empty_rows_ = np.flatnonzero(~M.any(axis=1))
         self.empty_cols_ = np.flatnonzero(~M.any(axis=0))
         if self.empty_rows_.size or self.empty_cols_.size:
@@ -521,7 +711,7 @@ class FactorModel:
                 FactorFitWarning,
                 stacklevel=2,
             )
-        self.train_logloss_ = _logloss_at(U, V, b if self.bias else None, obs_r, obs_c, Y[obs_r, obs_c])
+        self.train_logloss_ = _logloss_rows(U, V, b if self.bias else None, Y, M)
         self._guard()
         used = np.ones(U.shape[0], dtype=bool)
         used[self.empty_rows_] = False
@@ -532,7 +722,7 @@ class FactorModel:
 
     def _cross_validate(self, Y, M, obs_r, obs_c, groups, rng, progress):
         """Every (k, lambda) on every fold -> (cv_results DataFrame, per-item-mean baseline log-loss)."""
-        cv, nobs = int(self.cv), obs_r.size
+        cv, nobs = int(self.cv), int(M.sum())
         ks = [int(k) for k in self.ks]
         lams = sorted((float(x) for x in self.lambdas), reverse=True)  # regularisation path: warm starts
         total = cv * len(ks) * len(lams) + 1
@@ -556,12 +746,16 @@ class FactorModel:
         losses: dict[tuple[int, float], list[float]] = {(k, lam): [] for k in ks for lam in lams}
         not_conv: dict[tuple[int, float], int] = {(k, lam): 0 for k in ks for lam in lams}
         base = []
+        # one chain per (fold, k): the fits along lambda, warm-started. The generator is used in this order
+        # (the initial values of each chain's first fit, then, with cv_by="models", the reveal order of each
+        # loss), so the chains can run in parallel with the same numbers: each gets the generator states it
+        # would have met in turn (_cv_streams)
+        chains, data = [], []
         for f in range(cv):
             if self.cv_by == "entries":
                 te = fold == f
-                Ytr, Mtr = Y, M.copy()
-                Mtr[obs_r[te], obs_c[te]] = False
                 base.append(self._item_mean_logloss(Y, M, obs_r, obs_c, te))
+                data.append({"te": te})
             else:
                 tr_rows, te_rows = fold_r != f, fold_r == f
                 Ytr, Mtr = Y[tr_rows], M[tr_rows]
@@ -570,21 +764,30 @@ class FactorModel:
                 pj = np.clip((pj * cnt + 0.5) / (cnt + 1.0), 1e-6, 1 - 1e-6)
                 yt, mt = Y[te_rows], M[te_rows]
                 base.append(float(np.mean(-(yt * np.log(pj) + (1 - yt) * np.log1p(-pj))[mt])))
-            for k in ks:
-                init = None
-                for lam in lams:
-                    U, V, b, info = _fit_core(Ytr, Mtr, k, lam, self.bias, self.max_iter, self.cv_tol, rng, init=init)
-                    init = (U, V, b)
-                    not_conv[(k, lam)] += not info["converged"]
-                    if self.cv_by == "entries":
-                        loss = _logloss_at(U, V, b if self.bias else None, obs_r[te], obs_c[te], Y[obs_r[te], obs_c[te]])
-                    else:
-                        used = Mtr.any(axis=1)
-                        loss, _ = new_model_loss(U[used], V, b, Y[te_rows], M[te_rows], self.reveal, rng)
-                    losses[(k, lam)].append(loss)
+                del Ytr, yt, mt
+                data.append({"tr_rows": tr_rows, "te_rows": te_rows})
+            chains += [(f, k) for k in ks]
+        shared = {"Y": Y, "M": M, "obs_r": obs_r, "obs_c": obs_c, "data": data, "lams": lams, "bias": self.bias,
+                  "max_iter": self.max_iter, "tol": self.cv_tol, "cv_by": self.cv_by, "reveal": self.reveal}
+        workers = _cv_workers(self.n_jobs, len(chains))
+        if workers > 1:
+            streams = _cv_streams(chains, shared, rng)
+            out = _run_chains_parallel(chains, streams, shared, workers,
+                                       lambda f, k, j: None if progress is None else progress(
+                                           j, total, f"fold {f + 1}/{cv}, k={k}, all lambdas"))
+        else:
+            out = []
+            for f, k in chains:
+                def tick(lam, f=f, k=k):
+                    nonlocal done
                     done += 1
                     if progress is not None:
                         progress(done, total, f"fold {f + 1}/{cv}, k={k}, lambda={lam:g}")
+                out.append(_cv_chain(f, k, shared, rng, None, tick))
+        for (f, k), res in zip(chains, out):
+            for lam, (loss, conv) in zip(lams, res):
+                losses[(k, lam)].append(loss)
+                not_conv[(k, lam)] += not conv
         records = []
         for k in ks:
             for lam in sorted(lams):
