@@ -230,5 +230,16 @@ def test_a_chunk_lost_more_often_than_retried_is_a_backend_error(cluster):
     def dies(task, ss):  # here, so that Ray pickles it by value
         os._exit(1)
 
-    with pytest.raises(AssayBackendError, match="Ray lost tasks 0-1 of 2 after 0 retries"):
+    with pytest.raises(AssayBackendError, match="Ray lost tasks 0, 1 of 2 after 0 retries"):
         RayExecutor(1, cluster.address, max_retries=0, chunk=2).map(dies, [0, 1], spawn(0, 2))
+
+
+def test_another_address_while_joined_to_a_cluster_is_refused(cluster):
+    from assay.errors import AssayInputError
+
+    def size(task, ss):
+        return abs(task)
+
+    assert RayExecutor(2, cluster.address).map(size, [-1, 2], spawn(0, 2)) == [1, 2]  # joined (or still joined)
+    with pytest.raises(AssayInputError, match="already connected to the Ray cluster at"):
+        RayExecutor(2, "127.0.0.1:1").map(abs, [1, 2], spawn(0, 2))

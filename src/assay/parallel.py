@@ -98,8 +98,9 @@ class RayExecutor:
     * The task function (with the large inputs it closes over: a FAQ history and factors, a score tensor) is put
       in the object store ONCE (``ray.put``) and shared by every task, not pickled per task.
     * Tasks are sent in chunks (about 4 per worker, or ``chunk`` tasks each) so that the per-call overhead of Ray
-      stays small against the work, with at most ``workers`` chunks running at once; results come back in task
-      order.
+      stays small against the work, with at most ``workers`` chunks running at once; a chunk takes every m-th task
+      (tasks 0, m, 2m, ...), so that long tasks listed together spread over the chunks; results come back in
+      task order.
     * A task whose worker or node dies is retried by Ray (``max_retries``) on the nodes that are left; tasks are
       pure functions of (task, child seed), so a retry returns exactly the same result (tested with a node of a
       3-node cluster removed mid-run). When the retries are spent: :class:`AssayBackendError`.
@@ -145,24 +146,27 @@ class RayExecutor:
         size = self.chunk or max(1, -(-n // (4 * self.workers)))
         fn_ref = ray.put(fn)
         remote = ray.remote(num_cpus=1, max_retries=self.max_retries)(_run_chunk)
-        spans = [(lo, min(n, lo + size)) for lo in range(0, n, size)]
+        # chunk j holds tasks j, j + m, j + 2m, ...: task lists are often ordered by cost (a study's big cells
+        # first), and consecutive tasks in one chunk would put all the long ones on one worker
+        m = -(-n // size)
+        chunks = [list(range(j, n, m)) for j in range(m)]
         results: list[Any] = [None] * n
         where: dict = {}
         pending: list = []
         nxt, done = 0, 0
-        while nxt < len(spans) or pending:
+        while nxt < len(chunks) or pending:
             # at most `workers` chunks in flight: `workers` means the same on a laptop and on a cluster
-            while nxt < len(spans) and len(pending) < self.workers:
-                lo, hi = spans[nxt]
-                ref = remote.remote(fn_ref, list(tasks[lo:hi]), list(seeds[lo:hi]))
-                where[ref] = spans[nxt]
+            while nxt < len(chunks) and len(pending) < self.workers:
+                idx = chunks[nxt]
+                ref = remote.remote(fn_ref, [tasks[i] for i in idx], [seeds[i] for i in idx])
+                where[ref] = idx
                 pending.append(ref)
                 nxt += 1
             ready, pending = ray.wait(pending, num_returns=1)
             for r in ready:
-                lo, hi = where.pop(r)
+                idx = where.pop(r)
                 try:
-                    results[lo:hi] = ray.get(r)
+                    out = ray.get(r)
                 except (ray.exceptions.NodeDiedError, ray.exceptions.WorkerCrashedError,
                         ray.exceptions.ObjectLostError, ray.exceptions.RaySystemError) as e:
                     # the cluster, not the task, failed, and Ray's retries are spent (a task's own exception
@@ -171,10 +175,13 @@ class RayExecutor:
                         with contextlib.suppress(Exception):
                             ray.cancel(p)
                     why = (str(e).strip().splitlines() or [type(e).__name__])[0]
-                    which = f"tasks {lo}-{hi - 1}" if hi - lo > 1 else f"task {lo}"
+                    which = (f"task {idx[0]}" if len(idx) == 1 else
+                             "tasks " + ", ".join(map(str, idx[:5])) + (", ..." if len(idx) > 5 else ""))
                     raise AssayBackendError(f"Ray lost {which} of {n} after {self.max_retries} retries "
                                             f"({type(e).__name__}): {why}") from e
-                done += hi - lo
+                for i, res in zip(idx, out):
+                    results[i] = res
+                done += len(idx)
                 if progress:
                     progress(done, n)
         return results
