@@ -31,6 +31,10 @@ user would pass, NaN = missing, and ``input MB`` is the process's resident memor
    binomial Monte Carlo s.e.
    sqrt(p (1 - p) / (100 S)).
 
+``peak MB`` is the stage process's own peak resident memory; ``workers MB`` the largest peak of its worker processes
+(the default fit's cross-validation runs on 2 forked workers for a history this size; the protocol on 2), so
+peak + 2 x workers bounds the stage's total from above (forked workers share the history's pages).
+
 Usage::
 
     python bench/faq_scale.py --quick   # a 1/4 x 1/4 MMLU-Pro slice (552 x 3,008), about 1-2 minutes
@@ -185,6 +189,9 @@ def stage(name: str, data: str, extra: dict) -> dict:
         raise SystemExit(f"unknown stage {name}")
     out["seconds"] = time.perf_counter() - t
     out["peak_mb"] = round(_rss_mb())
+    # the CV's forked workers (fit_cv on a large history) and the protocol's worker processes: the largest one's
+    # peak; parent + 2 x this bounds the stage's total (forked workers share the history's pages with the parent)
+    out["children_peak_mb"] = round(_rss_mb(resource.RUSAGE_CHILDREN))
     return out
 
 
@@ -235,22 +242,24 @@ def main() -> int:
                 r["protocol"] = run_stage("protocol", data, cache, {"seeds": seeds, "workers": 2})
             fc, fo, ca = r["fit_cv"], r["fit_one"], r["cached"]
             lines.append((f"{label}: default fit + CV (k={fc['k']}, lambda={fc['weight_decay']:g})", fc["seconds"],
-                          fc["peak_mb"], fc["input_mb"], f"{fc['seconds'] / fo['seconds']:.1f}x one fit"))
+                          fc["peak_mb"], fc["input_mb"], f"{fc['seconds'] / fo['seconds']:.1f}x one fit",
+                          fc.get("children_peak_mb", 0)))
             lines.append(("  baseline: one fit at that (k, lambda), no CV", fo["seconds"], fo["peak_mb"],
-                          fo["input_mb"], ""))
+                          fo["input_mb"], "", 0))
             lines.append(("  cached start (fit read from the cache)", ca["seconds"], ca["peak_mb"], ca["input_mb"],
-                          f"{ca['seconds'] / fc['seconds']:.3f}x the fit"))
+                          f"{ca['seconds'] / fc['seconds']:.3f}x the fit", 0))
             if "one_model" in r:
                 om, pr = r["one_model"], r["protocol"]
                 lines.append((f"  one new model at 2.5% ({om['n_queries']} q), first (calibration computed)",
                               om["first_s"], om["peak_mb"], om["input_mb"],
-                              f"{om['first_s'] / om['core_s']:.0f}x the core alone ({om['core_s']:.2f} s)"))
+                              f"{om['first_s'] / om['core_s']:.0f}x the core alone ({om['core_s']:.2f} s)", 0))
                 lines.append(("  one new model again (all cached)", om["again_s"], om["peak_mb"], om["input_mb"],
-                              f"{om['again_s'] / om['core_s']:.1f}x the core alone"))
+                              f"{om['again_s'] / om['core_s']:.1f}x the core alone", 0))
                 base = pr["core_one_seed_s"] * seeds
                 lines.append((f"  protocol: {N_NEW if not args.quick else N_NEW // 2} new models x {seeds} seeds, "
                               "FAQ + 2 uniform references", pr["protocol_s"], pr["peak_mb"], pr["input_mb"],
-                              f"{pr['protocol_s'] / base:.1f}x FAQ core alone ({base:.1f} s)"))
+                              f"{pr['protocol_s'] / base:.1f}x FAQ core alone ({base:.1f} s)",
+                              pr.get("children_peak_mb", 0)))
                 cov = pr["table"]["faq"]["coverage"]
                 n_runs = (N_NEW if not args.quick else N_NEW // 2) * seeds
                 r["coverage"] = {"faq": cov, "mc_se": float(np.sqrt(cov * (1 - cov) / n_runs)),
@@ -261,9 +270,9 @@ def main() -> int:
             print(f"... {case} done", file=sys.stderr, flush=True)
 
     w = max(len(x[0]) for x in lines)
-    print(f"{'stage':<{w}}  {'seconds':>8}  {'peak MB':>8}  {'input MB':>8}  ratio")
-    for name, sec, peak, inp, note in lines:
-        print(f"{name:<{w}}  {sec:8.2f}  {peak:8.0f}  {inp:8.0f}  {note}")
+    print(f"{'stage':<{w}}  {'seconds':>8}  {'peak MB':>8}  {'input MB':>8}  {'workers MB':>10}  ratio")
+    for name, sec, peak, inp, note, kids in lines:
+        print(f"{name:<{w}}  {sec:8.2f}  {peak:8.0f}  {inp:8.0f}  {kids or '':>10}  {note}")
     for r in results:
         if "coverage" in r:
             c = r["coverage"]
