@@ -4,12 +4,15 @@ A record is keyed by ``(run_id, key)``, where ``key = request_key(model, prompt,
 sha256 of the canonical JSON of the request. A repeated request is answered from the journal, a run
 can be resumed by id, and an answer survives ``kill -9`` of the process the moment ``put`` returns.
 
-Durability: the database runs in WAL mode and every ``put`` is its own committed transaction. In WAL
-mode a commit appends the transaction to the ``-wal`` file with a ``write()`` before ``put`` returns,
-so it is in the OS page cache and survives SIGKILL of the process even with ``synchronous=NORMAL``.
-We use ``synchronous=FULL`` (the default, ``synchronous="NORMAL"`` is accepted) which also fsyncs the
-WAL on every commit, so a completed answer also survives an OS crash or power loss. The cost, one
-fsync per answer (about a millisecond), is negligible next to a paid model call of about a second.
+Durability: the database runs in WAL mode. A commit appends the transaction to the ``-wal`` file with a
+``write()`` before it returns, so it is in the OS page cache and survives SIGKILL of the process even with
+``synchronous=NORMAL``. With ``synchronous=FULL`` (the default; ``"NORMAL"`` and ``"EXTRA"`` are accepted) the WAL
+is also fsynced, so a completed answer survives an OS crash or power loss: by every ``put`` and :meth:`Journal.batch`
+before it returns; the query runner, which writes an answer as it arrives (:meth:`Journal.batch_start`), fsyncs on a
+thread of its own, one fsync for all the answers committed since the last, and always before ``run()`` returns. So
+a killed process loses nothing it had received, and a power loss at most the answers of the last few milliseconds
+(paid for, asked again on resume). An fsync takes 0.1-5 ms, which at a local server's 5 ms per answer would halve
+the throughput if every answer waited for its own (bench/query.py).
 
 Secrets: parameters, metadata, requests and responses are scrubbed before hashing and storing: keys
 named like ``api_key`` / ``authorization`` / ``token`` (case-insensitive, at any depth) are dropped,
@@ -631,8 +634,30 @@ class Journal:
         """A second connection for :meth:`batch`, so a commit (and its fsync) in the writer thread never holds the
         lock the readers on the main connection need (WAL: readers and one writer proceed together)."""
         if getattr(self, "_wconn", None) is None:
-            self._wconn = self._connect(self._sync, self._busy)
+            # FULL: the writer commits without an fsync (the WAL write alone survives kill -9) and sync() makes the
+            # commits durable against power loss, once for many; see batch_start
+            self._wconn = self._connect("NORMAL" if self._sync == "FULL" else self._sync, self._busy)
         return self._wconn
+
+    def sync(self) -> None:
+        """Make every transaction committed so far durable against power loss: one fsync of the write-ahead log.
+
+        :meth:`batch` calls it itself (with ``synchronous="FULL"``); a caller of :meth:`batch_start` calls it when its
+        commits must survive an OS crash, from any thread, as often as it likes (an fsync covers every commit before
+        it). Nothing to do with ``synchronous="NORMAL"`` (process kill only) or ``"EXTRA"`` (every commit fsyncs)."""
+        if self._sync != "FULL":
+            return
+        try:
+            fd = os.open(str(self.path) + "-wal", os.O_RDWR)
+        except FileNotFoundError:  # nothing written in WAL mode (or checkpointed and removed on close): nothing to sync
+            return
+        try:
+            os.fsync(fd)
+        except OSError as exc:
+            raise AssayInputError(f"the journal {self.path} could not be written to disk (fsync: {exc}); answers "
+                                  "received since the last sync may be lost on a power failure") from None
+        finally:
+            os.close(fd)
 
     def batch(self, ops: list[tuple]) -> list[Any]:
         """Run several operations in ONE transaction (one fsync for all) and return one result per operation.
@@ -650,15 +675,18 @@ class Journal:
         """
         out, commit = self.batch_start(ops)
         commit()
+        self.sync()
         return out
 
     def batch_start(self, ops: list[tuple]) -> tuple[list[Any], Callable[[], None]]:
         """:meth:`batch` up to its COMMIT: ``(results, commit)``. The results hold once ``commit()`` has returned
         (call it exactly once, from any thread); until then the journal's writer is held and other writers wait.
 
-        The runner calls ``commit`` on a thread of its own: the COMMIT is the fsync, the one slow step of a write,
-        and the event loop goes on reading answers and sending requests meanwhile (the sqlite3 module releases
-        the GIL while SQLite works)."""
+        With ``synchronous="FULL"`` (the default) ``commit()`` writes the transaction to the write-ahead log without
+        an fsync: once it returns, the answers survive the process being killed (``kill -9``: the data is in the
+        operating system's hands), and :meth:`sync` makes them survive a power loss too, one fsync for every commit
+        before it. The runner commits on the event loop (a write, no wait for the disk), gives the answer's slot
+        back at once, and syncs on a thread of its own, and always before ``run()`` returns."""
         import socket
         import time
 

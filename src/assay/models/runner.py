@@ -10,15 +10,17 @@ Per prompt:
    runner timeout is given), and on :class:`RetryableError` / timeout release the slot, sleep
    ``max(Retry-After, full-jitter exponential backoff)`` and try again, up to ``max_retries`` retries.
 3. A successful answer is written to the journal *before* the prompt counts as done, and it keeps its
-   concurrency slot until then: at any moment at most ``concurrency`` requests are paid for and not yet on disk,
-   so a process killed at any moment asks again at most that many on resume.
+   concurrency slot until then: at any moment at most ``concurrency`` requests are paid for and not yet in the
+   journal, so a process killed at any moment asks again at most that many on resume.
 
-Journal writes are group-committed: answers queue up for at most ``LINGER_S`` (25 ms; less once every concurrency
-slot holds an answer waiting for the journal, as no more can arrive) and are committed in one
-transaction (one fsync for all of them) by a task on the event loop; an answer is used (stored in the result,
-counted done) only in the callback that runs after its commit, so it is on disk before it is used. (A writer
-thread was tried first: it fought the loop for the GIL around every SQLite call and cost more than these short
-commits.) Before a key is sent it is *claimed* in the journal (per-request leases): a second process on the same
+Journal writes are group-committed on the event loop: an answer waits for its commit at most 5% of the recent time
+per request (between 0.5 ms and ``LINGER_S``, 25 ms), so the wait costs a slow endpoint little, or less when half the
+slots hold answers waiting for the journal while requests wait for a slot; then everything queued is committed in one
+transaction, a write to the journal's write-ahead log that survives ``kill -9`` when it returns. The fsync that makes
+it survive a power loss too runs on a thread, one for every commit before it, and once more before ``run()`` returns
+(see :meth:`Journal.batch_start`). An answer is used (stored in the result, counted done) only in the callback that
+runs after its commit. (Measured in bench/query.py: an fsync per commit on the loop, or a commit thread that held
+every answer's slot through the hand-off, cost 10-40% of the throughput at 5 ms answers.) Before a key is sent it is *claimed* in the journal (per-request leases): a second process on the same
 run id skips keys another live process holds, works on the others, and waits for the held ones to be answered (or
 for their lease to lapse: an owner that died on this host is detected at once, elsewhere after ``lease_s``). So two
 processes on one run never pay twice for a key. Every attempt sent, every timeout (the server may still have
@@ -69,20 +71,30 @@ log = logging.getLogger("assay.models")
 #: How long the journal writer waits for more answers before committing a batch (seconds).
 LINGER_S = 0.025
 
+#: Commit at once (not after the linger) when requests wait for a slot and this fraction of the slots hold answers
+#: not yet in the journal: the other half keeps requests in flight while the batch grows.
+FLUSH_AT = 0.5
+
+#: The linger is this fraction of the recent mean time per request (bounded by 0.5 ms and LINGER_S): holding an
+#: answer's slot that long costs a slow endpoint at most about this fraction of its throughput.
+LINGER_FRACTION = 0.05
+
 #: Longest wait we accept from a server's Retry-After (seconds); the SDK caps at 60 s, we allow more.
 RETRY_AFTER_CAP = 120.0
 
 
 class _LoopCommitter:
-    """Group commit: queued journal operations go into one transaction, begun on the event loop and committed (the
-    fsync) on a thread of its own, so the loop goes on reading answers and sending requests while the disk works.
-    A batch starts ``LINGER_S`` after its first operation, or in the loop's next turn when :meth:`flush` asks (a
-    request waits for a slot an uncommitted answer holds), and never while the previous one is still committing:
-    what arrives meanwhile is the next batch. Results and callbacks are delivered on the loop after the commit.
+    """Group commit on the event loop, with the fsync on a thread of its own.
 
-    Measured (bench/query.py): committing on the loop blocked it for every fsync, 0.3 ms on a quiet local disk
-    and several ms on a busy or networked one, and a writer thread doing the whole transaction fought the loop
-    for the GIL around each SQLite call; one hand-off per batch, for the COMMIT only, costs neither."""
+    Queued journal operations are committed together, on the loop: at once when :meth:`flush` asks (a request
+    waits for the slot an uncommitted answer holds), else ``LINGER_S`` after the first. A commit is a write to the
+    journal's write-ahead log, no wait for the disk: when it returns the answers survive ``kill -9`` and their slots
+    are given back, so a kill re-asks at most ``concurrency`` requests. The fsync that makes them survive a power loss
+    too (:meth:`Journal.sync`) runs on a thread, one for every commit before it, and once more before the run ends.
+
+    Measured (bench/query.py, 5 ms answers): an fsync per commit on the loop blocked it 0.3 ms per commit on a quiet
+    disk and 4 ms on a busy one; committing on a thread held every answer's slot for the hand-off and the fsync
+    (46 ms median in bursts of 64 answers), which starved the next requests."""
 
     def __init__(self, journal, loop: asyncio.AbstractEventLoop) -> None:
         import concurrent.futures
@@ -90,72 +102,59 @@ class _LoopCommitter:
         self.journal = journal
         self.loop = loop
         self.pending: list[tuple[tuple, Any]] = []
-        self._handle: asyncio.Handle | asyncio.TimerHandle | None = None  # the scheduled start of a batch
-        self._soon = False  # the scheduled start is for the next turn, not after LINGER_S
-        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="assay-journal")
-        self._inflight: tuple[Any, list, list] | None = None  # (future of the commit, batch, results)
-
-    def _schedule(self, soon: bool) -> None:
-        if self._inflight is not None:  # started again when the commit in flight is done
-            self._soon = self._soon or soon
-            return
-        if self._handle is not None:
-            if self._soon or not soon:
-                return
-            self._handle.cancel()
-        self._soon = soon
-        self._handle = self.loop.call_soon(self._start) if soon else self.loop.call_later(LINGER_S, self._start)
+        self._handle: asyncio.TimerHandle | None = None  # the lingering commit
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="assay-journal-sync")
+        self._syncing: Any = None  # the fsync in flight (a concurrent future)
+        self._dirty = False  # committed since the fsync in flight started
+        self._sync_error: BaseException | None = None
+        self._can_sync = hasattr(journal, "sync") and hasattr(journal, "batch_start")
+        self.latency_s = 0.0  # running mean time per request (0: none seen yet)
 
     def submit(self, op: tuple) -> asyncio.Future:
         fut = self.loop.create_future()
         self.pending.append((op, fut))
-        self._schedule(False)
+        self._linger()
         return fut
 
     def submit_then(self, op: tuple, callback: Callable[[Any], None]) -> None:
         self.pending.append((op, callback))
-        self._schedule(False)
+        self._linger()
+
+    def _linger(self) -> None:
+        if self._handle is None:
+            wait = min(LINGER_S, max(0.0005, LINGER_FRACTION * self.latency_s)) if self.latency_s else LINGER_S
+            self._handle = self.loop.call_later(wait, self._fire)
+
+    def seen(self, latency_s: float) -> None:
+        """A request took ``latency_s``: update the running mean the linger follows."""
+        self.latency_s = latency_s if not self.latency_s else 0.9 * self.latency_s + 0.1 * latency_s
+
+    def _fire(self) -> None:
+        self._handle = None
+        self._commit()
 
     def flush(self) -> None:
-        """Start the batch in the loop's next turn, not after ``LINGER_S``: waiting longer cannot grow it."""
-        if self.pending:
-            self._schedule(True)
+        """Commit what is queued now: waiting longer cannot grow the batch (a request waits for a slot)."""
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+        self._commit()
 
-    def _start(self) -> None:
-        self._handle, self._soon = None, False
-        if self._inflight is not None or not self.pending:
-            return
+    def _commit(self) -> None:
         batch, self.pending = self.pending, []
-        try:
-            results, commit = self.journal.batch_start([op for op, _ in batch])
-        except BaseException as exc:  # nothing was written: every caller hears of it
-            self._deliver(batch, [exc] * len(batch))
+        if not batch:
             return
+        ops = [op for op, _ in batch]
         try:
-            fut = self._pool.submit(commit)
-        except BaseException:  # no thread to commit on (shut down): commit here, the writer must not stay held
-            try:
+            if self._can_sync:
+                results, commit = self.journal.batch_start(ops)
                 commit()
-            except BaseException as exc:
-                results = [exc] * len(batch)
-            self._deliver(batch, results)
-            return
-        self._inflight = (fut, batch, results)
-        fut.add_done_callback(lambda f: self.loop.call_soon_threadsafe(self._committed, f))
-
-    def _committed(self, fut) -> None:
-        if self._inflight is None or self._inflight[0] is not fut:
-            return  # delivered already (abort / close waited for it)
-        _, batch, results = self._inflight
-        self._inflight = None
-        exc = fut.exception()
-        self._deliver(batch, [exc] * len(batch) if exc is not None else results)
-        if self.pending:
-            soon, self._soon = self._soon, False
-            self._schedule(soon)
-
-    @staticmethod
-    def _deliver(batch: list[tuple[tuple, Any]], results: list[Any]) -> None:
+            else:
+                results = self.journal.batch(ops)
+        except BaseException as exc:  # the transaction rolled back: every caller hears of it
+            results = [exc] * len(batch)
+        else:
+            self._sync_soon()
         for (_, target), r in zip(batch, results):
             if isinstance(target, asyncio.Future):
                 if not target.done():
@@ -163,39 +162,58 @@ class _LoopCommitter:
             else:
                 target(r)
 
+    def _sync_soon(self) -> None:
+        """An fsync on the thread for what was just committed (or, if one is in flight, right after it)."""
+        if not self._can_sync:
+            return
+        if self._syncing is not None:
+            self._dirty = True
+            return
+        self._dirty = False
+        self._syncing = self._pool.submit(self.journal.sync)
+        self._syncing.add_done_callback(lambda f: self.loop.call_soon_threadsafe(self._synced, f))
+
+    def _synced(self, fut) -> None:
+        if self._syncing is not fut:
+            return
+        self._syncing = None
+        exc = fut.exception()
+        if exc is not None and self._sync_error is None:
+            self._sync_error = exc
+        if self._dirty:
+            self._sync_soon()
+
     def _drain(self) -> None:
-        """Wait for the commit in flight, deliver it, then commit what is queued, here and now."""
+        """Commit what is queued and wait until every commit is on disk (blocking)."""
         if self._handle is not None:
             self._handle.cancel()
-            self._handle, self._soon = None, False
-        if self._inflight is not None:
-            fut = self._inflight[0]
+            self._handle = None
+        self._commit()
+        if self._syncing is not None:
             try:
-                fut.result()
-            except BaseException:  # delivered to the callers below
-                pass
-            self._committed(fut)
-        batch, self.pending = self.pending, []
-        if batch:
+                self._syncing.result()
+            except BaseException as exc:
+                self._sync_error = self._sync_error or exc
+            self._syncing = None
+        self._pool.shutdown(wait=True)
+        if self._can_sync:
             try:
-                results = self.journal.batch([op for op, _ in batch])
-            except BaseException as exc:  # the transaction rolled back: every caller hears of it
-                results = [exc] * len(batch)
-            self._deliver(batch, results)
+                self.journal.sync()
+            except BaseException as exc:
+                self._sync_error = self._sync_error or exc
 
     async def close(self) -> None:
-        """Commit everything queued (and run its callbacks) before returning."""
-        while self._inflight is not None:  # the loop goes on while the commit in flight finishes
-            fut = self._inflight[0]
-            await asyncio.wait([asyncio.wrap_future(fut)])
-            self._committed(fut)  # (its own call from the thread then finds it delivered)
+        """Commit everything queued (and run its callbacks) and make it durable before returning; an fsync that
+        failed is raised here."""
+        if self._syncing is not None:  # let the fsync in flight finish without blocking the loop
+            await asyncio.wait([asyncio.wrap_future(self._syncing)])
         self._drain()
-        self._pool.shutdown(wait=True)
+        if self._sync_error is not None:
+            raise self._sync_error
 
     def abort(self) -> None:
-        """The run was interrupted: commit what is queued, now (blocking)."""
+        """The run was interrupted: commit what is queued and sync, now (blocking)."""
         self._drain()
-        self._pool.shutdown(wait=True)
 
 
 class AdaptiveLimiter:
@@ -597,10 +615,6 @@ class _Session:
                 resp.attempts = attempt + 1
                 resp.cached = False
                 self.held[key] = epoch
-                if self.writer is not None and (len(self.held) >= limiter.limit or limiter.waiting):
-                    # a request is waiting for the slot this answer holds (or every slot waits on the journal):
-                    # commit in the loop's next turn rather than after LINGER_S
-                    self.writer.flush()
                 return resp, n_sent, n_timeouts
             if attempt >= cfg.max_retries:
                 resp = Response(text=None, latency_s=0.0, error=f"gave up after {attempt + 1} attempts: {last_err}",
@@ -624,9 +638,16 @@ class _Session:
             # (the journal does not serve it, so a resumed run asks again)
             request = {"model": self.model.name, "prompt": self.batch.prompts[idx[0]], "params": self.params}
             if self.writer is not None:
+                if resp.latency_s and resp.latency_s > 0:
+                    self.writer.seen(float(resp.latency_s))
                 self.writer.submit_then(j.prepare(("finish", self.run_id, key, request, resp.to_dict(),
                                                    {"requests": n_sent, "timeouts": n_timeouts}, self.owner)),
                                         functools.partial(self._committed, key, idx, resp))
+                if key in self.held and (len(self.held) >= self.limiter.limit or
+                                         (self.limiter.waiting and len(self.held) >= FLUSH_AT * self.limiter.limit)):
+                    # half the slots hold answers waiting for the journal while requests wait (or every slot does):
+                    # commit now rather than after the linger
+                    self.writer.flush()
                 return
             try:
                 j.put(self.run_id, key, request, resp.to_dict())
