@@ -665,13 +665,14 @@ class Journal:
         Operations: ``("put", run_id, key, request, response)`` -> ``"stored"``, or ``"duplicate"`` when a completed
         answer was already there (the new one, paid for, is thrown away and counted); ``("finish", run_id, key,
         request, response, counts, owner)``: the same, plus the counters ``counts`` and, for an error, the owner's
-        claim released (a claim on an answered key is spent: it yields "done"; :meth:`finish_run` deletes it); ``("claim", run_id, key, owner, ttl_s)`` ->
-        ``"done"`` (answered already), ``"busy"`` (another live owner holds the key) or ``"claimed"``;
-        ``("release", run_id, key, owner)``; ``("bump", run_id, {name: n})`` (counters).
-        A claim whose owner is a dead process on this host, or whose lease expired, is taken over.
+        claim released (a claim on an answered key is spent: it yields "done"; :meth:`finish_run` deletes it);
+        ``("claim", run_id, key, owner, ttl_s)`` -> ``"done"`` (answered already), ``"busy"`` (another live owner
+        holds the key) or ``"claimed"``; ``("release", run_id, key, owner)``; ``("bump", run_id, {name: n})``
+        (counters). A claim whose owner is a dead process on this host, or whose lease expired, is taken over.
 
-        The work is set-based: a handful of SQLite calls per batch whatever its size. (Every SQLite call releases
-        and retakes the GIL; one call per record made the writer thread fight the event loop for it.)
+        The work is set-based: a handful of SQLite calls per batch whatever its size (answers: one upsert that
+        returns the keys it wrote, one counters statement). Durable against power loss when it returns (with
+        ``synchronous="FULL"``: :meth:`sync`).
         """
         out, commit = self.batch_start(ops)
         commit()

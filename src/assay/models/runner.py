@@ -20,9 +20,11 @@ transaction, a write to the journal's write-ahead log that survives ``kill -9`` 
 it survive a power loss too runs on a thread, one for every commit before it, and once more before ``run()`` returns
 (see :meth:`Journal.batch_start`). An answer is used (stored in the result, counted done) only in the callback that
 runs after its commit. (Measured in bench/query.py: an fsync per commit on the loop, or a commit thread that held
-every answer's slot through the hand-off, cost 10-40% of the throughput at 5 ms answers.) Before a key is sent it is *claimed* in the journal (per-request leases): a second process on the same
-run id skips keys another live process holds, works on the others, and waits for the held ones to be answered (or
-for their lease to lapse: an owner that died on this host is detected at once, elsewhere after ``lease_s``). So two
+every answer's slot through the hand-off, cost 10-40% of the throughput at 5 ms answers.)
+
+Before a key is sent it is *claimed* in the journal (per-request leases): a second process on the same run id
+skips keys another live process holds, works on the others, and waits for the held ones to be answered (or for
+their lease to lapse: an owner that died on this host is detected at once, elsewhere after ``lease_s``). So two
 processes on one run never pay twice for a key. Every attempt sent, every timeout (the server may still have
 completed, and billed, it) and every answer thrown away as a duplicate is counted in the journal
 (``assay runs show``).
@@ -68,7 +70,7 @@ __all__ = ["run_prompts", "run", "RunResult", "AdaptiveLimiter", "RateLimiter"]
 
 log = logging.getLogger("assay.models")
 
-#: How long the journal writer waits for more answers before committing a batch (seconds).
+#: The longest the journal writer waits for more answers before committing a batch (seconds).
 LINGER_S = 0.025
 
 #: Commit at once (not after the linger) when requests wait for a slot and this fraction of the slots hold answers
@@ -86,8 +88,9 @@ RETRY_AFTER_CAP = 120.0
 class _LoopCommitter:
     """Group commit on the event loop, with the fsync on a thread of its own.
 
-    Queued journal operations are committed together, on the loop: at once when :meth:`flush` asks (a request
-    waits for the slot an uncommitted answer holds), else ``LINGER_S`` after the first. A commit is a write to the
+    Queued journal operations are committed together, on the loop: at once when :meth:`flush` asks (requests wait
+    for slots uncommitted answers hold), else after the linger (5% of the recent time per request, 0.5 ms to
+    ``LINGER_S``) from the first. A commit is a write to the
     journal's write-ahead log, no wait for the disk: when it returns the answers survive ``kill -9`` and their slots
     are given back, so a kill re-asks at most ``concurrency`` requests. The fsync that makes them survive a power loss
     too (:meth:`Journal.sync`) runs on a thread, one for every commit before it, and once more before the run ends.
