@@ -13,12 +13,14 @@ Per prompt:
    concurrency slot until then: at any moment at most ``concurrency`` requests are paid for and not yet in the
    journal, so a process killed at any moment asks again at most that many on resume.
 
-Journal writes are group-committed on the event loop: an answer waits for its commit at most 5% of the recent time
-per request (between 0.5 ms and ``LINGER_S``, 25 ms), so the wait costs a slow endpoint little, or less when half the
-slots hold answers waiting for the journal while requests wait for a slot; then everything queued is committed in one
-transaction, a write to the journal's write-ahead log that survives ``kill -9`` when it returns. The fsync that makes
-it survive a power loss too runs on a thread, one for every commit before it, and once more before ``run()`` returns
-(see :meth:`Journal.batch_start`). An answer is used (stored in the result, counted done) only in the callback that
+Journal writes are group-committed on the event loop. When requests wait for slots that answers hold, the answers
+are committed at once; but when this process, not the endpoint, limits the throughput (concurrency x CPU time per
+answer >= time per request: a fast local server), only once half the slots hold answers, which saves CPU where CPU
+is what is short. Otherwise an answer waits for its commit at most 5% of the recent time per request (between 0.5 ms
+and ``LINGER_S``, 25 ms). Everything queued is committed in one transaction, a write to the journal's write-ahead
+log that survives ``kill -9`` when it returns. The fsync that makes it survive a power loss too runs on a thread, at
+most every ``SYNC_EVERY_S`` (20 ms) for every commit before it, and once more before ``run()`` returns (see
+:meth:`Journal.batch_start`). An answer is used (stored in the result, counted done) only in the callback that
 runs after its commit. (Measured in bench/query.py: an fsync per commit on the loop, or a commit thread that held
 every answer's slot through the hand-off, cost 10-40% of the throughput at 5 ms answers.)
 
@@ -73,13 +75,18 @@ log = logging.getLogger("assay.models")
 #: The longest the journal writer waits for more answers before committing a batch (seconds).
 LINGER_S = 0.025
 
-#: Commit at once (not after the linger) when requests wait for a slot and this fraction of the slots hold answers
-#: not yet in the journal: the other half keeps requests in flight while the batch grows.
+#: When this process, not the endpoint, is the bottleneck (a fast local server): commit at once (not after the
+#: linger) when requests wait for a slot and this fraction of the slots hold answers not yet in the journal; the other
+#: half keeps requests in flight while the batch grows. Otherwise an answer a request waits for is committed at once.
 FLUSH_AT = 0.5
 
 #: The linger is this fraction of the recent mean time per request (bounded by 0.5 ms and LINGER_S): holding an
 #: answer's slot that long costs a slow endpoint at most about this fraction of its throughput.
 LINGER_FRACTION = 0.05
+
+#: At most one fsync of the journal (on its thread) per this many seconds while a run goes on: the answers of this
+#: window are what a power loss can cost (asked again on resume); a process kill costs none of them.
+SYNC_EVERY_S = 0.02
 
 #: Longest wait we accept from a server's Retry-After (seconds); the SDK caps at 60 s, we allow more.
 RETRY_AFTER_CAP = 120.0
@@ -110,8 +117,13 @@ class _LoopCommitter:
         self._syncing: Any = None  # the fsync in flight (a concurrent future)
         self._dirty = False  # committed since the fsync in flight started
         self._sync_error: BaseException | None = None
+        self._sync_timer: asyncio.TimerHandle | None = None  # the next fsync, waiting for SYNC_EVERY_S
+        self._last_sync = -1e9  # loop time the last fsync started
+        self._closing = False
         self._can_sync = hasattr(journal, "sync") and hasattr(journal, "batch_start")
         self.latency_s = 0.0  # running mean time per request (0: none seen yet)
+        self.cpu_s = 0.0  # running mean CPU time of this process per answer
+        self._cpu_at: float | None = None
 
     def submit(self, op: tuple) -> asyncio.Future:
         fut = self.loop.create_future()
@@ -129,8 +141,20 @@ class _LoopCommitter:
             self._handle = self.loop.call_later(wait, self._fire)
 
     def seen(self, latency_s: float) -> None:
-        """A request took ``latency_s``: update the running mean the linger follows."""
+        """An answer arrived after ``latency_s``: update the running means of the time per request (the linger
+        follows it) and of this process's CPU time per answer."""
         self.latency_s = latency_s if not self.latency_s else 0.9 * self.latency_s + 0.1 * latency_s
+        now = time.process_time()
+        if self._cpu_at is not None:
+            d = now - self._cpu_at
+            self.cpu_s = d if not self.cpu_s else 0.9 * self.cpu_s + 0.1 * d
+        self._cpu_at = now
+
+    def client_bound(self, slots: int) -> bool:
+        """Whether this process, not the endpoint, limits the throughput: ``slots`` requests in flight would come
+        back faster than it can handle them (slots x CPU per answer >= time per request). Then holding answers for
+        a bigger commit costs no throughput and saves CPU; otherwise every slot held is a request not sent."""
+        return bool(self.cpu_s and self.latency_s) and slots * self.cpu_s >= self.latency_s
 
     def _fire(self) -> None:
         self._handle = None
@@ -166,13 +190,24 @@ class _LoopCommitter:
                 target(r)
 
     def _sync_soon(self) -> None:
-        """An fsync on the thread for what was just committed (or, if one is in flight, right after it)."""
-        if not self._can_sync:
+        """An fsync on the thread for what was just committed: now, or ``SYNC_EVERY_S`` after the last one started
+        (each hand-off to the thread costs the loop the GIL a few times), or right after the one in flight."""
+        if not self._can_sync or self._closing:  # closing: _drain syncs once, at the end
             return
-        if self._syncing is not None:
+        if self._syncing is not None or self._sync_timer is not None:
             self._dirty = True
             return
+        wait = self._last_sync + SYNC_EVERY_S - self.loop.time()
+        if wait > 0:
+            self._dirty = True
+            self._sync_timer = self.loop.call_later(wait, self._sync_now)
+            return
+        self._sync_now()
+
+    def _sync_now(self) -> None:
+        self._sync_timer = None
         self._dirty = False
+        self._last_sync = self.loop.time()
         self._syncing = self._pool.submit(self.journal.sync)
         self._syncing.add_done_callback(lambda f: self.loop.call_soon_threadsafe(self._synced, f))
 
@@ -188,9 +223,13 @@ class _LoopCommitter:
 
     def _drain(self) -> None:
         """Commit what is queued and wait until every commit is on disk (blocking)."""
+        self._closing = True
         if self._handle is not None:
             self._handle.cancel()
             self._handle = None
+        if self._sync_timer is not None:
+            self._sync_timer.cancel()
+            self._sync_timer = None
         self._commit()
         if self._syncing is not None:
             try:
@@ -646,10 +685,11 @@ class _Session:
                 self.writer.submit_then(j.prepare(("finish", self.run_id, key, request, resp.to_dict(),
                                                    {"requests": n_sent, "timeouts": n_timeouts}, self.owner)),
                                         functools.partial(self._committed, key, idx, resp))
-                if key in self.held and (len(self.held) >= self.limiter.limit or
-                                         (self.limiter.waiting and len(self.held) >= FLUSH_AT * self.limiter.limit)):
-                    # half the slots hold answers waiting for the journal while requests wait (or every slot does):
-                    # commit now rather than after the linger
+                lim = self.limiter
+                if key in self.held and (len(self.held) >= lim.limit or (lim.waiting and (
+                        not self.writer.client_bound(lim.limit) or len(self.held) >= FLUSH_AT * lim.limit))):
+                    # requests wait for the slots these answers hold: commit now, not after the linger; when this
+                    # process is the bottleneck (fast local endpoints), only once half the slots wait on the journal
                     self.writer.flush()
                 return
             try:
