@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+# every Ray test on one xdist worker (make test: --dist loadgroup): two Ray instances on 2 cores slow both
+pytestmark = pytest.mark.xdist_group("ray")
+
 ray = pytest.importorskip("ray")
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -24,6 +24,9 @@ import pytest
 from scipy.special import expit
 from typer.testing import CliRunner
 
+# every Ray test on one xdist worker (make test: --dist loadgroup): two Ray instances on 2 cores slow both
+pytestmark = pytest.mark.xdist_group("ray")
+
 ray = pytest.importorskip("ray")
 
 from ray.cluster_utils import Cluster  # noqa: E402
