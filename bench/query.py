@@ -10,13 +10,15 @@ size, measured in the same run. Measured against it: the runner with a journal a
 (``synchronous=FULL``: every answer is committed, with an fsync, before it is used or its slot is given back, so a
 ``kill -9`` re-asks at most ``concurrency`` requests), and the runner without a journal. ``ratio`` = runner-with-
 journal throughput / raw throughput (target >= 0.9 at both concurrencies). Each case runs ``--repeats`` times in a
-rotated order (fresh journal and fresh prompts each time, nothing served from a cache) and the median is kept; the
+rotated order (fresh journal and fresh prompts each time, nothing served from a cache); ``ratio`` is the median over
+repeats of the ratio within a repeat (the runs of a repeat are adjacent in time, so the drift of a shared machine
+cancels), printed with its quartiles; the median times are printed too; the
 client's CPU seconds per request are printed too (the client is CPU-bound at 5 ms answers on this machine, so the
 ratio of CPU is the steadier figure when other work shares the cores). The last line is a JSON object.
 
 Usage::
 
-    python bench/query.py                       # 1,000 prompts, concurrency 8 and 64, 5 repeats
+    python bench/query.py                       # 500 prompts, concurrency 8 and 64, 11 repeats
     python bench/query.py --concurrency 8 --delay 0.2 --n 400
 """
 
@@ -89,9 +91,9 @@ def timed(fn, prompts: list[str]) -> tuple[float, float]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=int, default=1000)
+    ap.add_argument("--n", type=int, default=500)
     ap.add_argument("--concurrency", type=int, nargs="+", default=[8, 64])
-    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--repeats", type=int, default=11)
     ap.add_argument("--delay", type=float, default=0.005, help="server delay per answer, seconds")
     args = ap.parse_args()
     import subprocess
@@ -122,14 +124,18 @@ def main() -> int:
             cpu_ms = {k: statistics.median(v) / args.n * 1000 for k, v in cpu.items()}
             for k in names:
                 print(f"{conc:>11} {k:<20} {med[k]:9.3f} {args.n / med[k]:8.1f} {cpu_ms[k]:11.3f}")
-            ratio = med["raw"] / med["runner_journal"]
-            ratio_nj = med["raw"] / med["runner_no_journal"]
-            print(f"{conc:>11} runner with journal / raw client: {ratio:.2f}x (target >= 0.9); without journal: "
-                  f"{ratio_nj:.2f}x; CPU per request {cpu_ms['raw'] / cpu_ms['runner_journal']:.2f}x")
+            # the ratio of each repeat's adjacent runs, then the median: a shared machine's drift cancels in a pair
+            per = sorted(r / j for r, j in zip(wall["raw"], wall["runner_journal"]))
+            per_nj = sorted(r / j for r, j in zip(wall["raw"], wall["runner_no_journal"]))
+            ratio, ratio_nj = statistics.median(per), statistics.median(per_nj)
+            q1, q3 = per[len(per) // 4], per[(3 * len(per)) // 4]
+            print(f"{conc:>11} runner with journal / raw client: {ratio:.2f}x (quartiles {q1:.2f}-{q3:.2f}; target "
+                  f">= 0.9); without journal: {ratio_nj:.2f}x; CPU per request "
+                  f"{cpu_ms['raw'] / cpu_ms['runner_journal']:.2f}x")
             summary["by_concurrency"][str(conc)] = {
                 "raw_s": round(med["raw"], 3), "runner_journal_s": round(med["runner_journal"], 3),
                 "runner_no_journal_s": round(med["runner_no_journal"], 3), "ratio": round(ratio, 3),
-                "ratio_no_journal": round(ratio_nj, 3),
+                "ratio_no_journal": round(ratio_nj, 3), "ratio_quartiles": [round(q1, 3), round(q3, 3)],
                 "cpu_ms_per_request": {k: round(v, 3) for k, v in cpu_ms.items()},
                 "cpu_ratio": round(cpu_ms["raw"] / cpu_ms["runner_journal"], 3)}
     finally:

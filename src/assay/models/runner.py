@@ -19,7 +19,7 @@ answer >= time per request: a fast local server), only once half the slots hold 
 is what is short. Otherwise an answer waits for its commit at most 5% of the recent time per request (between 0.5 ms
 and ``LINGER_S``, 25 ms). Everything queued is committed in one transaction, a write to the journal's write-ahead
 log that survives ``kill -9`` when it returns. The fsync that makes it survive a power loss too runs on a thread, at
-most every ``SYNC_EVERY_S`` (20 ms) for every commit before it, and once more before ``run()`` returns (see
+most every ``SYNC_EVERY_S`` (100 ms) for every commit before it, and once more before ``run()`` returns (see
 :meth:`Journal.batch_start`). An answer is used (stored in the result, counted done) only in the callback that
 runs after its commit. (Measured in bench/query.py: an fsync per commit on the loop, or a commit thread that held
 every answer's slot through the hand-off, cost 10-40% of the throughput at 5 ms answers.)
@@ -86,7 +86,7 @@ LINGER_FRACTION = 0.05
 
 #: At most one fsync of the journal (on its thread) per this many seconds while a run goes on: the answers of this
 #: window are what a power loss can cost (asked again on resume); a process kill costs none of them.
-SYNC_EVERY_S = 0.02
+SYNC_EVERY_S = 0.1
 
 #: Longest wait we accept from a server's Retry-After (seconds); the SDK caps at 60 s, we allow more.
 RETRY_AFTER_CAP = 120.0
