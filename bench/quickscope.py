@@ -14,13 +14,14 @@ What is measured
    space (cert 0.9, 5,000 tickets, this machine; notes Sec. 9).
 
 4. Memory: the run's peak resident memory above what the process held before the search started (max RSS at the
-   end minus RSS before ``Search``, after a 200-ticket warm-up run that loads scikit-learn: the search state, the RF surrogate refits, the pool, the tell() history), and
-   tracemalloc's peak for a separate, untimed run of ``--memory-tickets`` (default 5,000) tickets (tracing slows the
-   Python-heavy search, so it is not done on the timed run). Measured (20,000 tickets): the run adds about 51 MB
-   of resident memory while tracemalloc, which sees Python objects and numpy buffers, peaks at 2.5 MB over 5,000
-   tickets: what dominates is memory tracemalloc does not see, native allocations (the random-forest
-   surrogate's trees, built by scikit-learn in C and refit as the pool grows) and freed pages the allocator keeps. The search's own state is
-   small: outcomes are kept as per-configuration counts and sums, never as a tickets x configurations matrix.
+   end minus RSS before ``Search``, after a 200-ticket warm-up run that loads scikit-learn: the search state, the RF
+   surrogate refits, the pool, the tell() history), and tracemalloc's peak for a separate, untimed run of
+   ``--memory-tickets`` (default 5,000) tickets (tracing slows the Python-heavy search, so it is not done on the
+   timed run). Measured (20,000 tickets): the run adds about 51 MB of resident memory while tracemalloc, which sees
+   Python objects and numpy buffers, peaks at 2.5 MB over 5,000 tickets: what dominates is memory tracemalloc does
+   not see, native allocations (the random-forest surrogate's trees, built by scikit-learn in C and refit as the pool
+   grows) and freed pages the allocator keeps. The search's own state is small: outcomes are kept as
+   per-configuration counts and sums, never as a tickets x configurations matrix.
 
 Also printed: the true mean error of the top-10 by LCB after 2,000 / 5,000 / 20,000 tickets, the pool size,
 certified templates and false certifications (truth known), next to uniform's top-10 at the same budgets.
