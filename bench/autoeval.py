@@ -102,8 +102,6 @@ import argparse  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
 import platform  # noqa: E402
-import resource  # noqa: E402
-import tracemalloc  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
@@ -114,6 +112,7 @@ import pandas as pd  # noqa: E402
 import assay  # noqa: E402
 from assay import autoeval  # noqa: E402
 from assay.stats import betting as bt  # noqa: E402
+from _memory import maxrss_mb, peak_mb  # noqa: E402
 
 # The toy example
 N_LAB, N_UNL, S_RHO, R_TRUE, FLIP, TARGET, DELTA = 1000, 10_000, 10, 0.1, 0.1, 0.12, 0.1
@@ -141,25 +140,6 @@ def toy_data(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     flip = rng.random(total) < FLIP
     judge = np.where(flip, 1.0 - loss, loss)
     return loss[:N_LAB], judge[:N_LAB], judge[N_LAB:]
-
-
-def peak_mb(fn) -> float:
-    """Peak memory (MB) one call of ``fn`` allocates above what is held before it (tracemalloc; untimed)."""
-    import gc
-    gc.collect()
-    tracemalloc.start()
-    try:
-        base = tracemalloc.get_traced_memory()[0]
-        fn()
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    return (peak - base) / 1e6
-
-
-def maxrss_mb() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return r / 1e6 if sys.platform == "darwin" else r / 1e3
 
 
 # the paper's largest candidate set (MX formats: 2 x 3 x 8) at the reasoning task's n = 1,000, r = 4

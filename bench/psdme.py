@@ -53,11 +53,9 @@ import argparse  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
 import platform  # noqa: E402
-import resource  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
-import tracemalloc  # noqa: E402
 from typing import Callable  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -66,29 +64,11 @@ import pandas as pd  # noqa: E402
 import assay  # noqa: E402
 from assay import psdme  # noqa: E402
 from assay.stats import bands as B  # noqa: E402
+from _memory import maxrss_mb, peak_mb  # noqa: E402
 
 K_DKW, N_DKW, ALPHA_DKW = 2000, 1000, 0.01
 # the paper's synthetic experiment (Sec. 5.2): K = 2,000 configurations, the 1,000 best by mean selected
 K_PAPER, SELECT_PAPER, NS_PAPER, DELTA_PAPER = 2000, "top:1000", (100, 1000), 0.1
-
-
-def peak_mb(fn: Callable[[], object]) -> float:
-    """Peak memory (MB) one call of ``fn`` allocates above what is held before it (tracemalloc; untimed)."""
-    import gc
-    gc.collect()
-    tracemalloc.start()
-    try:
-        base = tracemalloc.get_traced_memory()[0]
-        fn()
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    return (peak - base) / 1e6
-
-
-def maxrss_mb() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return r / 1e6 if sys.platform == "darwin" else r / 1e3
 
 
 def time_it(fn: Callable[[], object], repeats: int, setup: Callable[[], None] | None = None,

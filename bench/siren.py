@@ -108,18 +108,17 @@ for _var in _THREAD_VARS:  # must happen before numpy is imported
 import argparse  # noqa: E402
 import json  # noqa: E402
 import platform  # noqa: E402
-import resource  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
-import tracemalloc  # noqa: E402
 from typing import Callable  # noqa: E402
 
 import numpy as np  # noqa: E402
 
 import assay  # noqa: E402
 from assay import siren  # noqa: E402
+from _memory import maxrss_mb, peak_mb  # noqa: E402
 
 # The paper's simulation cell (Section 5 / Appendix C.1)
 M_CELL, K_CELL, R_CELL, TAU, RHO, B_CELL, ALPHA = 500, 10, 5, 0.1, 0.5, 1000, 0.05
@@ -146,27 +145,6 @@ def success_prob(M: int, K: int, rng: np.random.Generator) -> np.ndarray:
 
 def bernoulli(p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return (rng.random(p.shape) < p).astype(np.float64)
-
-
-def peak_mb(fn: Callable[[], object]) -> float:
-    """Peak memory (MB) that one call of ``fn`` allocates above what is held before it (inputs excluded):
-    tracemalloc, which sees numpy's array buffers as well as Python objects. Run untimed (tracing slows Python)."""
-    import gc
-    gc.collect()
-    tracemalloc.start()
-    try:
-        base = tracemalloc.get_traced_memory()[0]
-        fn()
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    return (peak - base) / 1e6
-
-
-def maxrss_mb() -> float:
-    """This process's maximum resident set size so far (MB; Linux reports KB)."""
-    r = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return r / 1e6 if sys.platform == "darwin" else r / 1e3
 
 
 def time_it(fn: Callable[[], object], repeats: int, warmup: int = 1) -> dict[str, float]:

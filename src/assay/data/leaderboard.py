@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import AssayInputError
+from .logs import jsonl_samples
 
 __all__ = ["BANKS", "bank_names", "bank_subtasks", "bank_index", "read_details", "details_task"]
 
@@ -115,15 +116,7 @@ def _read_rows(f: Path, metric: str) -> pd.DataFrame:
     try:
         if suffix == ".jsonl":
             recs = []
-            for k, line in enumerate(f.read_text().splitlines()):
-                if not line.strip():
-                    continue
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise AssayInputError(f"{f}:{k + 1}: not JSON ({e})") from None
-                if not isinstance(rec, dict):
-                    raise AssayInputError(f"{f}:{k + 1}: a details line must be a JSON object (one sample)")
+            for rec in jsonl_samples(f):
                 recs.append({"doc_id": rec.get("doc_id"), "score": rec.get(metric, _MISSING),
                              "filter": rec.get("filter", "none")})
             df = pd.DataFrame(recs, columns=["doc_id", "score", "filter"])

@@ -77,6 +77,22 @@ def _lmeval_files(path: Path) -> list[Path]:
     return files
 
 
+def jsonl_samples(f: Path):
+    """The samples of an lm-eval ``samples_*.jsonl`` file, one dict per non-empty line; a line that is not a JSON
+    object is an AssayInputError naming the file and line."""
+    for k, line in enumerate(f.read_text().splitlines()):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise AssayInputError(f"{f}:{k + 1}: not JSON ({e})") from None
+        if not isinstance(rec, dict):
+            raise AssayInputError(f"{f}:{k + 1}: a samples line must be a JSON object (one sample); got "
+                                  f"{type(rec).__name__}")
+        yield rec
+
+
 def read_lmeval(path, *, metric: str | None = None, filter: str | None = None, model: str | None = None,
                 variant: str | None = None) -> pd.DataFrame:
     """lm-evaluation-harness ``--log_samples`` output (see the module docstring)."""
@@ -104,16 +120,7 @@ def read_lmeval(path, *, metric: str | None = None, filter: str | None = None, m
         nshot = shots.get(task) if isinstance(shots, dict) else None
         var = variant or (f"{task}@{nshot}shot" if nshot is not None else task)
         chosen_filter = filter
-        for k, line in enumerate(f.read_text().splitlines()):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise AssayInputError(f"{f}:{k + 1}: not JSON ({e})") from None
-            if not isinstance(rec, dict):
-                raise AssayInputError(f"{f}:{k + 1}: a samples line must be a JSON object (one sample); got "
-                                      f"{type(rec).__name__}")
+        for rec in jsonl_samples(f):
             flt = rec.get("filter", "none")
             if chosen_filter is None:
                 chosen_filter = flt
