@@ -17,7 +17,7 @@ import pandas as pd
 
 from ..errors import AssayInputError
 
-__all__ = ["FAQMatrix", "FAQAnswers", "FAQProtocolData", "as_matrix", "align_items", "prepare_answers",
+__all__ = ["FAQMatrix", "FAQAnswers", "FAQProtocolData", "as_matrix", "align_items", "prepare_answers", "int8_bytes",
            "prepare_protocol", "read_answers", "history_items"]
 
 
@@ -209,3 +209,13 @@ def history_items(hist) -> list[str]:
     if isinstance(hist, pd.DataFrame) and {"model", "item", "score"} <= set(hist.columns):
         return list(dict.fromkeys(hist["item"].astype(str)))
     return [str(x) for x in hist.columns]
+
+
+def int8_bytes(H: np.ndarray, rows_per_block: int = 256):
+    """The bytes of ``H`` as int8 with -1 for NaN (what the cache keys hash), built in blocks of rows, so a large
+    history never gets a second models x items float64 copy for it."""
+    parts = []
+    for i in range(0, H.shape[0], rows_per_block):
+        blk = H[i:i + rows_per_block]
+        parts.append(np.where(np.isnan(blk), -1, blk).astype(np.int8).tobytes())
+    return b"".join(parts)

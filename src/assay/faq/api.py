@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..data.faq import align_items, as_matrix, prepare_answers, prepare_protocol
+from ..data.faq import align_items, as_matrix, int8_bytes, prepare_answers, prepare_protocol
 from ..errors import AssayInputError
 from ..results import Result, build, level_alias
 from ..seeds import resolve_seed
@@ -129,16 +129,6 @@ def factor_cache_dir() -> Path:
     root = os.environ.get("ASSAY_CACHE_DIR")
     base = Path(root).expanduser() if root else Path.home() / ".cache" / "assay"
     return base / "factors"
-
-
-def int8_bytes(H: np.ndarray, rows_per_block: int = 256):
-    """The bytes of ``H`` as int8 with -1 for NaN (what the cache keys hash), built in blocks of rows, so a large
-    history never gets a second models x items float64 copy for it."""
-    parts = []
-    for i in range(0, H.shape[0], rows_per_block):
-        blk = H[i:i + rows_per_block]
-        parts.append(np.where(np.isnan(blk), -1, blk).astype(np.int8).tobytes())
-    return b"".join(parts)
 
 
 def _history_hash(H: np.ndarray, rows: Sequence[str], items: Sequence[str], settings: str) -> str:

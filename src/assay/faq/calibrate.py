@@ -262,7 +262,7 @@ def calibrate(H: np.ndarray, rows: Sequence[str], fm: FactorModel, n_b: int, par
     if complete.sum() < MIN_MODELS or m < 2 * n_folds or n_b >= N:
         return None
     fold = _folds(rows, n_folds)
-    from .api import int8_bytes
+    from ..data.faq import int8_bytes
 
     hkey = hashlib.sha256(int8_bytes(H) + repr(H.shape).encode()
                           + "\x1f".join(map(str, rows)).encode()).hexdigest()
