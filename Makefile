@@ -25,7 +25,7 @@ demo: $(STAMP)
 	$(VENV)/bin/assay demo --out demo-out
 
 test: $(LIVE) chromium
-	$(PY) -m pytest -q -n 3 --dist loadgroup tests
+	$(PY) -m pytest -q -n 2 --dist loadgroup tests
 
 # Every live path with real budgets against the local real model (not CI: about half an hour); the numbers it prints
 # are the ones in docs/live.md
