@@ -148,28 +148,14 @@ def test_bad_input_model_name_and_endpoint(live_model, tmp_path):
 # -- scope ---------------------------------------------------------------------------------------------------
 
 
-def test_scope_dyval_runs_its_whole_budget(live_model, tmp_path):
-    res = cli(["scope", "--generator", "dyval", "--endpoint", live_model.base_url, "--model", live_model.alias,
-               "--budget", 20, "--batch", 10, "--n0", 10, "--certify", 0.9, "--context-window", 1024,
-               "--max-tokens", 48, "--concurrency", 2, "--seed", 0, "--journal", tmp_path / "j.sqlite", "--json"])
-    assert res.exit_code == 0, res.output
-    out = json.loads(res.stdout)
-    assert out["tickets"] == 20
-    ev = pd.DataFrame(out["evaluations"])
-    assert len(ev) == 20 and set(ev["status"]) <= {"answered", "unparseable", "too_long", "refused"}
-    # unparseable / too long answers are the model's wrong answers (utility 1), never an outage
-    assert (ev.loc[ev["status"] != "answered", "utility"] == 1).all()
-    assert out["n_certified"] >= 0 and out["params"]["policy"] == "wrong"
-
-
 def test_scope_reasoning_gym_runs_its_whole_budget(live_model, tmp_path):
     space = tmp_path / "space.yaml"
     space.write_text("parameters:\n  terms: {type: integer, low: 2, high: 4}\n  digits: {type: integer, low: 1, high: 2}\n")
     res = cli(["scope", "--generator", "reasoning_gym:chain_sum", "--space", space, "--endpoint", live_model.base_url,
-               "--model", live_model.alias, "--budget", 20, "--batch", 10, "--n0", 6, "--certify", 0.9,
+               "--model", live_model.alias, "--budget", 12, "--batch", 6, "--n0", 6, "--certify", 0.9,
                "--max-tokens", 48, "--concurrency", 2, "--seed", 1, "--journal", tmp_path / "j.sqlite"])
     assert res.exit_code == 0, res.output
-    assert "20 tickets" in res.stdout
+    assert "12 tickets" in res.stdout
     assert "certified at tau = 0.9" in res.stdout
 
 
@@ -274,17 +260,29 @@ def _resume_and_check(cmd: list[str], journal: Path, run_id: str, env: dict, exp
 
 
 def test_kill_9_during_a_live_scope_run_then_resume(live_model, tmp_path):
+    """A DyVal search on the real model, killed after 6 answers and resumed: it runs its whole budget, every answer
+    is accounted for, nothing is lost or paid twice, and the result equals an uninterrupted run with the same seed.
+    The model declares a 512-token window, so the DyVal space keeps the templates whose prompts fit it (at 1024 the
+    prompts are about twice as long: 110 s instead of 72 s for 20 answers on one server thread)."""
     journal = tmp_path / "j.sqlite"
     env = {**os.environ, "CI": "1"}
     cmd = [sys.executable, "-m", "assay.cli", "scope", "--generator", "dyval", "--endpoint", live_model.base_url,
-           "--model", live_model.alias, "--budget", "20", "--batch", "10", "--n0", "10", "--context-window", "1024",
-           "--max-tokens", "32", "--concurrency", "2", "--seed", "5", "--journal", str(journal), "--run-id", "scope-k9"]
+           "--model", live_model.alias, "--budget", "16", "--batch", "8", "--n0", "8", "--certify", "0.9",
+           "--context-window", "512", "--max-tokens", "48", "--concurrency", "2", "--seed", "0", "--journal",
+           str(journal), "--run-id", "scope-k9"]
     _kill_midway(cmd, journal, "scope-k9", after=6, env=env)
-    out = _resume_and_check(cmd, journal, "scope-k9", env, expected=20)
-    assert out["tickets"] == 20
+    out = _resume_and_check(cmd, journal, "scope-k9", env, expected=16)
+    assert out["tickets"] == 16
+    ev = pd.DataFrame(out["evaluations"])
+    assert len(ev) == 16 and set(ev["status"]) <= {"answered", "unparseable", "too_long", "refused"}
+    # unparseable / too long answers are the model's wrong answers (utility 1), never an outage
+    assert (ev.loc[ev["status"] != "answered", "utility"] == 1).all()
+    assert out["n_certified"] >= 0 and out["params"]["policy"] == "wrong"
     # the resumed run equals an uninterrupted one with the same seed (same tickets, same answers from the journal)
     again = subprocess.run([*cmd, "--json"], capture_output=True, text=True, env=env, timeout=600)
-    assert json.loads(again.stdout)["top"] == out["top"]
+    assert again.returncode == 0, again.stderr[-3000:]
+    again = json.loads(again.stdout)
+    assert again["top"] == out["top"] and again["evaluations"] == out["evaluations"]
 
 
 def test_kill_9_during_a_live_judge_run_then_resume(answered, live_judge, tmp_path):
