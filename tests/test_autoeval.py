@@ -24,6 +24,9 @@ from assay.errors import AssayInputError
 from assay.results import Result
 from assay.stats import betting as bt
 
+# one worker runs this module: its module-scoped fixtures are computed once, not on each xdist worker
+pytestmark = pytest.mark.xdist_group("autoeval")
+
 RHOS = np.linspace(0.0, 1.0, 10)  # R-AutoEval+ grid; row 0 is R-Eval, row -1 is R-AutoEval
 TARGET = 0.12
 ROW = {"r-eval": 0, "r-autoeval": -1}

@@ -10,6 +10,9 @@ from assay.eval.sample import kpi_section, run_sample
 from assay.eval.spec import parse_campaign
 from assay.models.scoring import STATUSES
 
+# one worker runs every test of a real model: its llama.cpp servers (session fixtures) load once, not on each worker
+pytestmark = pytest.mark.xdist_group("live")
+
 
 def test_the_sample_and_its_kpis_on_the_real_model(live_model, tmp_path):
     from assay.datasets import load_basics

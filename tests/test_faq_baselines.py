@@ -16,6 +16,9 @@ from scipy.stats import binom, hypergeom, norm
 from assay.errors import AssayInputError
 from assay.faq.baselines import Estimates, ai_factor, aipw, ht_uniform, uniform_mean
 
+# one worker runs this module: its module-scoped fixtures are computed once, not on each xdist worker
+pytestmark = pytest.mark.xdist_group("faq_baselines")
+
 N, NB, K_ONES = 400, 80, 150
 R = 20_000  # replications for the cheap designs
 Z975 = norm.ppf(0.975)

@@ -7,7 +7,9 @@ import pytest
 from assay.studies import run_study
 from assay.studies.faq import DATA, shared_data_dir
 
-pytestmark = pytest.mark.skipif(not (shared_data_dir() / DATA).exists(), reason="shared data not present")
+# one worker runs this module: its module-scoped fixtures are computed once, not on each xdist worker
+pytestmark = [pytest.mark.skipif(not (shared_data_dir() / DATA).exists(), reason="shared data not present"),
+              pytest.mark.xdist_group("faq_study")]
 
 
 def binom_se(p, n):

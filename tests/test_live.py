@@ -25,7 +25,8 @@ from typer.testing import CliRunner
 
 from assay.cli import app
 
-pytestmark = pytest.mark.live
+# one worker runs every test of a real model: its llama.cpp servers (session fixtures) load once, not on each worker
+pytestmark = [pytest.mark.live, pytest.mark.xdist_group("live")]
 runner = CliRunner()
 N_ITEMS = 24
 

@@ -23,7 +23,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-pytestmark = pytest.mark.slow
+# one worker runs this module: its module-scoped fixtures are computed once, not on each xdist worker
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("package")]
 
 
 @pytest.fixture(scope="module")

@@ -14,6 +14,9 @@ from assay.stats import calibrate as cal
 from assay.studies import run_study
 from assay.studies import psdme as st
 
+# one worker runs this module: its module-scoped fixtures are computed once, not on each xdist worker
+pytestmark = pytest.mark.xdist_group("psdme_study")
+
 
 @pytest.fixture(scope="module")
 def reduced():
