@@ -34,6 +34,11 @@ user would pass, NaN = missing, and ``input MB`` is the process's resident memor
 ``peak MB`` is the stage process's own peak resident memory; ``workers MB`` the largest peak of its worker processes
 (the default fit's cross-validation runs on 2 forked workers for a history this size; the protocol on 2), so
 peak + 2 x workers bounds the stage's total from above (forked workers share the history's pages).
+What a fit's peak holds: the user's float64 table (the input, ``input MB``), the objective's three float32
+models x items buffers (12 bytes per entry: 305 MB at 2,112 x 12,032), L-BFGS-B's memory (about 45 float64 vectors
+of the (models + items) k parameters) and the history as int8 with its bool mask (1 byte per entry each); no
+models x items float64 copy of the history (it is held as int8 from validation on; the fit's products read it
+a block at a time).
 
 Usage::
 
@@ -149,8 +154,7 @@ def stage(name: str, data: str, extra: dict) -> dict:
     elif name == "fit_one":
         fm = faq.FactorModel(k=int(extra["k"]), weight_decay=float(extra["weight_decay"]), bias=True, cv=None,
                              holdout=0, max_iter=300, seed=0)
-        Hm, rows, items = api.as_matrix(H, "history")
-        fm.fit(Hm)
+        fm.fit(api.as_matrix(H, "history", codes=True))  # int8 codes, -1 = missing: the form assay holds a history in
         out.update(k=fm.k_, n_iter=fm.n_iter_)
     elif name == "one_model":
         r = faq.evaluate(H, new.iloc[[0]], budget=0.025, seed=0)

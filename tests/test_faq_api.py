@@ -495,3 +495,25 @@ def test_on_width_reports_the_anytime_interval_it_stops_on(small):
     assert e["ci_high"] - e["ci_low"] == pytest.approx(widths[-1])
     with pytest.raises(AssayInputError, match="on_width"):
         faq.evaluate(fm, new.iloc[[0]], budget=20, seed=2, on_width=3)
+
+
+def test_history_as_int8_codes_gives_the_same_evaluation(tmp_path, monkeypatch):
+    """FAQ holds a history as int8 codes (-1 = missing): the float64 table with NaN and its codes give the same cache
+    key (the same bytes hashed), the same default fit and calibration, and the same estimates."""
+    from assay.data.faq import as_matrix, int8_bytes, to_codes
+    from assay.faq import api
+
+    monkeypatch.setenv("ASSAY_CACHE_DIR", str(tmp_path))
+    hist, new = world(n_hist=90, n_new=4, N=120, k=2, seed=6, missing=0.2)
+    hist.index = [f"org{i // 3}/h{i}" for i in range(len(hist))]
+    codes = as_matrix(hist, "history", codes=True)
+    H = hist.to_numpy()
+    assert codes.values.dtype == np.int8 and int8_bytes(codes.values) == int8_bytes(H)
+    assert np.array_equal(to_codes(H), codes.values)
+    a = faq.evaluate(hist, new, budget=0.2, seed=1, cache=False)
+    b = faq.evaluate(codes, new, budget=0.2, seed=1, cache=False)
+    pd.testing.assert_frame_equal(a.estimates, b.estimates)
+    assert a.info["factors"]["fingerprint"] == b.info["factors"]["fingerprint"]
+    assert json.dumps(a.info["expected"], sort_keys=True) == json.dumps(b.info["expected"], sort_keys=True)
+    assert api._history_hash(H, codes.rows, codes.items, "s") == api._history_hash(codes.values, codes.rows,
+                                                                                   codes.items, "s")

@@ -285,3 +285,105 @@ def test_train_logloss_by_row_blocks_matches_per_entry():
     r, c = np.nonzero(obs)
     want = _logloss_at(U, V, b, r, c, Y[r, c])
     assert _logloss_rows(U, V, b, np.where(obs, Y, 0.0), obs, rows_per_block=7) == pytest.approx(want, rel=1e-12)
+
+
+def test_history_as_float_with_nan_or_int8_codes_gives_the_same_fit():
+    """The fit holds the history as int8 codes (0, 1, -1 = missing): a float64 table with NaN, the same values as
+    an array, as a long table, and the int8 codes of ``as_matrix(..., codes=True)`` all give identical fits."""
+    from assay.data.faq import MISSING, FAQMatrix, as_matrix
+
+    _, _, _, obs, H = planted(m=90, n=140, k=2, p_obs=0.7, seed=8)
+    rows, items = [f"org{i // 3:02d}/m{i:02d}" for i in range(90)], [f"q{j:03d}" for j in range(140)]
+    wide = pd.DataFrame(H, index=rows, columns=items)
+    r, c = np.nonzero(obs)
+    long = pd.DataFrame({"model": np.asarray(rows)[r], "item": np.asarray(items)[c], "score": H[r, c]})
+    codes = as_matrix(wide, "history", codes=True)
+    assert codes.values.dtype == np.int8 and codes.values.nbytes == H.size
+    assert np.array_equal(codes.values == MISSING, ~obs) and np.array_equal(codes.values[obs], H[obs])
+    from_long = as_matrix(long, "history", codes=True)
+    # a long table is read as its pivot (models and items in sorted order), now without the float64 pivot
+    shuffled = long.sample(frac=1.0, random_state=0)
+    piv = shuffled.pivot(index="model", columns="item", values="score")
+    got = as_matrix(shuffled, "history")
+    assert got.rows == list(piv.index) and got.items == list(piv.columns)
+    assert np.array_equal(got.values, piv.to_numpy(dtype=float), equal_nan=True)
+    assert np.array_equal(from_long.values, codes.values) and from_long.rows == rows and from_long.items == items
+    # the public float form is unchanged: float64, NaN = missing
+    flt = as_matrix(wide, "history")
+    assert flt.values.dtype == np.float64 and np.array_equal(flt.values, H, equal_nan=True)
+
+    def fit(history, **kw):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return FactorModel(bias=True, seed=3, **kw).fit(history)
+
+    for kw in ({"k": 2, "weight_decay": 1.0},  # with its 10% holdout
+               {"cv": 3, "cv_by": "models", "ks": (1, 2), "lambdas": (1.0, 3.0)},
+               {"cv": 3, "cv_by": "entries", "ks": (1, 2), "lambdas": (1.0, 3.0)}):
+        fits = [fit(wide, **kw), fit(codes, **kw), fit(FAQMatrix(H, rows, items), **kw), fit(from_long, **kw)]
+        for other in fits[1:]:
+            assert other.row_labels_ == rows and [str(x) for x in other.col_labels_] == items
+            assert np.array_equal(fits[0].U_, other.U_) and np.array_equal(fits[0].V_, other.V_)
+            assert np.array_equal(fits[0].b_, other.b_)
+            assert fits[0].summary() == other.summary()
+            if kw.get("cv"):
+                pd.testing.assert_frame_equal(fits[0].cv_results_, other.cv_results_)
+    # the array form (positional labels) fits the same numbers too
+    arr = fit(H, k=2, weight_decay=1.0)
+    assert np.array_equal(arr.U_, fit(wide, k=2, weight_decay=1.0).U_)
+
+
+def test_int8_products_match_the_float64_products():
+    """The objective's two products read the int8 history a block at a time (several blocks here, of odd sizes):
+    the same numbers as the float64 products of a whole float64 copy."""
+    from assay.faq import factor
+
+    rng = np.random.default_rng(1)
+    m, n = 333, 5001
+    Y8 = (rng.random((m, n)) < 0.4).astype(np.int8)
+    V, U = rng.standard_normal((n, 5)), rng.standard_normal((m, 5))
+    work: dict = {}
+    assert factor._block_len(m, n) < m and factor._block_len(n, m) < n  # really in blocks
+    np.testing.assert_allclose(factor._y_times(Y8, V, work), Y8.astype(float) @ V, rtol=1e-13, atol=1e-12)
+    np.testing.assert_allclose(factor._yt_times(Y8, U, work), Y8.astype(float).T @ U, rtol=1e-13, atol=1e-12)
+    theta = 0.1 * rng.standard_normal((m + n) * 3 + n)
+    M = rng.random((m, n)) < 0.8
+    Y8m = np.where(M, Y8, np.int8(0))
+    f8, g8 = factor._objective(theta, Y8m, M, 3, 1.0, True)
+    f64, g64 = factor._objective(theta, Y8m.astype(float), M.astype(np.float32), 3, 1.0, True)
+    assert f8 == pytest.approx(f64, rel=1e-13)
+    np.testing.assert_allclose(g8, g64, rtol=1e-10, atol=1e-14)
+
+
+def test_a_fit_holds_no_models_x_items_float64_array():
+    """Issue 26: a history with missing answers given as a float64 table is validated and held as int8; the fit's
+    peak allocation (tracemalloc, the input excluded) is its int8 / bool arrays and float32 buffers.
+
+    The bound, per models x items entry (m n = 2.4 million here): the objective's three float32 buffers (X, e, s:
+    12 bytes), the int8 codes, the bool observed mask, the int8 Y with 0 at missing cells and _fit_core's masked
+    int8 copy (4 bytes): 16 bytes; plus the float64 block through which Y enters a product (at most
+    max(m n, _BLOCK_ALIGN rows or columns of float64)), L-BFGS-B's workspace (about (2 maxcor + 5) float64 vectors of
+    the (m + n) k parameters) and 4 MB for the small arrays (factors, gradients, per-item sums). A models x items
+    float64 array is 8 bytes per entry (19.2 MB here), more than the 4 MB slack, so any such copy fails the test
+    (the code before the int8 history peaked at 37 bytes per entry: 89 MB against this bound of 51 MB)."""
+    import tracemalloc
+
+    from assay.faq import factor
+
+    m, n, k = 600, 4000, 4
+    _, _, _, _, H = planted(m=m, n=n, k=k, p_obs=0.7, seed=7)
+    wide = pd.DataFrame(H)
+    block = max(m * n, 8 * factor._BLOCK_ALIGN * max(m, n))  # _block_len: an eighth of the rows, or 64 of them
+    lbfgs = (2 * 20 + 5) * (m + n) * k * 8
+    bound = 16 * m * n + block + lbfgs + 4e6
+    assert bound < 16 * m * n + 8 * m * n + lbfgs  # one float64 copy would not fit under it
+    tracemalloc.start()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fm = FactorModel(k=k, weight_decay=1.0, cv=None, holdout=0, seed=0, max_iter=5).fit(wide)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert fm.n_iter_ >= 1
+    assert peak < bound, f"peak {peak / 1e6:.1f} MB, bound {bound / 1e6:.1f} MB"

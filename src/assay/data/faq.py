@@ -5,6 +5,11 @@ A history is a models x items table of 0/1 answers (NaN = missing): a wide table
 and one column per item), a long ``model, item, score`` table, or an array. New models' answers come in the same
 forms, without missing values (the estimand is the accuracy over every question), and are matched to the
 history's items by id (as strings), in any column order.
+
+Inside FAQ a validated history is held as int8 *codes*: 0, 1, and :data:`MISSING` (-1) for a missing answer
+(``as_matrix(..., codes=True)``, :func:`to_codes`): 25 MB at the paper's 2,112 x 12,032, where a float64 copy
+with NaN is 203 MB. Tables are validated and converted a block of rows at a time, so no models x items float64
+copy of a history is made on the way (except for a wide table with non-numeric cells, which is coerced whole).
 """
 
 from __future__ import annotations
@@ -18,13 +23,19 @@ import pandas as pd
 from ..errors import AssayInputError
 
 __all__ = ["FAQMatrix", "FAQAnswers", "FAQProtocolData", "as_matrix", "align_items", "prepare_answers", "int8_bytes",
-           "prepare_protocol", "read_answers", "history_items"]
+           "prepare_protocol", "read_answers", "history_items", "to_codes", "observed", "MISSING"]
+
+#: the int8 code of a missing answer in a history held as codes (0, 1, MISSING)
+MISSING = -1
+
+#: rows per block when a table is validated and converted (256 x 12,032 float64 is 25 MB)
+_ROWS = 256
 
 
 class FAQMatrix(NamedTuple):
     """A validated 0/1 matrix with its ids; unpacks as ``values, rows, items = as_matrix(...)``."""
 
-    values: np.ndarray  # (rows, items) float: 0, 1, or NaN for missing
+    values: np.ndarray  # (rows, items) float: 0, 1, or NaN for missing; with codes=True int8: 0, 1, or MISSING (-1)
     rows: list[str]  # model ids
     items: list[str]  # item ids, as strings
 
@@ -39,31 +50,149 @@ class FAQAnswers(NamedTuple):
 class FAQProtocolData(NamedTuple):
     """What :func:`assay.faq.protocol` works on: the history and, when given, separate new models."""
 
-    H: np.ndarray  # (models, N) history, NaN = missing
+    H: np.ndarray  # (models, N) history, NaN = missing (float); with codes=True int8 codes, MISSING (-1) = missing
     rows: list[str]  # history model ids
     items: list[str]  # the N item ids
     Z_new: np.ndarray | None  # (M, N) new models' answers in the history's item order, or None (split the history)
     new_rows: list[str] | None  # their ids
 
 
+def to_codes(H: np.ndarray) -> np.ndarray:
+    """A history's int8 codes (0, 1, :data:`MISSING` = -1) from a float array with NaN for missing, converted a block
+    of rows at a time (no second models x items float64 array); an int8 array is taken to be codes already and
+    returned as it is. The values are not checked: give it validated histories (:func:`as_matrix`)."""
+    H = np.asarray(H)
+    if H.dtype == np.int8:
+        return H
+    if H.dtype.kind in "biu":
+        return H.astype(np.int8)
+    C = np.empty(H.shape, dtype=np.int8)
+    for i in range(0, H.shape[0], _ROWS):
+        blk = H[i:i + _ROWS]
+        np.copyto(C[i:i + _ROWS], np.where(np.isnan(blk), MISSING, blk), casting="unsafe")
+    return C
+
+
+def observed(H: np.ndarray) -> np.ndarray:
+    """The observed-entry mask (bool) of a history as float (NaN = missing) or int8 codes (:data:`MISSING`)."""
+    H = np.asarray(H)
+    return H >= 0 if H.dtype == np.int8 else ~np.isnan(H)
+
+
+def _from_codes(C: np.ndarray) -> np.ndarray:
+    """int8 codes -> float64 with NaN for missing (the public form of ``FAQMatrix.values``)."""
+    H = C.astype(np.float64)
+    H[C < 0] = np.nan
+    return H
+
+
+class _Scan(NamedTuple):
+    """What a block-wise validation found: the codes and the first offending cells with their counts."""
+
+    codes: np.ndarray  # int8, MISSING = -1 (meaningless where bad cells were found)
+    bad: tuple | None  # (i, j, value) of the first cell that is not 0 / 1 / NaN, row-major order
+    n_bad: int
+    missing: tuple | None  # (i, j) of the first missing cell
+    n_missing: int
+    empty_rows: np.ndarray  # bool per row: no observed cell
+
+
+def _scan(shape: tuple[int, int], block) -> _Scan:
+    """Validate and convert a models x items table given as ``block(i0, i1) -> float64 rows i0:i1``, a block of rows
+    at a time: only one block of float64 rows is alive at once."""
+    m, n = shape
+    C = np.empty((m, n), dtype=np.int8)
+    bad = missing = None
+    n_bad = n_missing = 0
+    empty = np.zeros(m, dtype=bool)
+    for i in range(0, m, _ROWS):
+        H = block(i, min(i + _ROWS, m))
+        nan = np.isnan(H)
+        one = H == 1
+        b = ~(nan | one | (H == 0))
+        if b.any():
+            n_bad += int(b.sum())
+            if bad is None:
+                r, c = (int(a[0]) for a in np.nonzero(b))
+                bad = (i + r, c, H[r, c])
+        if nan.any():
+            n_missing += int(nan.sum())
+            if missing is None:
+                r, c = (int(a[0]) for a in np.nonzero(nan))
+                missing = (i + r, c)
+            empty[i:i + H.shape[0]] = nan.all(axis=1)
+        blk = C[i:i + H.shape[0]]
+        np.copyto(blk, one, casting="unsafe")
+        blk[nan] = MISSING
+    return _Scan(C, bad, n_bad, missing, n_missing, empty)
+
+
+def _frame_block(df: pd.DataFrame):
+    return lambda i0, i1: df.iloc[i0:i1].to_numpy(dtype=float, na_value=np.nan)
+
+
+def _array_block(A: np.ndarray):
+    return lambda i0, i1: A[i0:i1].astype(np.float64)
+
+
+def _long_codes(df: pd.DataFrame, what: str) -> FAQMatrix:
+    """A validated long ``model, item, score`` table (ids as strings, scores numeric or NaN) -> the codes of its wide
+    form (models and items in sorted order, as ``DataFrame.pivot`` gives them; an absent pair is missing), without
+    building the wide float64 table."""
+    r_code, r_ids = pd.factorize(df["model"], sort=True)
+    c_code, c_ids = pd.factorize(df["item"], sort=True)
+    rows = [str(r) for r in r_ids]
+    items = [str(c) for c in c_ids]
+    score = df["score"].to_numpy(dtype=float, na_value=np.nan)
+    if len(rows) == 0 or len(items) == 0:
+        raise AssayInputError(f"{what} is empty (shape {(len(rows), len(items))})")
+    nan = np.isnan(score)
+    bad = ~(nan | (score == 0) | (score == 1))
+    if bad.any():
+        # the first bad cell of the wide table in row-major order, as the wide check reports it
+        sel = np.flatnonzero(bad)
+        f = sel[np.lexsort((c_code[sel], r_code[sel]))[0]]
+        raise AssayInputError(f"{what}: cell (model {rows[r_code[f]]!r}, item {items[c_code[f]]!r}) = "
+                              f"{np.float64(score[f])!r}; values must be 0 or 1 (binary correctness; {int(bad.sum())} "
+                              "bad cell(s))")
+    C = np.full((len(rows), len(items)), MISSING, dtype=np.int8)
+    ok = ~nan
+    C[r_code[ok], c_code[ok]] = score[ok].astype(np.int8)
+    return FAQMatrix(C, rows, items)
+
+
 def as_matrix(obj: Any, what: str, *, columns: Mapping[str, str] | None = None,
-              allow_missing: bool = True) -> FAQMatrix:
+              allow_missing: bool = True, codes: bool = False) -> FAQMatrix:
     """A models x items 0/1 table (wide, long or an array) -> :class:`FAQMatrix` (values, row ids, item ids).
 
     Parameters
     ----------
     obj : a wide DataFrame (one row per model, the index; one column per item), a long DataFrame with the
-        columns ``model, item, score`` (other names through ``columns``), a Series (one model), or an array.
+        columns ``model, item, score`` (other names through ``columns``), a Series (one model), an array, or an
+        :class:`FAQMatrix` (already validated: returned in the form asked for).
     what : the table's name in error messages ("history", "new").
     columns : ``{"model": ..., "item": ..., "score": ...}`` names of a long table's columns.
     allow_missing : whether NaN (a missing answer) is accepted; a model with no answer at all never is.
+    codes : False (default): ``values`` is float64 (0 / 1 / NaN). True: int8 codes (0 / 1 / :data:`MISSING` = -1),
+        an eighth of the memory (what FAQ holds internally). Either way the table is validated a block of rows
+        at a time, without a whole models x items float64 copy (except a wide table with non-numeric cells).
 
     Returns
     -------
     FAQMatrix
-        ``values`` (float, 0 / 1 / NaN), ``rows`` and ``items`` (ids as strings, each unique).
+        ``values`` (float, 0 / 1 / NaN; or int8 codes), ``rows`` and ``items`` (ids as strings, each unique).
     """
+    if isinstance(obj, FAQMatrix):
+        C = to_codes(obj.values)
+        if not allow_missing and (C < 0).any():
+            i, j = (int(a[0]) for a in np.nonzero(C < 0))
+            raise AssayInputError(f"{what}: missing answer for model {obj.rows[i]!r}, item {obj.items[j]!r} "
+                                  f"({int((C < 0).sum())} missing); the estimand is the accuracy over the whole bank, "
+                                  "so offline evaluation needs every answer (query the rest live, or drop those items "
+                                  "everywhere)")
+        return FAQMatrix(C if codes else _from_codes(C), list(obj.rows), list(obj.items))
     cols = {"model": "model", "item": "item", "score": "score", **dict(columns or {})}
+    long_done = None
     if isinstance(obj, pd.Series):
         obj = obj.to_frame().T
     if isinstance(obj, pd.DataFrame):
@@ -82,58 +211,74 @@ def as_matrix(obj: Any, what: str, *, columns: Mapping[str, str] | None = None,
             if bad.any():
                 raise AssayInputError(f"{what}: score {df.loc[bad, 'score'].iloc[0]!r} is not a number; scores must be 0 or 1")
             df["score"] = score
-            wide = df.pivot(index="model", columns="item", values="score")
-            obj = wide
-        rows = [str(r) for r in obj.index]
-        items = [str(c) for c in obj.columns]
-        numeric = all(pd.api.types.is_numeric_dtype(t) or pd.api.types.is_bool_dtype(t) for t in obj.dtypes)
-        if numeric:  # the common case (a Parquet / CSV of 0/1): one conversion, no column-by-column pass
-            H = obj.to_numpy(dtype=float, na_value=np.nan)
+            long_done = _long_codes(df, what)
+            rows, items = long_done.rows, long_done.items
+            shape = long_done.values.shape
         else:
-            try:
-                H = obj.apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
-            except (TypeError, ValueError) as e:  # pragma: no cover - apply/to_numeric already coerced
-                raise AssayInputError(f"{what}: values must be numeric 0/1 ({e})") from None
-            raw = obj.to_numpy(dtype=object)
-            coerced = np.isnan(H) & pd.notna(raw)
-            if coerced.any():
-                i, j = (int(a[0]) for a in np.nonzero(coerced))
-                raise AssayInputError(f"{what}: cell (model {rows[i]!r}, item {items[j]!r}) = {raw[i, j]!r} is not a "
-                                      "number; values must be 0, 1 or missing")
+            rows = [str(r) for r in obj.index]
+            items = [str(c) for c in obj.columns]
+            numeric = all(pd.api.types.is_numeric_dtype(t) or pd.api.types.is_bool_dtype(t) for t in obj.dtypes)
+            if not numeric:
+                try:
+                    num = obj.apply(pd.to_numeric, errors="coerce")
+                except (TypeError, ValueError) as e:  # pragma: no cover - apply/to_numeric already coerced
+                    raise AssayInputError(f"{what}: values must be numeric 0/1 ({e})") from None
+                raw = obj.to_numpy(dtype=object)
+                coerced = num.isna().to_numpy() & pd.notna(raw)
+                if coerced.any():
+                    i, j = (int(a[0]) for a in np.nonzero(coerced))
+                    raise AssayInputError(f"{what}: cell (model {rows[i]!r}, item {items[j]!r}) = {raw[i, j]!r} is not "
+                                          "a number; values must be 0, 1 or missing")
+                del raw, coerced
+                obj = num
+            shape = obj.shape
+            block = _frame_block(obj)
     else:
         try:
-            H = np.asarray(obj, dtype=float)
+            A = np.asarray(obj)
+            if A.dtype.kind not in "biuf":
+                A = np.asarray(obj, dtype=float)
         except (TypeError, ValueError) as e:
             raise AssayInputError(f"{what} must be a numeric models x items array or table with values 0/1 ({e})") from None
-        if H.ndim == 1:
-            H = H[None, :]
-        if H.ndim != 2:
-            raise AssayInputError(f"{what} must be 2-D (models x items), got shape {H.shape}")
-        rows = [str(i) for i in range(H.shape[0])]
-        items = [str(j) for j in range(H.shape[1])]
-    if H.shape[0] == 0 or H.shape[1] == 0:
-        raise AssayInputError(f"{what} is empty (shape {H.shape})")
+        if A.ndim == 1:
+            A = A[None, :]
+        if A.ndim != 2:
+            raise AssayInputError(f"{what} must be 2-D (models x items), got shape {A.shape}")
+        rows = [str(i) for i in range(A.shape[0])]
+        items = [str(j) for j in range(A.shape[1])]
+        shape = A.shape
+        block = _array_block(A)
+    if shape[0] == 0 or shape[1] == 0:
+        raise AssayInputError(f"{what} is empty (shape {shape})")
     if len(set(items)) != len(items):
         dups = pd.Series(items)[pd.Series(items).duplicated()].unique()[:3]
         raise AssayInputError(f"{what}: duplicate item ids {', '.join(map(repr, dups))}")
     if len(set(rows)) != len(rows):
         dups = pd.Series(rows)[pd.Series(rows).duplicated()].unique()[:3]
         raise AssayInputError(f"{what}: duplicate model ids {', '.join(map(repr, dups))}")
-    bad = ~(np.isnan(H) | (H == 0) | (H == 1))
-    if bad.any():
-        i, j = (int(a[0]) for a in np.nonzero(bad))
-        raise AssayInputError(f"{what}: cell (model {rows[i]!r}, item {items[j]!r}) = {H[i, j]!r}; values must be 0 or 1 "
-                              f"(binary correctness; {int(bad.sum())} bad cell(s))")
-    if not allow_missing and np.isnan(H).any():
-        i, j = (int(a[0]) for a in np.nonzero(np.isnan(H)))
+    if long_done is not None:
+        C = long_done.values
+        miss = C < 0
+        n_missing = int(miss.sum())
+        first_missing = tuple(int(a[0]) for a in np.nonzero(miss)) if n_missing else None
+        empty_rows = miss.all(axis=1)
+        del miss
+    else:
+        sc = _scan(shape, block)
+        if sc.bad is not None:
+            i, j, v = sc.bad
+            raise AssayInputError(f"{what}: cell (model {rows[i]!r}, item {items[j]!r}) = {np.float64(v)!r}; values "
+                                  f"must be 0 or 1 (binary correctness; {sc.n_bad} bad cell(s))")
+        C, n_missing, first_missing, empty_rows = sc.codes, sc.n_missing, sc.missing, sc.empty_rows
+    if not allow_missing and n_missing:
+        i, j = first_missing
         raise AssayInputError(f"{what}: missing answer for model {rows[i]!r}, item {items[j]!r} "
-                              f"({int(np.isnan(H).sum())} missing); the estimand is the accuracy over the whole bank, so "
+                              f"({n_missing} missing); the estimand is the accuracy over the whole bank, so "
                               "offline evaluation needs every answer (query the rest live, or drop those items everywhere)")
-    all_missing_rows = np.isnan(H).all(axis=1)
-    if all_missing_rows.any():
-        raise AssayInputError(f"{what}: model {rows[int(np.flatnonzero(all_missing_rows)[0])]!r} has no observed answer "
-                              f"({int(all_missing_rows.sum())} such row(s)); drop it")
-    return FAQMatrix(H, rows, items)
+    if empty_rows.any():
+        raise AssayInputError(f"{what}: model {rows[int(np.flatnonzero(empty_rows)[0])]!r} has no observed answer "
+                              f"({int(empty_rows.sum())} such row(s)); drop it")
+    return FAQMatrix(C if codes else _from_codes(C), rows, items)
 
 
 def align_items(items_hist: Sequence[str], items_new: Sequence[str], what: str) -> np.ndarray:
@@ -166,10 +311,11 @@ def prepare_answers(new: Any, items: Sequence[str], *, what: str = "new", label:
     return FAQAnswers(Z[:, align_items(items, new_items, label or what)], models)
 
 
-def prepare_protocol(history: Any, new_models: Any = None) -> FAQProtocolData:
+def prepare_protocol(history: Any, new_models: Any = None, *, codes: bool = False) -> FAQProtocolData:
     """The validation protocol's inputs -> :class:`FAQProtocolData` (the history may have missing answers; new
-    models may not)."""
-    H, rows, items = as_matrix(history, "history")
+    models may not). ``codes``: the history as int8 codes (:func:`as_matrix`), as :func:`assay.faq.protocol`
+    holds it."""
+    H, rows, items = as_matrix(history, "history", codes=codes)
     if new_models is None:
         return FAQProtocolData(H, rows, items, None, None)
     Z, new_rows = prepare_answers(new_models, items, what="new_models")
@@ -213,7 +359,10 @@ def history_items(hist) -> list[str]:
 
 def int8_bytes(H: np.ndarray, rows_per_block: int = 256):
     """The bytes of ``H`` as int8 with -1 for NaN (what the cache keys hash), built in blocks of rows, so a large
-    history never gets a second models x items float64 copy for it."""
+    history never gets a second models x items float64 copy for it. A history already held as int8 codes
+    (:data:`MISSING` = -1) gives the same bytes as its float form: its own."""
+    if H.dtype == np.int8:
+        return np.ascontiguousarray(H).tobytes()
     parts = []
     for i in range(0, H.shape[0], rows_per_block):
         blk = H[i:i + rows_per_block]

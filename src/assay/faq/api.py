@@ -28,7 +28,8 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..data.faq import align_items, as_matrix, int8_bytes, prepare_answers, prepare_protocol
+from ..data.faq import (FAQMatrix, align_items, as_matrix, int8_bytes, observed, prepare_answers, prepare_protocol,
+                        to_codes)
 from ..errors import AssayInputError
 from ..results import Result, build, level_alias
 from ..seeds import resolve_seed
@@ -144,7 +145,8 @@ def _history_hash(H: np.ndarray, rows: Sequence[str], items: Sequence[str], sett
 
 def fit_factors(H: np.ndarray, rows: Sequence[str], items: Sequence[str], *, cache: bool = True,
                 progress: Callable | None = None) -> tuple[FactorModel, dict]:
-    """Fit :func:`default_factor_model` on a history matrix (or load it from the cache) -> (model, info).
+    """Fit :func:`default_factor_model` on a history matrix (float, NaN = missing, or int8 codes with -1 = missing:
+    ``as_matrix(..., codes=True)``) (or load it from the cache) -> (model, info).
 
     The fit is a function of the history alone (fixed internal seed, model families from the ``owner/`` part of
     the row ids), so it is cached under a hash of the history and its ids: the second run on the same history
@@ -152,7 +154,8 @@ def fit_factors(H: np.ndarray, rows: Sequence[str], items: Sequence[str], *, cac
     """
     from .io import load_factors, save_factors
 
-    nobs = int((~np.isnan(H)).sum())
+    H = to_codes(H)  # held as int8 from here on (the cache key hashes the same bytes either way)
+    nobs = int((H >= 0).sum())
     fm = default_factor_model(0, (H.shape[0], H.shape[1], nobs))
     settings = repr(sorted((k, v) for k, v in vars(fm).items() if k != "n_jobs"))  # n_jobs: same numbers
     key = _history_hash(H, rows, items, settings)
@@ -168,7 +171,7 @@ def fit_factors(H: np.ndarray, rows: Sequence[str], items: Sequence[str], *, cac
     groups = default_groups(rows)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # grid-edge notes are reported through summary()
-        fm.fit(pd.DataFrame(H, index=list(rows), columns=list(items), copy=False), groups=groups, progress=progress)
+        fm.fit(FAQMatrix(H, list(rows), list(items)), groups=groups, progress=progress)
     info = {"cache": "miss", "path": None, "key": key}
     if cache:
         try:
@@ -189,7 +192,7 @@ def _factors(history, factors, *, cache=True, progress=None) -> tuple[FactorMode
     H = None
     items = rows = None
     if history is not None:
-        H, rows, items = as_matrix(history, "history")
+        H, rows, items = as_matrix(history, "history", codes=True)  # int8 codes, -1 = missing
     info: dict = {"cache": "not used", "rows": rows}
     if factors is None:
         if H is None:
@@ -200,7 +203,7 @@ def _factors(history, factors, *, cache=True, progress=None) -> tuple[FactorMode
         if H is None:
             raise AssayInputError("give a history to fit the factor model on, or a fitted FactorModel")
         check_k(factors, H)
-        factors.fit(pd.DataFrame(H, index=rows, columns=items, copy=False), progress=progress)
+        factors.fit(FAQMatrix(H, rows, items), progress=progress)
     fitted_items = [str(c) for c in factors.col_labels_]
     if items is not None and items != fitted_items:
         if sorted(items) != sorted(fitted_items):
@@ -225,9 +228,10 @@ def check_k(fm: FactorModel, H: np.ndarray) -> None:
     """Refuse latent dimensions the history cannot identify: k <= min(models, items) and at least as many
     observed entries as free parameters ((models + items) k)."""
     ks = list(fm.ks) if fm.cv is not None else [fm.k]
-    m = int((~np.isnan(H)).any(axis=1).sum())
-    n = int((~np.isnan(H)).any(axis=0).sum())
-    nobs = int((~np.isnan(H)).sum())
+    obs = observed(H)
+    m = int(obs.any(axis=1).sum())
+    n = int(obs.any(axis=0).sum())
+    nobs = int(obs.sum())
     too_big = [int(k) for k in ks if int(k) > min(m, n) or (m + n) * int(k) > nobs]
     if too_big:
         limit = min(min(m, n), nobs // max(m + n, 1))
@@ -238,13 +242,15 @@ def check_k(fm: FactorModel, H: np.ndarray) -> None:
 
 
 def _item_means(H: np.ndarray | None, N: int) -> np.ndarray:
-    """Historical per-question mean (observed entries; never-observed questions get the grand mean)."""
+    """Historical per-question mean (observed entries; never-observed questions get the grand mean). ``H``: float
+    with NaN or int8 codes (-1 = missing)."""
     if H is None:
         return np.full(N, 0.5)
-    obs = ~np.isnan(H)
+    obs = observed(H)
     cnt = obs.sum(axis=0)
-    grand = np.nanmean(H)
-    return np.where(cnt > 0, np.nansum(H, axis=0) / np.maximum(cnt, 1), grand)
+    ones = (np.asarray(H) == 1).sum(axis=0).astype(np.float64)  # exact integers, as the float sums were
+    grand = ones.sum() / cnt.sum()
+    return np.where(cnt > 0, ones / np.maximum(cnt, 1), grand)
 
 
 
@@ -854,7 +860,7 @@ def _fit_for(H, rows, items, factors, cache, fit_progress, *, with_info: bool = 
     check_k(fm, H)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        fm.fit(pd.DataFrame(H, index=list(rows), columns=list(items), copy=False),
+        fm.fit(FAQMatrix(H, list(rows), list(items)),
                groups=default_groups(rows) if fm.cv_by == "models" else None, progress=fit_progress)
     return (fm, {"rows": list(rows), "key": None}) if with_info else fm
 
@@ -867,7 +873,7 @@ def _tune_split(si, H, hrows, items, groups, methods, grids, base_faq, budgets, 
     -> ({(budget index, method): settings}, one row per candidate)."""
     inner = model_splits(hrows, 4, groups, seed=tune_ss.spawn(1)[0])
     tr_i, val_i = inner[0]
-    val_i = val_i[~np.isnan(H[val_i]).any(axis=1)]
+    val_i = val_i[observed(H[val_i]).all(axis=1)]
     if val_i.size < 10:
         raise AssayInputError(f"tuning needs at least 10 fully observed validation models; split {si} has "
                               f"{val_i.size} (use tune=False)")
@@ -1053,11 +1059,11 @@ def protocol(
     seed = resolve_seed(seed)
     split_ss, tune_ss, test_ss_root = seed.spawn(3)
     # 3. arrays
-    H_all, rows_all, items, Z_new, new_rows = prepare_protocol(history, new_models)
+    H_all, rows_all, items, Z_new, new_rows = prepare_protocol(history, new_models, codes=True)  # int8, -1 = missing
     if Z_new is None:
         split_list = model_splits(rows_all, splits, split_by, seed=split_ss)
         Zsrc, src_rows = H_all, rows_all
-        if np.isnan(H_all).any():
+        if (H_all < 0).any():
             raise AssayInputError("the history has missing answers; the true accuracy of a held-out model needs its "
                                   "full row, so split a complete table (or pass new_models explicitly)")
     else:
@@ -1100,7 +1106,7 @@ def protocol(
                                        tune_ss, val_seeds, alpha, chunk, workers, factors, cache, fit_progress)
             tuning_rows += rows
         if new_idx is None and factors is not None and hasattr(factors, "V_"):
-            fm, H, _, fit_info = _factors(pd.DataFrame(H, index=hrows, columns=items), factors)
+            fm, H, _, fit_info = _factors(FAQMatrix(H, hrows, list(items)), factors)
             fit_info = {"rows": hrows, "key": None}
         else:
             fm, fit_info = _fit_for(H, hrows, items, factors, cache, fit_progress, with_info=True)

@@ -238,9 +238,12 @@ def _fold_fit(H, train, fm: FactorModel, hkey: str, f: int) -> FactorModel:
     if key not in _FOLD_FITS:
         fmf = FactorModel(k=fm.k_, weight_decay=fm.weight_decay_, bias=fm.bias, max_iter=fm.max_iter, tol=fm.cv_tol,
                           holdout=0, seed=0)
+        from ..data.faq import FAQMatrix
+
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
-            fmf.fit(H[train])
+            # int8 codes with the positional labels a plain array gets (the fold fits' fingerprints unchanged)
+            fmf.fit(FAQMatrix(H[train], list(range(int(train.sum()))), list(range(H.shape[1]))))
         if len(_FOLD_FITS) >= 32:
             _FOLD_FITS.pop(next(iter(_FOLD_FITS)))
         _FOLD_FITS[key] = fmf
@@ -250,20 +253,22 @@ def _fold_fit(H, train, fm: FactorModel, hkey: str, f: int) -> FactorModel:
 def calibrate(H: np.ndarray, rows: Sequence[str], fm: FactorModel, n_b: int, params: FAQParams, *, seeds: int = 2,
               max_models: int = 300, n_folds: int = 3,
               progress: Callable[[int, int], None] | None = None) -> Calibration | None:
-    """Run FAQ at budget ``n_b`` on held-out families of the history ``H`` (models x items, NaN = missing; the
-    columns in the order of ``fm``'s items), with factors of ``fm``'s (k, lambda) refitted without each fold.
+    """Run FAQ at budget ``n_b`` on held-out families of the history ``H`` (models x items, NaN = missing, or int8
+    codes with -1 = missing as ``as_matrix(..., codes=True)`` gives them; the columns in the order of ``fm``'s
+    items), with factors of ``fm``'s (k, lambda) refitted without each fold. The history is held as int8.
 
     At most ``max_models`` complete held-out rows (a random subset, fixed by the history), ``seeds`` runs each.
     None when the history has fewer than :data:`MIN_MODELS` complete rows or too few models for the folds.
     """
-    H = np.asarray(H, dtype=float)
+    from ..data.faq import int8_bytes, to_codes
+
+    H = np.asarray(H)
+    H = to_codes(H if H.dtype.kind in "biuf" else H.astype(float))
     m, N = H.shape
-    complete = ~np.isnan(H).any(axis=1)
+    complete = (H >= 0).all(axis=1)
     if complete.sum() < MIN_MODELS or m < 2 * n_folds or n_b >= N:
         return None
     fold = _folds(rows, n_folds)
-    from ..data.faq import int8_bytes
-
     hkey = hashlib.sha256(int8_bytes(H) + repr(H.shape).encode()
                           + "\x1f".join(map(str, rows)).encode()).hexdigest()
     rng = np.random.default_rng(0)
@@ -280,7 +285,7 @@ def calibrate(H: np.ndarray, rows: Sequence[str], fm: FactorModel, n_b: int, par
             done += seeds
             continue
         fmf = _fold_fit(H, train, fm, hkey, f)
-        Z = H[new]
+        Z = H[new]  # complete rows: int8 0/1
         theta = Z.mean(axis=1)
         for s in range(seeds):
             ss = np.random.SeedSequence([f, s, int(n_b)])

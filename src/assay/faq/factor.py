@@ -80,16 +80,18 @@ _PROD_ROWS = 256
 def _objective(theta, Y, M, k, weight_decay, bias, work=None):
     """Mean BCE over observed entries + weight_decay/(2 n) * squared norms (eq. 13 + L2 prior) and its gradient.
 
-    ``Y``: models x items float64 array with 0 at missing cells; ``M``: float32 mask (1 = observed), or
-    ``None`` when every entry is observed (the fast path: no mask products). The logits and the sigmoid are
-    computed in float32 (the memory-bound part; each value is rounded to ~1e-7 relative) and every sum is
-    accumulated in float64, so the objective keeps about 1e-9 relative precision, far below the L-BFGS stopping
-    tolerance. With e = exp(-|x|), softplus(x) = max(x, 0) + log(1 + e), and the sum of log(1 + e) is taken
-    as the log of float64 products over blocks of rows (no per-entry logarithm, the slowest step before; the
-    gradient's sigmoid is scipy's expit as before, so the gradients, and the fits, are unchanged). The data
+    ``Y``: models x items 0/1 array with 0 at missing cells, int8 (what a fit holds: a float64 operand is formed a
+    block at a time for the two matrix products, :func:`_y_times`, :func:`_yt_times`) or float64; ``M``: bool (or
+    float32) mask (True = observed), or ``None`` when every entry is observed (the fast path: no mask products). The
+    logits and the sigmoid are computed in float32 (the memory-bound part; each value is rounded to ~1e-7 relative)
+    and every sum is accumulated in float64, so the objective keeps about 1e-9 relative precision, far below the
+    L-BFGS stopping tolerance. With e = exp(-|x|), softplus(x) = max(x, 0) + log(1 + e), and the sum of log(1 + e)
+    is taken as the log of float64 products over blocks of rows (no per-entry logarithm, the slowest step before;
+    the gradient's sigmoid is scipy's expit as before, so the gradients, and the fits, are unchanged). The data
     term's linear part sum(Y * X) is formed as sum_i u_i . (Y V)_i and the gradient's Y part as Y V and Y' U
-    (float64 matrix products), so Y is never multiplied entrywise. ``work``: a dict the caller keeps between
-    calls, holding the three float32 models x items buffers (reused, not reallocated, at every evaluation).
+    (float64 matrix products), so Y is never multiplied entrywise. ``work``: a dict the caller keeps between calls,
+    holding the three float32 models x items buffers and the float64 block buffer of the products (reused, not
+    reallocated, at every evaluation).
     Returns (f, grad) with grad flattened like ``theta`` (float64).
     """
     m, n = Y.shape
@@ -109,7 +111,12 @@ def _objective(theta, Y, M, k, weight_decay, bias, work=None):
     np.matmul(U, V.T, out=X)
     if bias:
         X += b64.astype(np.float32)[None, :]
-    nobs = float(m * n) if M is None else float(M.sum())
+    if M is None:
+        nobs = float(m * n)
+    else:
+        if "nobs" not in work:
+            work["nobs"] = float(M.sum())  # M is fixed during a fit: counted once
+        nobs = work["nobs"]
     np.abs(X, out=e)
     np.negative(e, out=e)
     np.exp(e, out=e)  # e = exp(-|x|) in (0, 1]
@@ -126,23 +133,81 @@ def _objective(theta, Y, M, k, weight_decay, bias, work=None):
     if M is not None:
         X *= M
     possum = float(X.sum(dtype=np.float64))
-    YV = Y @ V64
+    YV = _y_times(Y, V64, work)
     lin = float(np.einsum("ik,ik->", U64, YV))
     ysum = None
     if bias:
         if "ysum" not in work:
-            work["ysum"] = Y.sum(axis=0)  # Y is fixed during a fit: summed once
+            work["ysum"] = Y.sum(axis=0, dtype=np.float64)  # Y is fixed during a fit: summed once
         ysum = work["ysum"]
         lin += float(ysum @ b64)
     f_data = (possum + logsum - lin) / nobs
     c = weight_decay / nobs
     f_pen = 0.5 * c * float(theta @ theta)
     gU = ((s @ V).astype(np.float64) - YV) / nobs + c * U64
-    gV = ((s.T @ U).astype(np.float64) - Y.T @ U64) / nobs + c * V64
+    gV = ((s.T @ U).astype(np.float64) - _yt_times(Y, U64, work)) / nobs + c * V64
     parts = [gU.ravel(), gV.ravel()]
     if bias:
         parts.append((s.sum(axis=0, dtype=np.float64) - ysum) / nobs + c * b64)
     return f_data + f_pen, np.concatenate(parts)
+
+
+#: bytes of the float64 block through which an int8 Y enters a matrix product (a few MB; at least _BLOCK_ALIGN rows
+#: or columns: at 2,112 x 12,032 the block is 64 rows, 6.2 MB, where a whole float64 Y took 203 MB)
+_BLOCK_BYTES = 4 << 20
+#: a block's rows (columns) are a multiple of this: OpenBLAS computes a product in tiles of a few rows, and a block
+#: boundary on the tile grid gives every entry the same accumulation as the whole product (measured: blocks of 41
+#: rows differed from the whole product by 4e-16 relative, blocks of 2, 4, ..., 1024 rows were bit-identical)
+_BLOCK_ALIGN = 64
+
+
+def _block_len(length: int, width: int) -> int:
+    """Rows (or columns) per block: at most _BLOCK_BYTES of float64 and an eighth of ``length`` (so the block is no
+    larger than the int8 history itself), rounded down to a multiple of _BLOCK_ALIGN, at least _BLOCK_ALIGN."""
+    want = min(_BLOCK_BYTES // (8 * max(width, 1)), length // 8)
+    return min(length, max(_BLOCK_ALIGN, want // _BLOCK_ALIGN * _BLOCK_ALIGN))
+
+
+def _block_buffer(work: dict, size: int) -> np.ndarray:
+    buf = work.get("yblock")
+    if buf is None or buf.size < size:
+        buf = work["yblock"] = np.empty(size, dtype=np.float64)
+    return buf
+
+
+def _y_times(Y, A, work: dict) -> np.ndarray:
+    """``Y @ A`` (float64) for a 0/1 ``Y`` held as int8, a block of rows of Y converted to float64 at a time. Each
+    row of the product is the same BLAS dot products over all columns as in the whole product, so the numbers are
+    those of ``Y.astype(float) @ A``."""
+    if Y.dtype == np.float64:
+        return Y @ A
+    m, n = Y.shape
+    rows = _block_len(m, n)
+    buf = _block_buffer(work, rows * n)
+    out = np.empty((m, A.shape[1]))
+    for i in range(0, m, rows):
+        r = min(rows, m - i)
+        blk = buf[:r * n].reshape(r, n)
+        np.copyto(blk, Y[i:i + r])
+        np.matmul(blk, A, out=out[i:i + r])
+    return out
+
+
+def _yt_times(Y, A, work: dict) -> np.ndarray:
+    """``Y.T @ A`` (float64) for a 0/1 ``Y`` held as int8, a block of columns of Y converted to float64 at a time
+    (each entry is still one BLAS dot product over all rows, as in the whole product)."""
+    if Y.dtype == np.float64:
+        return Y.T @ A
+    m, n = Y.shape
+    cols = _block_len(n, m)
+    buf = _block_buffer(work, cols * m)
+    out = np.empty((n, A.shape[1]))
+    for j in range(0, n, cols):
+        c = min(cols, n - j)
+        blk = buf[:m * c].reshape(m, c)
+        np.copyto(blk, Y[:, j:j + c])
+        np.matmul(blk.T, A, out=out[j:j + c])
+    return out
 
 
 def _logloss_at(U, V, b, rows, cols, y) -> float:
@@ -177,13 +242,15 @@ def _fit_core(Y, M, k, weight_decay, bias, max_iter, tol, rng, init=None):
     whole = bool(row_ok.all() and col_ok.all())
     Mb = M if whole else M[np.ix_(row_ok, col_ok)]
     # the objective reads Y through matrix products, so an entry outside the mask must be 0 (held-out entries
-    # keep their value in Y); a fully observed history is used as it is (no models x items copy)
+    # keep their value in Y); a fully observed history is used as it is (no models x items copy). Y stays int8
+    # (an int8 copy when held-out entries are zeroed), the mask bool: the objective multiplies by it as float32
+    # without a float32 models x items copy of it
     full = bool(Mb.all())
     if full:
         Ys = Y if whole else Y[np.ix_(row_ok, col_ok)]
     else:
-        Ys = np.where(Mb, Y if whole else Y[np.ix_(row_ok, col_ok)], 0.0)
-    Ms = None if full else Mb.astype(np.float32)
+        Ys = np.where(Mb, Y if whole else Y[np.ix_(row_ok, col_ok)], Y.dtype.type(0))
+    Ms = None if full else Mb
     ms, ns = Ys.shape
     size = (ms + ns) * k + (ns if bias else 0)
     if init is not None:
@@ -196,7 +263,7 @@ def _fit_core(Y, M, k, weight_decay, bias, max_iter, tol, rng, init=None):
         # small random init: breaks the U <-> V symmetry of the saddle at 0 without starting overconfident
         theta0 = 0.1 * rng.standard_normal(size)
         if bias:
-            p = Ys.sum(0) / (ms if Ms is None else Ms.sum(0))
+            p = Ys.sum(0, dtype=np.float64) / (ms if Ms is None else Ms.sum(0))
             p = np.clip(p, 0.02, 0.98)
             theta0[(ms + ns) * k :] = np.log(p / (1 - p))
     res = minimize(
@@ -219,6 +286,10 @@ def _fit_core(Y, M, k, weight_decay, bias, max_iter, tol, rng, init=None):
     return U, V, b, info
 
 
+#: rows per block in new_model_loss (a multiple of _BLOCK_ALIGN): 256 x 12,032 float64 is 25 MB
+_LOSS_ROWS = 256
+
+
 def new_model_loss(U_fit, V, b, Y, M, reveal, rng):
     """How well the factors predict models they were not fitted on: the criterion of model-level CV.
 
@@ -234,21 +305,26 @@ def new_model_loss(U_fit, V, b, Y, M, reveal, rng):
     S0 = np.atleast_2d(np.cov(U_fit, rowvar=False, ddof=1)) if U_fit.shape[0] > 1 else np.eye(k)
     nobs = M.sum(axis=1)
     r = np.where(nobs > 1, np.maximum(1, np.round(reveal * nobs)).astype(int), 0)
-    # a random order of each row's observed entries: observed first (shuffled), then unobserved
-    key = rng.random((m, n))
-    key[~M] += 2.0
-    # only the first r.max() positions of each row's order are used: partition, then sort those (the same
-    # positions as a full argsort: the keys are distinct with probability one)
+    # a random order of each row's observed entries: observed first (shuffled), then unobserved. Only the first
+    # r.max() positions of each row's order are used: partition, then sort those (the same positions as a full
+    # argsort: the keys are distinct with probability one). The keys are drawn a block of rows at a time (the
+    # generator fills row after row, so the same numbers as one rows x items draw, without that float64 array)
     rmax = int(r.max(initial=0))
-    if 0 < rmax < n:
-        part = np.argpartition(key, rmax - 1, axis=1)[:, :rmax]
-        order = np.take_along_axis(part, np.argsort(np.take_along_axis(key, part, axis=1), axis=1), axis=1)
-    else:
-        order = np.argsort(key, axis=1)
+    order = np.empty((m, rmax), dtype=np.intp)
+    for i in range(0, m, _LOSS_ROWS):
+        key = rng.random((min(_LOSS_ROWS, m - i), n))
+        key[~M[i:i + _LOSS_ROWS]] += 2.0
+        if 0 < rmax < n:
+            part = np.argpartition(key, rmax - 1, axis=1)[:, :rmax]
+            order[i:i + _LOSS_ROWS] = np.take_along_axis(part, np.argsort(np.take_along_axis(key, part, axis=1),
+                                                                          axis=1), axis=1)
+        else:
+            order[i:i + _LOSS_ROWS] = np.argsort(key, axis=1)[:, :rmax]
+        del key
     u = np.tile(mu, (m, 1))
     S = np.tile(S0, (m, 1, 1))
     rows = np.arange(m)
-    for t in range(int(r.max(initial=0))):
+    for t in range(rmax):
         act = t < r
         I = order[:, t]
         vI = V[I]
@@ -259,13 +335,20 @@ def new_model_loss(U_fit, V, b, Y, M, reveal, rng):
         den = 1.0 + w * np.einsum("mk,mk->m", vI, s)
         S -= (w / den)[:, None, None] * (s[:, :, None] * s[:, None, :])
         u += (act * (z - pI) / den)[:, None] * s
-    revealed = np.zeros((m, n), dtype=bool)
     shown = np.arange(rmax)[None, :] < r[:, None]
-    revealed[np.nonzero(shown)[0], order[:, :rmax][shown]] = True
-    ev = M & ~revealed
-    x = u @ V.T + b[None, :]
-    ll = (np.logaddexp(0.0, x) - Y * x)[ev]
-    se = ((Y - expit(x)) ** 2)[ev]
+    # the predicted entries' losses, a block of rows at a time (blocks on BLAS's tile grid: the same logits as one
+    # product), gathered in row-major order as one boolean index of the whole array gathers them
+    lls, ses = [], []
+    for i in range(0, m, _LOSS_ROWS):
+        sl = slice(i, min(i + _LOSS_ROWS, m))
+        ev = M[sl].copy()
+        sh = shown[sl]
+        ev[np.nonzero(sh)[0], order[sl][sh]] = False
+        x = u[sl] @ V.T + b[None, :]
+        y = Y[sl]
+        lls.append((np.logaddexp(0.0, x) - y * x)[ev])
+        ses.append(((y - expit(x)) ** 2)[ev])
+    ll, se = np.concatenate(lls), np.concatenate(ses)
     if ll.size == 0:
         return float("nan"), float("nan")
     return float(ll.mean()), float(se.mean())
@@ -431,47 +514,73 @@ def default_groups(labels) -> np.ndarray | None:
 
 
 def _as_history(history):
-    """Return (values float array with NaN for missing, row labels, col labels); raise AssayInputError."""
+    """Return (int8 codes: 0, 1, -1 for missing; row labels; col labels); raise AssayInputError.
+
+    A DataFrame or array (0 / 1 / NaN) is validated and converted a block of rows at a time (no models x items
+    float64 copy); an :class:`~assay.data.faq.FAQMatrix` (validated by ``as_matrix``; values float with NaN or int8
+    codes) is taken with its ids."""
+    from ..data.faq import FAQMatrix, _scan, to_codes
+
+    if isinstance(history, FAQMatrix):
+        C = to_codes(history.values)
+        rows, cols = list(history.rows), list(history.items)
+        if C.ndim != 2:
+            raise AssayInputError(f"history must be 2-D (models x items), got shape {C.shape}")
+        m, n = C.shape
+        if m < 2 or n < 1:
+            raise AssayInputError(f"history needs at least 2 models (rows) and 1 item (column), got shape {C.shape}")
+        if not (C >= 0).any():
+            raise AssayInputError("history has no observed entry (all NaN)")
+        return C, rows, cols
     if isinstance(history, pd.DataFrame):
         rows, cols = list(history.index), list(history.columns)
-        try:
-            H = history.to_numpy(dtype=float, na_value=np.nan)
-        except (TypeError, ValueError):
-            for j, col in enumerate(history.columns):
-                conv = pd.to_numeric(history[col], errors="coerce")
-                bad = conv.isna() & history[col].notna()
-                if bad.any():
-                    i = int(np.flatnonzero(bad.to_numpy())[0])
-                    raise AssayInputError(
-                        f"history cell (row {rows[i]!r}, column {col!r}) = {history.iloc[i, j]!r} is not numeric; "
-                        "values must be 0, 1 or NaN (missing)"
-                    ) from None
-            raise
+        shape = history.shape
+
+        def block(i0, i1):
+            try:
+                return history.iloc[i0:i1].to_numpy(dtype=float, na_value=np.nan)
+            except (TypeError, ValueError):
+                for j, col in enumerate(history.columns):
+                    conv = pd.to_numeric(history[col], errors="coerce")
+                    bad = conv.isna() & history[col].notna()
+                    if bad.any():
+                        i = int(np.flatnonzero(bad.to_numpy())[0])
+                        raise AssayInputError(
+                            f"history cell (row {rows[i]!r}, column {col!r}) = {history.iloc[i, j]!r} is not "
+                            "numeric; values must be 0, 1 or NaN (missing)"
+                        ) from None
+                raise
     else:
         rows = cols = None
         try:
-            H = np.asarray(history, dtype=float)
+            A = np.asarray(history)
+            if A.dtype.kind not in "biuf":
+                A = np.asarray(history, dtype=float)
         except (TypeError, ValueError) as e:
             raise AssayInputError(
                 f"history must be a numeric models x items array or DataFrame with values 0, 1 or NaN ({e})"
             ) from None
-    if H.ndim != 2:
-        raise AssayInputError(f"history must be 2-D (models x items), got shape {H.shape}")
-    m, n = H.shape
+        shape = A.shape
+
+        def block(i0, i1):
+            return A[i0:i1].astype(np.float64)
+    if len(shape) != 2:
+        raise AssayInputError(f"history must be 2-D (models x items), got shape {shape}")
+    m, n = shape
     if m < 2 or n < 1:
-        raise AssayInputError(f"history needs at least 2 models (rows) and 1 item (column), got shape {H.shape}")
+        raise AssayInputError(f"history needs at least 2 models (rows) and 1 item (column), got shape {shape}")
     rows = list(range(m)) if rows is None else rows
     cols = list(range(n)) if cols is None else cols
-    bad = ~(np.isnan(H) | (H == 0) | (H == 1))
-    if bad.any():
-        i, j = (int(a[0]) for a in np.nonzero(bad))
+    sc = _scan(shape, block)
+    if sc.bad is not None:
+        i, j, v = sc.bad
         raise AssayInputError(
-            f"history cell (row {rows[i]!r}, column {cols[j]!r}) [position {i}, {j}] = {float(H[i, j])!r}; "
-            f"values must be 0, 1 or NaN (missing) ({int(bad.sum())} bad cell(s) in total)"
+            f"history cell (row {rows[i]!r}, column {cols[j]!r}) [position {i}, {j}] = {float(v)!r}; "
+            f"values must be 0, 1 or NaN (missing) ({sc.n_bad} bad cell(s) in total)"
         )
-    if not np.isfinite(H).any():
+    if sc.n_missing == m * n:
         raise AssayInputError("history has no observed entry (all NaN)")
-    return H, rows, cols
+    return sc.codes, rows, cols
 
 
 def _check_params(k, weight_decay, cv, ks, lambdas, holdout, overfit_ratio, max_iter):
@@ -620,6 +729,10 @@ class FactorModel:
     def _fit(self, history, *, groups=None, progress=None) -> "FactorModel":
         """Fit on the observed entries of ``history`` (models x items; 0/1, NaN = missing). Returns self.
 
+        history : a DataFrame (row and column labels kept) or array of 0 / 1 / NaN, or an
+            :class:`~assay.data.faq.FAQMatrix` (``as_matrix(table, "history", codes=True)``: int8 codes, -1 =
+            missing, the form FAQ holds a history in; its ids are the labels). The fit holds the history as int8.
+
         groups : with ``cv_by="models"``, one label per row (a model family); whole families go to one fold, so
             the criterion measures prediction for a family the fit has not seen. ``"auto"``: the ``owner`` part
             of ``owner/name`` row labels (see :func:`default_groups`). None: every model its own group.
@@ -634,9 +747,11 @@ class FactorModel:
             raise AssayInputError(f"reveal must be in (0, 1); got {self.reveal!r}")
         H, self.row_labels_, self.col_labels_ = _as_history(history)
         rng = self.seed if isinstance(self.seed, np.random.Generator) else np.random.default_rng(self.seed)
-        M = ~np.isnan(H)
-        # Y is only read: a complete history is used as it is, else one copy with 0 at the missing cells
-        Y = H if M.all() else np.where(M, H, 0.0)
+        M = H >= 0
+        # Y (0/1, int8) is only read: a complete history's codes are used as they are, else one int8 copy with 0
+        # at the missing cells. No models x items float64 array is held: the objective's matrix products take Y
+        # a block at a time (_y_times, _yt_times), everything else reads it as integers
+        Y = H if M.all() else np.maximum(H, np.int8(0))
         del H
         nobs = int(M.sum())
         # the (row, column) of every observed entry (two int64 arrays, 16 bytes an entry) only where entries are
@@ -762,9 +877,14 @@ class FactorModel:
                 cnt = Mtr.sum(axis=0)
                 pj = np.where(cnt > 0, Ytr.sum(axis=0) / np.maximum(cnt, 1), Ytr.sum() / max(Mtr.sum(), 1))
                 pj = np.clip((pj * cnt + 0.5) / (cnt + 1.0), 1e-6, 1 - 1e-6)
-                yt, mt = Y[te_rows], M[te_rows]
-                base.append(float(np.mean(-(yt * np.log(pj) + (1 - yt) * np.log1p(-pj))[mt])))
-                del Ytr, yt, mt
+                # the per-item-mean baseline's losses on the test rows, a block of rows at a time (no test rows x
+                # items float64 arrays), gathered in the order one boolean index of the whole would give
+                te_idx, lp, l1p, parts = np.flatnonzero(te_rows), np.log(pj), np.log1p(-pj), []
+                for i in range(0, te_idx.size, _LOSS_ROWS):
+                    yt, mt = Y[te_idx[i:i + _LOSS_ROWS]], M[te_idx[i:i + _LOSS_ROWS]]
+                    parts.append((-(yt * lp + (1 - yt) * l1p))[mt])
+                base.append(float(np.mean(np.concatenate(parts) if parts else np.empty(0))))
+                del Ytr, parts
                 data.append({"tr_rows": tr_rows, "te_rows": te_rows})
             chains += [(f, k) for k in ks]
         shared = {"Y": Y, "M": M, "obs_r": obs_r, "obs_c": obs_c, "data": data, "lams": lams, "bias": self.bias,
