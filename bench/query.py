@@ -6,10 +6,14 @@ real endpoint, so its CPU does not compete with the client's; same prompts; same
 ``--concurrency`` (default 8 and 64) is measured in one run.
 
 THE BASELINE is the raw client: ``asyncio.gather`` over ``chat.completions.create`` under a semaphore of the same
-size, measured in the same run. Measured against it: the runner with a journal at its default durability
+size, measured in the same run. A second baseline, ``raw_post``, is the same loop through the request path the runner
+uses (the SDK client's ``post`` of a plain JSON body, the reply read with ``json.loads``, skipping ``create``'s typed
+parameters and its pydantic reply): against it the runner's own cost, journal included, shows like for like.
+Measured against them: the runner with a journal at its default durability
 (``synchronous=FULL``: every answer is committed, with an fsync, before it is used or its slot is given back, so a
 ``kill -9`` re-asks at most ``concurrency`` requests), and the runner without a journal. ``ratio`` = runner-with-
-journal throughput / raw throughput (target >= 0.9 at both concurrencies). Each case runs ``--repeats`` times in a
+journal throughput / raw throughput (target >= 0.9 at both concurrencies); ``ratio_vs_post`` the same against
+``raw_post``; ``journal_ratio`` = with journal / without. Each case runs ``--repeats`` times in a
 rotated order (fresh journal and fresh prompts each time, nothing served from a cache); ``ratio`` is the median over
 repeats of the ratio within a repeat (the runs of a repeat are adjacent in time, so the drift of a shared machine
 cancels), printed with its quartiles; the median times are printed too; the
@@ -49,7 +53,7 @@ with FakeOpenAIServer(retry_after=0, delay_s=float(sys.argv[2])) as srv:
 """
 
 
-def raw(base_url: str, prompts: list[str], concurrency: int) -> float:
+def raw(base_url: str, prompts: list[str], concurrency: int, post: bool = False) -> float:
     import openai
 
     async def main() -> float:
@@ -57,9 +61,12 @@ def raw(base_url: str, prompts: list[str], concurrency: int) -> float:
         sem = asyncio.Semaphore(concurrency)
 
         async def one(p: str) -> str:
+            body = {"model": "fake", "messages": [{"role": "user", "content": p}], "temperature": 0.0}
             async with sem:
-                r = await client.chat.completions.create(model="fake", messages=[{"role": "user", "content": p}],
-                                                         temperature=0.0)
+                if post:
+                    return json.loads(await client.post("/chat/completions", cast_to=str, body=body))[
+                        "choices"][0]["message"]["content"]
+                r = await client.chat.completions.create(**body)
                 return r.choices[0].message.content
 
         t = time.perf_counter()
@@ -108,6 +115,7 @@ def main() -> int:
         print(f"{'concurrency':>11} {'case':<20} {'median s':>9} {'req/s':>8} {'CPU ms/req':>11}")
         for conc in args.concurrency:
             cases = {"raw": lambda p, c=conc: raw(base_url, p, c),
+                     "raw_post": lambda p, c=conc: raw(base_url, p, c, post=True),
                      "runner_journal": lambda p, c=conc: runner(base_url, p, c, True),
                      "runner_no_journal": lambda p, c=conc: runner(base_url, p, c, False)}
             names = list(cases)
@@ -115,7 +123,8 @@ def main() -> int:
             wall: dict[str, list[float]] = {k: [] for k in names}
             cpu: dict[str, list[float]] = {k: [] for k in names}
             for rep in range(args.repeats):
-                for j, name in enumerate(names[rep % 3:] + names[:rep % 3]):  # rotate: no case always runs first
+                k = rep % len(names)
+                for j, name in enumerate(names[k:] + names[:k]):  # rotate: no case always runs first
                     prompts = [question(i, conc * 1_000_000 + rep * 1000 + j * 100 + 13) for i in range(args.n)]
                     w, c = timed(cases[name], prompts)
                     wall[name].append(w)
@@ -127,14 +136,22 @@ def main() -> int:
             # the ratio of each repeat's adjacent runs, then the median: a shared machine's drift cancels in a pair
             per = sorted(r / j for r, j in zip(wall["raw"], wall["runner_journal"]))
             per_nj = sorted(r / j for r, j in zip(wall["raw"], wall["runner_no_journal"]))
+            per_post = sorted(r / j for r, j in zip(wall["raw_post"], wall["runner_journal"]))
+            per_j = sorted(n / j for n, j in zip(wall["runner_no_journal"], wall["runner_journal"]))
             ratio, ratio_nj = statistics.median(per), statistics.median(per_nj)
+            ratio_post, journal_ratio = statistics.median(per_post), statistics.median(per_j)
             q1, q3 = per[len(per) // 4], per[(3 * len(per)) // 4]
             print(f"{conc:>11} runner with journal / raw client: {ratio:.2f}x (quartiles {q1:.2f}-{q3:.2f}; target "
                   f">= 0.9); without journal: {ratio_nj:.2f}x; CPU per request "
                   f"{cpu_ms['raw'] / cpu_ms['runner_journal']:.2f}x")
+            print(f"{conc:>11} like for like: runner with journal / raw client's post path: {ratio_post:.2f}x; "
+                  f"with journal / without: {journal_ratio:.2f}x (journal CPU "
+                  f"{cpu_ms['runner_journal'] - cpu_ms['runner_no_journal']:.2f} ms per answer)")
             summary["by_concurrency"][str(conc)] = {
                 "raw_s": round(med["raw"], 3), "runner_journal_s": round(med["runner_journal"], 3),
                 "runner_no_journal_s": round(med["runner_no_journal"], 3), "ratio": round(ratio, 3),
+                "raw_post_s": round(med["raw_post"], 3), "ratio_vs_post": round(ratio_post, 3),
+                "journal_ratio": round(journal_ratio, 3),
                 "ratio_no_journal": round(ratio_nj, 3), "ratio_quartiles": [round(q1, 3), round(q3, 3)],
                 "cpu_ms_per_request": {k: round(v, 3) for k, v in cpu_ms.items()},
                 "cpu_ratio": round(cpu_ms["raw"] / cpu_ms["runner_journal"], 3)}

@@ -11,12 +11,14 @@ Answers follow a deterministic rule (:func:`answer_for`): "What is A + B?" -> "T
 ``"400"``       a permanent error
 ``"401echo"``   401 whose message echoes the Authorization header (to test that clients scrub it)
 ``"malformed"`` 200 with ``Content-Type: application/json`` and a body that is not JSON
+``"noshape"``   200 with JSON that is not a completion (no choices)
 ``"slow"``      sleeps ``server.slow_s`` seconds (past the client timeout), then answers
 ``"drop"``      closes the socket without any response
 
 ``server.delay_s`` delays every answer. The server counts requests per prompt (``counts``), the
 requests in flight and their maximum (``max_in_flight``), and records the Authorization headers it
-saw. Everything is bounded: sleeps wake up when the server stops, the server thread is a daemon,
+saw, and the last request body (``last_body``). ``POST /v1/completions`` (a ``prompt``, the answer as ``text``)
+is served like the chat path. Everything is bounded: sleeps wake up when the server stops, the server thread is a daemon,
 and :meth:`FakeOpenAIServer.__exit__` always shuts it down. Loopback only.
 """
 
@@ -70,6 +72,7 @@ class FakeOpenAIServer:
         self.counts: collections.Counter[str] = collections.Counter()
         self.modes_served: list[str] = []
         self.auth_headers: set[str] = set()
+        self.last_body: dict | None = None
         self.in_flight = 0
         self.max_in_flight = 0
         self.total = 0
@@ -159,17 +162,24 @@ class FakeOpenAIServer:
         length = int(h.headers.get("Content-Length") or 0)
         raw = h.rfile.read(length) if length else b""
         auth = h.headers.get("Authorization")
+        path = h.path.rstrip("/")
+        if path not in ("/v1/chat/completions", "/v1/completions"):
+            h._send(404, {"error": {"message": f"unknown path {h.path}"}})
+            return
+        chat = path == "/v1/chat/completions"
         try:
             req = json.loads(raw)
-            messages = req["messages"]
-            prompt = next((m["content"] for m in reversed(messages) if m.get("role") == "user"), "")
+            if chat:
+                messages = req["messages"]
+                prompt = next((m["content"] for m in reversed(messages) if m.get("role") == "user"), "")
+            else:
+                messages = [{"content": req["prompt"]}]
+                prompt = str(req["prompt"])
         except (ValueError, KeyError, TypeError):
             h._send(400, {"error": {"message": "bad request body", "type": "invalid_request_error"}})
             return
-        if h.path.rstrip("/") != "/v1/chat/completions":
-            h._send(404, {"error": {"message": f"unknown path {h.path}"}})
-            return
         with self._lock:
+            self.last_body = req
             if auth:
                 self.auth_headers.add(auth)
             self.counts[prompt] += 1
@@ -194,6 +204,8 @@ class FakeOpenAIServer:
             h._send(401, {"error": {"message": f"Incorrect API key provided: {auth}", "type": "auth_error"}})
         elif mode == "malformed":
             h._send(200, b'{"id": "chatcmpl-x", "choices": [ this is not json')
+        elif mode == "noshape":
+            h._send(200, {"id": "chatcmpl-x", "object": "chat.completion", "choices": []})
         elif mode == "drop":
             h.close_connection = True
             try:
@@ -207,11 +219,11 @@ class FakeOpenAIServer:
             pt = sum(len(str(m.get("content", "")).split()) for m in messages)
             ct = len(text.split())
             try:
+                choice = ({"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop",
+                           "logprobs": None} if chat else {"index": 0, "text": text, "finish_reason": "stop"})
                 h._send(200, {
-                    "id": f"chatcmpl-{self.total}", "object": "chat.completion", "created": int(time.time()),
-                    "model": req.get("model", "fake"),
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                                 "finish_reason": "stop", "logprobs": None}],
+                    "id": f"chatcmpl-{self.total}", "object": "chat.completion" if chat else "text_completion",
+                    "created": int(time.time()), "model": req.get("model", "fake"), "choices": [choice],
                     "usage": {"prompt_tokens": pt, "completion_tokens": ct, "total_tokens": pt + ct},
                 })
             except OSError:  # the client gave up (timeout) and closed the socket

@@ -20,7 +20,8 @@ from assay.errors import AssayInputError  # noqa: E402
 from assay.models import (  # noqa: E402
     CallableModel, Journal, Model, OpenAIChatModel, Response, RetryableError, RunResult, request_key, run, run_prompts,
 )
-from assay.models.openai_model import parse_retry_after  # noqa: E402
+from assay.models.base import RetryableError  # noqa: E402
+from assay.models.openai_model import OpenAICompletionModel, parse_retry_after  # noqa: E402
 from assay.models.runner import AdaptiveLimiter, RateLimiter  # noqa: E402
 
 KEY_ENV = "ASSAY_TEST_KEY"
@@ -81,9 +82,48 @@ def test_chat_messages_system_prompt_and_params(key, server):
         m.messages(42)
 
 
+def test_request_body_key_and_extra_body_reach_the_server(key, server):
+    """The runner posts its own body through the SDK's client (not ``create``): the server still gets the key as a
+    bearer token and every parameter, with ``extra_body`` merged over the body as the SDK merges it."""
+    m = model_for(server, seed=3, max_tokens=16, stop=["\n\n"], extra_body={"top_k": 5, "temperature": 0.7})
+    res = run(m, [question(4, 4)])
+    assert res.texts == [answer_for(question(4, 4))]
+    assert server.auth_headers == {f"Bearer {SECRET}"}
+    assert server.last_body == {"model": "fake-model", "messages": [{"role": "user", "content": question(4, 4)}],
+                                "temperature": 0.7, "max_tokens": 16, "seed": 3, "stop": ["\n\n"], "top_k": 5}
+
+
+def test_completion_model_against_the_completions_path(key, server):
+    m = OpenAICompletionModel("fake-model", base_url=server.base_url, api_key_env=KEY_ENV, timeout=5.0,
+                              system_prompt="Sum.", stop=["\n"], max_tokens=8)
+    res = run(m, [question(2, 5), question(3, 3)])
+    assert res.texts == [answer_for(question(2, 5)), answer_for(question(3, 3))]
+    assert res.responses[0].finish_reason == "stop" and res.responses[0].completion_tokens == 4
+    assert server.last_body["prompt"] == "Sum.\n\n" + question(3, 3) and server.last_body["stop"] == ["\n"]
+
+
+@pytest.mark.parametrize("reply, what", [
+    ({"choices": []}, "no choices"), ([1, 2], "no choices"), ({"choices": [{"message": None}]}, "without a message"),
+    ({"choices": [{"message": {"content": ["a", "b"]}}]}, "content is list"),
+    ({"choices": ["text"]}, "no choices")])
+def test_a_reply_of_another_shape_is_malformed(reply, what):
+    m = OpenAIChatModel("m", base_url="http://127.0.0.1:9/v1", api_key_env=None)
+    with pytest.raises(RetryableError, match=what):
+        m._to_response(reply, 0.1)
+
+
+def test_reply_fields_are_read_by_type():
+    m = OpenAIChatModel("m", base_url="http://127.0.0.1:9/v1", api_key_env=None)
+    r = m._to_response({"choices": [{"message": {"content": None}, "finish_reason": 3}],
+                        "usage": {"prompt_tokens": True, "completion_tokens": 5}}, 0.1)
+    assert r.text == "" and r.finish_reason is None and r.prompt_tokens is None and r.completion_tokens == 5
+    r = m._to_response({"choices": [{"message": {"content": "", "refusal": "no"}, "finish_reason": "stop"}]}, 0.1)
+    assert r.text is None and r.outcome == "refused" and r.detail == "refusal: no"
+
+
 # -- failure modes ---------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("mode", ["429", "503", "500", "malformed", "drop"])
+@pytest.mark.parametrize("mode", ["429", "503", "500", "malformed", "noshape", "drop"])
 def test_failure_mode_is_retried_then_answered(key, server, mode):
     prompts = [question(i, 1) for i in range(6)]
     server.plan(prompts[2], [mode, mode])
