@@ -387,3 +387,66 @@ def test_a_fit_holds_no_models_x_items_float64_array():
         tracemalloc.stop()
     assert fm.n_iter_ >= 1
     assert peak < bound, f"peak {peak / 1e6:.1f} MB, bound {bound / 1e6:.1f} MB"
+
+
+def _objective_in_child(args):
+    from assay.faq import factor
+
+    from threadpoolctl import threadpool_limits
+
+    factor._THREADS = 2
+    with threadpool_limits(limits=1, user_api="blas"):
+        return factor._objective(*args)
+
+
+@pytest.mark.parametrize("bias, masked", [(True, True), (False, False), (True, False)])
+def test_objective_is_the_same_bit_for_bit_on_any_number_of_threads(monkeypatch, bias, masked):
+    """The objective's row and column tasks split the arrays on the matrix kernels' tiles and sum in a fixed order:
+    1, 2, 3 and 4 threads give exactly the numbers of one whole-array pass (on 500 rows, not a multiple of the
+    split, with a ragged last task). A split off the tiles, or two threads sharing a block buffer, fails this."""
+    from threadpoolctl import threadpool_limits
+
+    from assay.faq import factor
+
+    rng = np.random.default_rng(11)
+    m, n, k = 500, 1400, 4
+    Y = (rng.random((m, n)) < 0.5).astype(np.int8)
+    M = rng.random((m, n)) < 0.75 if masked else None
+    if M is not None:
+        Y = np.where(M, Y, np.int8(0))
+    theta = 0.3 * rng.standard_normal((m + n) * k + (n if bias else 0))
+    out = {}
+    for t in (1, 2, 3, 4):
+        monkeypatch.setattr(factor, "_THREADS", t)
+        with threadpool_limits(limits=1, user_api="blas"):  # as in a fit (FactorModel.fit)
+            out[t] = factor._objective(theta, Y, M, k, 2.0, bias, {})
+        spans = factor._spans(m, t)
+        assert spans[0][0] == 0 and spans[-1][1] == m and all(a[1] == b[0] for a, b in zip(spans, spans[1:]))
+        assert all(lo % factor._TASK_ALIGN == 0 for lo, _ in spans) and (t == 1 or len(spans) > 1)
+    for t in (2, 3, 4):
+        assert out[t][0] == out[1][0] and np.array_equal(out[t][1], out[1][1])
+
+
+def test_a_threaded_fit_equals_the_one_thread_fit_and_survives_a_fork(monkeypatch):
+    """A whole fit on 2 threads gives the one-thread fit exactly; and a process forked after the objective's thread
+    pool was made (the CV's and the protocol's workers are forked) gets a working pool of its own, not a hang."""
+    import multiprocessing as mp
+
+    from threadpoolctl import threadpool_limits
+
+    from assay.faq import factor
+
+    U, V, Y, obs, H = planted(m=200, n=600, k=2, p_obs=0.8, seed=4)
+    fits = []
+    for t in (1, 2):
+        monkeypatch.setattr(factor, "_THREADS", t)
+        fits.append(FactorModel(k=2, weight_decay=1.0, bias=True, holdout=0, seed=0).fit(H))
+    assert np.array_equal(fits[0].U_, fits[1].U_) and np.array_equal(fits[0].V_, fits[1].V_)
+    rng = np.random.default_rng(0)
+    Yi = (rng.random((300, 700)) < 0.5).astype(np.int8)
+    args = (0.1 * rng.standard_normal(1000 * 3 + 700), Yi, None, 3, 1.0, True, {})
+    with threadpool_limits(limits=1, user_api="blas"):
+        want = factor._objective(*args)  # the parent's pool exists now (_THREADS = 2)
+    with mp.get_context("fork").Pool(1) as pool:
+        f, g = pool.apply_async(_objective_in_child, (args,)).get(timeout=60)
+    assert f == want[0] and np.array_equal(g, want[1])
