@@ -31,6 +31,10 @@ user would pass, NaN = missing, and ``input MB`` is the process's resident memor
    binomial Monte Carlo s.e.
    sqrt(p (1 - p) / (100 S)).
 
+The two fit stages also time one evaluation of the fit's objective on one thread at 1,024 x 4,096 before and after
+(``probe_before_s``, ``probe_after_s``): the machine's speed at the time, as a shared virtual machine runs the same
+code at speeds up to 1.5x apart from one hour to the next.
+
 ``peak MB`` is the stage process's own peak resident memory; ``workers MB`` the largest peak of its worker processes
 (the default fit's cross-validation runs on 2 forked workers for a history this size; the protocol on 2), so
 peak + 2 x workers bounds the stage's total from above (forked workers share the history's pages).
@@ -135,6 +139,32 @@ def _load(data: str):
     return H, new
 
 
+def speed_probe() -> float:
+    """Seconds of one evaluation of the fit's objective on one thread, at 1,024 x 4,096 and k = 16 (median of 5):
+    this machine's speed at the time of a stage. A shared 2-core virtual machine runs the same code at speeds 1.5x
+    apart from one hour to the next; the probe, printed before and after each fit stage, says which it was."""
+    from threadpoolctl import threadpool_limits
+
+    from assay.faq import factor
+
+    rng = np.random.default_rng(0)
+    m, n, k = 1024, 4096, 16
+    Y = (rng.random((m, n)) < 0.6).astype(np.int8)
+    theta = 0.3 * rng.standard_normal((m + n) * k + n)
+    work: dict = {}
+    was, factor._THREADS = factor._THREADS, 1
+    times = []
+    try:
+        with threadpool_limits(limits=1, user_api="blas"):
+            for _ in range(6):
+                t = time.perf_counter()
+                factor._objective(theta, Y, None, k, 3.0, True, work)
+                times.append(time.perf_counter() - t)
+    finally:
+        factor._THREADS = was
+    return float(np.median(times[1:]))
+
+
 def stage(name: str, data: str, extra: dict) -> dict:
     import warnings
 
@@ -146,6 +176,8 @@ def stage(name: str, data: str, extra: dict) -> dict:
     H, new = _load(data)
     input_mb = _current_rss_mb()
     out: dict = {"stage": name, "input_mb": round(input_mb)}
+    if name in ("fit_cv", "fit_one"):
+        out["probe_before_s"] = round(speed_probe(), 4)
     t = time.perf_counter()
     if name in ("fit_cv", "cached"):
         fm, _, _, info = api._factors(H, None, cache=True)
@@ -192,6 +224,8 @@ def stage(name: str, data: str, extra: dict) -> dict:
     else:
         raise SystemExit(f"unknown stage {name}")
     out["seconds"] = time.perf_counter() - t
+    if name in ("fit_cv", "fit_one"):
+        out["probe_after_s"] = round(speed_probe(), 4)
     out["peak_mb"] = round(_rss_mb())
     # the CV's forked workers (fit_cv on a large history) and the protocol's worker processes: the largest one's
     # peak; parent + 2 x this bounds the stage's total (forked workers share the history's pages with the parent)
@@ -246,7 +280,8 @@ def main() -> int:
                 r["protocol"] = run_stage("protocol", data, cache, {"seeds": seeds, "workers": 2})
             fc, fo, ca = r["fit_cv"], r["fit_one"], r["cached"]
             lines.append((f"{label}: default fit + CV (k={fc['k']}, lambda={fc['weight_decay']:g})", fc["seconds"],
-                          fc["peak_mb"], fc["input_mb"], f"{fc['seconds'] / fo['seconds']:.1f}x one fit",
+                          fc["peak_mb"], fc["input_mb"], f"{fc['seconds'] / fo['seconds']:.1f}x one fit (speed "
+                          f"probe {fc['probe_before_s']:.3f} s before, {fc['probe_after_s']:.3f} s after)",
                           fc.get("children_peak_mb", 0)))
             lines.append(("  baseline: one fit at that (k, lambda), no CV", fo["seconds"], fo["peak_mb"],
                           fo["input_mb"], "", 0))

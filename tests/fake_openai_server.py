@@ -18,8 +18,8 @@ Answers follow a deterministic rule (:func:`answer_for`): "What is A + B?" -> "T
 ``server.delay_s`` delays every answer. The server counts requests per prompt (``counts``), the
 requests in flight and their maximum (``max_in_flight``), and records the Authorization headers it
 saw, and the last request body (``last_body``). ``POST /v1/completions`` (a ``prompt``, the answer as ``text``)
-is served like the chat path. Everything is bounded: sleeps wake up when the server stops, the server thread is a daemon,
-and :meth:`FakeOpenAIServer.__exit__` always shuts it down. Loopback only.
+is served like the chat path. Everything is bounded: sleeps wake up when the server stops, the server thread is a
+daemon, and :meth:`FakeOpenAIServer.__exit__` always shuts it down. Loopback only.
 """
 
 from __future__ import annotations

@@ -20,7 +20,6 @@ from assay.errors import AssayInputError  # noqa: E402
 from assay.models import (  # noqa: E402
     CallableModel, Journal, Model, OpenAIChatModel, Response, RetryableError, RunResult, request_key, run, run_prompts,
 )
-from assay.models.base import RetryableError  # noqa: E402
 from assay.models.openai_model import OpenAICompletionModel, parse_retry_after  # noqa: E402
 from assay.models.runner import AdaptiveLimiter, RateLimiter  # noqa: E402
 
