@@ -110,10 +110,10 @@ sample = 8
 
 [faq]
 history = "{examples / 'basics_history.parquet'}"
-budget = 10
+budget = 6
 
 [scope]
-budget = 10
+budget = 6
 certify = 0.5
 
 [judge]
@@ -163,10 +163,10 @@ splits = 10
     faq = out["sections"]["faq"]["results"]
     for name in ("brief", "plain"):
         est = faq[name]["estimates"][0]
-        assert est["ci_low"] <= est["estimate"] <= est["ci_high"] and int(est["n_queries"]) == 10
+        assert est["ci_low"] <= est["estimate"] <= est["ci_high"] and int(est["n_queries"]) == 6
     # no human labels on the sample yet: the judge section is skipped with the reason, every other section ran
     assert "none of the human labels" in out["sections"]["judge"]["skipped"]["all"]
-    assert out["sections"]["scope"]["results"]["brief"]["tickets"] == 10
+    assert out["sections"]["scope"]["results"]["brief"]["tickets"] == 6
     summary = pd.DataFrame(out["summary"])
     assert {"faq", "scope", "kpi", "siren", "judge"} <= set(summary["section"])
     # now the humans label half of the sample (the bank's scorer stands in for them), and the judge section runs
