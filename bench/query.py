@@ -10,8 +10,8 @@ size, measured in the same run. A second baseline, ``raw_post``, is the same loo
 uses (the SDK client's ``post`` of a plain JSON body, the reply read with ``json.loads``, skipping ``create``'s typed
 parameters and its pydantic reply): against it the runner's own cost, journal included, shows like for like.
 Measured against them: the runner with a journal at its default durability
-(``synchronous=FULL``: every answer is committed, with an fsync, before it is used or its slot is given back, so a
-``kill -9`` re-asks at most ``concurrency`` requests), and the runner without a journal. ``ratio`` = runner-with-
+(every answer is committed to the journal's write-ahead log before it is used or its slot is given back, so a
+``kill -9`` re-asks at most ``concurrency`` requests; the fsync runs on a thread, at most every 100 ms), and the runner without a journal. ``ratio`` = runner-with-
 journal throughput / raw throughput (target >= 0.9 at both concurrencies); ``ratio_vs_post`` the same against
 ``raw_post``; ``journal_ratio`` = with journal / without. Each case runs ``--repeats`` times in a
 rotated order (fresh journal and fresh prompts each time, nothing served from a cache); ``ratio`` is the median over
