@@ -428,8 +428,10 @@ def test_objective_is_the_same_bit_for_bit_on_any_number_of_threads(monkeypatch,
 
 
 def test_a_threaded_fit_equals_the_one_thread_fit_and_survives_a_fork(monkeypatch):
-    """A whole fit on 2 threads gives the one-thread fit exactly; and a process forked after the objective's thread
-    pool was made (the CV's and the protocol's workers are forked) gets a working pool of its own, not a hang."""
+    """A whole fit on 2 threads gives the one-thread fit exactly, and leaves no thread behind (the pool is the fit's);
+    a process forked after a threaded evaluation (the CV's and the protocol's workers are forked) computes the same
+    numbers on threads of its own, not a hang."""
+    import threading
     import multiprocessing as mp
 
     from threadpoolctl import threadpool_limits
@@ -442,11 +444,12 @@ def test_a_threaded_fit_equals_the_one_thread_fit_and_survives_a_fork(monkeypatc
         monkeypatch.setattr(factor, "_THREADS", t)
         fits.append(FactorModel(k=2, weight_decay=1.0, bias=True, holdout=0, seed=0).fit(H))
     assert np.array_equal(fits[0].U_, fits[1].U_) and np.array_equal(fits[0].V_, fits[1].V_)
+    assert not [t for t in threading.enumerate() if t.name.startswith("assay-faq-fit")]
     rng = np.random.default_rng(0)
     Yi = (rng.random((300, 700)) < 0.5).astype(np.int8)
     args = (0.1 * rng.standard_normal(1000 * 3 + 700), Yi, None, 3, 1.0, True, {})
     with threadpool_limits(limits=1, user_api="blas"):
-        want = factor._objective(*args)  # the parent's pool exists now (_THREADS = 2)
+        want = factor._objective(*args)  # on 2 threads (_THREADS = 2)
     with mp.get_context("fork").Pool(1) as pool:
         f, g = pool.apply_async(_objective_in_child, (args,)).get(timeout=60)
     assert f == want[0] and np.array_equal(g, want[1])

@@ -89,15 +89,6 @@ _THREAD_MIN_ENTRIES = 1 << 21
 #: threads for one objective evaluation: None = the CPUs this process may use (at most 4; ``OMP_NUM_THREADS``, set
 #: to 1 in assay's worker processes, caps it); the CV's worker processes set 1 (they already fill the CPUs)
 _THREADS: int | None = None
-_POOL: list = [None, 0]  # the thread pool and its size, made on first use; dropped in a forked child
-
-
-def _drop_pool() -> None:
-    _POOL[:] = [None, 0]
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_drop_pool)  # a forked child has none of its parent's threads
 
 
 def _threads(entries: int) -> int:
@@ -126,17 +117,26 @@ def _spans(length: int, threads: int) -> list[tuple[int, int]]:
     return [(i, min(i + step, length)) for i in range(0, length, step)]
 
 
-def _map(fn, tasks: list, threads: int) -> list:
-    """``[fn(*t) for t in tasks]``, on ``threads`` threads when more than one (numpy and BLAS release the GIL)."""
-    if threads <= 1 or len(tasks) <= 1:
-        return [fn(*t) for t in tasks]
+def _thread_pool(threads: int):
+    """A pool of ``threads`` threads for one fit's objective (``None`` for one thread): made by the fit and shut down
+    when it ends, so no thread outlives a fit (a process forked later, for the CV or a protocol, inherits none) and
+    fits running at once in several threads of a program never share one."""
+    if threads <= 1:
+        return None
     import concurrent.futures
 
-    if _POOL[0] is None or _POOL[1] != threads:
-        if _POOL[0] is not None:
-            _POOL[0].shutdown(wait=False)
-        _POOL[:] = [concurrent.futures.ThreadPoolExecutor(threads, thread_name_prefix="assay-faq-fit"), threads]
-    return list(_POOL[0].map(lambda t: fn(*t), tasks))
+    return concurrent.futures.ThreadPoolExecutor(threads, thread_name_prefix="assay-faq-fit")
+
+
+def _map(fn, tasks: list, threads: int, pool=None) -> list:
+    """``[fn(*t) for t in tasks]``, on ``threads`` threads when more than one (numpy and BLAS release the GIL): on
+    ``pool`` (the fit's), else on a pool for this call alone."""
+    if threads <= 1 or len(tasks) <= 1:
+        return [fn(*t) for t in tasks]
+    if pool is None:
+        with _thread_pool(threads) as own:
+            return list(own.map(lambda t: fn(*t), tasks))
+    return list(pool.map(lambda t: fn(*t), tasks))
 
 
 def _objective(theta, Y, M, k, weight_decay, bias, work=None):
@@ -153,7 +153,8 @@ def _objective(theta, Y, M, k, weight_decay, bias, work=None):
     term's linear part sum(Y * X) is formed as sum_i u_i . (Y V)_i and the gradient's Y part as Y V and Y' U
     (float64 matrix products), so Y is never multiplied entrywise. ``work``: a dict the caller keeps between calls,
     holding the three float32 models x items buffers and the float64 block buffers of the products (reused, not
-    reallocated, at every evaluation).
+    reallocated, at every evaluation) and the fit's thread pool (``pool``; without one, a call that uses threads
+    makes its own).
 
     The work is done in tasks of rows (the logits, the sigmoid, the row products) and then of columns (the column
     products and sums), on up to 4 threads for a large history (:func:`_threads`;
@@ -174,8 +175,9 @@ def _objective(theta, Y, M, k, weight_decay, bias, work=None):
     if work is None:
         work = {}
     if work.get("shape") != (m, n):
+        pool = work.get("pool")
         work.clear()
-        work.update(shape=(m, n), X=np.empty((m, n), np.float32), e=np.empty((m, n), np.float32),
+        work.update(shape=(m, n), pool=pool, X=np.empty((m, n), np.float32), e=np.empty((m, n), np.float32),
                     s=np.empty((m, n), np.float32))
     X, e, s = work["X"], work["e"], work["s"]
     if M is None:
@@ -210,7 +212,7 @@ def _objective(theta, Y, M, k, weight_decay, bias, work=None):
         YV[lo:hi] = _y_times(Y[lo:hi], V64, work)
         np.matmul(sb, V, out=sV[lo:hi])
 
-    _map(rows, _spans(m, threads), threads)
+    _map(rows, _spans(m, threads), threads, work["pool"])
     gYt = np.empty((n, k))
     sTU = np.empty((n, k), np.float32)
     colsum = np.empty(n) if bias else None
@@ -227,7 +229,7 @@ def _objective(theta, Y, M, k, weight_decay, bias, work=None):
         if bias:
             colsum[lo:hi] = sb.sum(axis=0, dtype=np.float64)
 
-    out = _map(cols, [(-1, 0), (-2, 0)] + _spans(n, threads), threads)
+    out = _map(cols, [(-1, 0), (-2, 0)] + _spans(n, threads), threads, work["pool"])
     possum, logsum = out[0], out[1]
     lin = float(np.einsum("ik,ik->", U64, YV))
     if bias:
@@ -360,14 +362,19 @@ def _fit_core(Y, M, k, weight_decay, bias, max_iter, tol, rng, init=None):
             p = Ys.sum(0, dtype=np.float64) / (ms if Ms is None else Ms.sum(0))
             p = np.clip(p, 0.02, 0.98)
             theta0[(ms + ns) * k :] = np.log(p / (1 - p))
-    res = minimize(
-        _objective,
-        theta0,
-        args=(Ys, Ms, k, weight_decay, bias, {}),
-        jac=True,
-        method="L-BFGS-B",
-        options={"maxiter": int(max_iter), "ftol": tol, "gtol": tol * 1e-2, "maxcor": 20},
-    )
+    pool = _thread_pool(_threads(ms * ns))
+    try:
+        res = minimize(
+            _objective,
+            theta0,
+            args=(Ys, Ms, k, weight_decay, bias, {"pool": pool}),
+            jac=True,
+            method="L-BFGS-B",
+            options={"maxiter": int(max_iter), "ftol": tol, "gtol": tol * 1e-2, "maxcor": 20},
+        )
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True)
     Us, Vs, bs = _unpack(res.x, ms, ns, k, bias)
     U = np.zeros((m, k))
     V = np.zeros((n, k))
