@@ -84,7 +84,8 @@ _PROD_ROWS = 256
 #: Haswell kernel: splitting a product at a multiple of 24 rows leaves every entry unchanged, at 1,024 rows it does
 #: not). So the tasks give, bit for bit, the numbers of the whole-array computation, whatever the number of threads
 _TASK_ALIGN = 192
-#: histories with fewer entries than this are fitted on one thread (a thread hand-off costs more than it saves)
+#: histories with fewer entries than this are fitted on one thread: their fits take seconds, and they are what studies
+#: and tests run many of side by side in processes that already fill the CPUs (threads were measured at paper size)
 _THREAD_MIN_ENTRIES = 1 << 21
 #: threads for one objective evaluation: None = the CPUs this process may use (at most 4; ``OMP_NUM_THREADS``, set
 #: to 1 in assay's worker processes, caps it); the CV's worker processes set 1 (they already fill the CPUs)
