@@ -80,9 +80,12 @@ _PROD_ROWS = 256
 
 
 #: the objective's tasks split the history's rows (then its columns) at multiples of this: of 64 (the float64 blocks
-#: of the products with Y, _BLOCK_ALIGN) and of the row tiles of OpenBLAS's float32 kernels (measured here, its
-#: Haswell kernel: splitting a product at a multiple of 24 rows leaves every entry unchanged, at 1,024 rows it does
-#: not). So the tasks give, bit for bit, the numbers of the whole-array computation, whatever the number of threads
+#: of the products with Y, _BLOCK_ALIGN) and of the row tiles of OpenBLAS's float32 kernels (found with a one-off
+#: check on this machine's Haswell kernel, not shipped: a product split at a multiple of 24 rows has every entry
+#: unchanged, one split at 1,024 rows does not). So on such a BLAS the tasks give, bit for bit, the numbers of the
+#: whole-array computation whatever the number of threads (tests/test_faq_factor.py checks it on the machine it runs
+#: on); a BLAS whose kernels tile rows by a number that does not divide 192 could give threaded fits that differ in
+#: the last digits
 _TASK_ALIGN = 192
 #: histories with fewer entries than this are fitted on one thread: their fits take seconds, and they are what studies
 #: and tests run many of side by side in processes that already fill the CPUs (threads were measured at paper size)
@@ -162,7 +165,8 @@ def _objective(theta, Y, M, k, weight_decay, bias, work=None):
     the fit's final stage and a fit outside the CV's workers ran on one core of two before: 76 s of the default
     fit's 313 s at 2,112 x 12,032). Task boundaries sit on the tiles of the matrix kernels and every sum is
     combined in a fixed order, so the numbers are the same bit for bit on any number of threads, and equal to
-    computing each array whole (BLAS itself on one thread, as :meth:`FactorModel.fit` runs it).
+    computing each array whole (BLAS itself on one thread, as :meth:`FactorModel.fit` runs it; where its kernels'
+    row tiles divide _TASK_ALIGN, as OpenBLAS's Haswell kernels' do).
     Returns (f, grad) with grad flattened like ``theta`` (float64).
     """
     m, n = Y.shape
