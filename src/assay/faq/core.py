@@ -301,8 +301,11 @@ def _tempering(t: int, n_b: int, p: FAQParams) -> tuple[float, float]:
 def _draw(q: np.ndarray, u: np.ndarray) -> np.ndarray:
     """One categorical draw per row of ``q`` (rows sum to 1; zeros are never drawn) by inverse CDF."""
     cum = np.cumsum(q, axis=1)
-    idx = (cum < (u * cum[:, -1])[:, None]).sum(axis=1)
-    idx = np.minimum(idx, q.shape[1] - 1)
+    # the count of cumulative sums below u * total: cum is non-decreasing (q >= 0), so that is the first index at
+    # or above it (argmax of a boolean stops at the first True, half the time of counting every entry)
+    above = cum >= (u * cum[:, -1])[:, None]
+    idx = np.argmax(above, axis=1)
+    idx[~above[:, -1]] = q.shape[1] - 1  # none at or above (NaN): the last column, as a count of N capped
     # guard against rounding landing on a zero-probability column at the very end of the row
     bad = q[np.arange(q.shape[0]), idx] <= 0
     if bad.any():
@@ -417,20 +420,25 @@ def run_faq(
     uniform = np.zeros(M, dtype=bool)
 
     for t in range(1, n_b + 1):
-        p_fm = clamp_p(expit(u @ V.T + b))
+        # every M x N step below is done in place where it can be, with the same floating-point operations in the
+        # same order as the whole-array expressions they replace (the draws and every number are unchanged)
+        x = u @ V.T
+        x += b
+        p_fm = np.clip(expit(x, out=x), P_EPS, 1.0 - P_EPS, out=x)
         p = p_fm
         if uniform.any():
             # a model that fell back: a constant predictor (its smoothed mean so far) and, below, uniform q
             c_run = (s_obs + 0.5) / (t - 1 + 1.0)
             p = np.where(uniform[:, None], clamp_p(c_run)[:, None], p_fm)
-        w = p * (1.0 - p)
+        w = np.subtract(1.0, p)
+        w *= p
         alpha_t, beta_t = _tempering(t, n_b, p_)
         avail = ~asked if design == "wor" else None
-        h = np.sqrt(w)
-        if avail is not None:
-            h = np.where(avail, h, 0.0)
+        wa = w if avail is None else np.where(avail, w, 0.0)  # w on the questions still available
+        h = np.sqrt(wa)
+        # normalised per row; a row that sums to 0 is all zeros (h >= 0) and stays so
         tot_h = h.sum(axis=1, keepdims=True)
-        h = np.where(tot_h > 0, h / np.where(tot_h > 0, tot_h, 1.0), 0.0)
+        h /= np.where(tot_h > 0, tot_h, 1.0)
         if alpha_t > 0:
             if naive_al:
                 a = np.einsum("nk,mkl,nl->mn", V, Sigma, V, optimize=True)
@@ -440,25 +448,26 @@ def run_faq(
             if avail is not None:
                 d = np.where(avail, d, 0.0)
             tot = d.sum(axis=1, keepdims=True)
-            ha = np.where(tot > 0, d / np.where(tot > 0, tot, 1.0), 0.0)
-            h = (1.0 - alpha_t) * h + alpha_t * ha
+            d /= np.where(tot > 0, tot, 1.0)  # d >= 0: a row summing to 0 is all zeros
+            h = (1.0 - alpha_t) * h + alpha_t * d
         if beta_t != 1.0:
             h = h**beta_t
             if avail is not None:
                 h = np.where(avail, h, 0.0)
             tot_h = h.sum(axis=1, keepdims=True)
-            h = np.where(tot_h > 0, h / np.where(tot_h > 0, tot_h, 1.0), 0.0)
+            h /= np.where(tot_h > 0, tot_h, 1.0)
         if design == "wor":
             n_r = N - (t - 1)
-            q = np.where(avail, p_.tau / n_r + (1.0 - p_.tau) * h, 0.0)
+            q = h * (1.0 - p_.tau)
+            q += p_.tau / n_r
+            q *= avail  # 0 off R (q > 0 is finite: times 1 or 0 is exact)
             # a row whose h vanished on R (all w = 0 there) falls back to uniform on R
             q /= q.sum(axis=1, keepdims=True)
             c[t - 1] = (N / n_r) ** 2
         else:
             q = p_.tau / N + (1.0 - p_.tau) * h
         if uniform.any():
-            q_unif = np.where(avail, 1.0 / (N - (t - 1)), 0.0) if design == "wor" else np.full((1, N), 1.0 / N)
-            q = np.where(uniform[:, None], q_unif, q)
+            q[uniform] = np.where(avail[uniform], 1.0 / (N - (t - 1)), 0.0) if design == "wor" else 1.0 / N
         if design == "naive-wor":
             qd = np.where(asked, 0.0, q)
             I = _draw(qd / qd.sum(axis=1, keepdims=True), rng.random(M))
@@ -473,7 +482,9 @@ def run_faq(
         qI = q[rows, I]
         if design == "wor":
             A_t = s_obs + np.where(avail, p, 0.0).sum(axis=1)
-            var_t = (np.where(avail, w / np.where(avail, q, 1.0), 0.0).sum(axis=1) - np.where(avail, w, 0.0).sum(axis=1)) / N**2
+            wq = np.zeros_like(w)
+            np.divide(wa, q, out=wq, where=avail)
+            var_t = (wq.sum(axis=1) - wa.sum(axis=1)) / N**2
         else:
             A_t = p.sum(axis=1)
             var_t = ((w / q).sum(axis=1) - w.sum(axis=1)) / N**2
@@ -502,7 +513,12 @@ def run_faq(
             for i, kappa in enumerate(FALLBACK_KAPPAS):
                 pa = clamp_p(expit(lp / kappa))
                 log_lr[:, i] += np.where(test, np.where(z > 0.5, np.log(pa / p0), np.log((1.0 - pa) / (1.0 - p0))), 0.0)
-            reject = test & (logsumexp(log_lr, axis=1) - np.log(len(FALLBACK_KAPPAS)) >= np.log(1.0 / p_.fallback))
+            # rejects where log(mean(exp(log_lr))) >= log(1 / level); that mean is at most the row's maximum, so
+            # only rows whose maximum reaches the threshold (less a margin for rounding) need the log-sum-exp
+            bound = np.log(1.0 / p_.fallback)
+            reject = test & (log_lr.max(axis=1) >= bound - 1e-9 * (1.0 + abs(bound)))
+            if reject.any():
+                reject[reject] = logsumexp(log_lr[reject], axis=1) - np.log(len(FALLBACK_KAPPAS)) >= bound
             if reject.any() and t < n_b:
                 uniform |= reject
                 fell_back[reject] = t + 1
