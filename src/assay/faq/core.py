@@ -305,7 +305,8 @@ def _draw(q: np.ndarray, u: np.ndarray) -> np.ndarray:
     # or above it (argmax of a boolean stops at the first True, half the time of counting every entry)
     above = cum >= (u * cum[:, -1])[:, None]
     idx = np.argmax(above, axis=1)
-    idx[~above[:, -1]] = q.shape[1] - 1  # none at or above (NaN): the last column, as a count of N capped
+    # no cumulative sum at or above it (not possible for u < 1): the last column, as the capped count of N gave
+    idx[~above[:, -1]] = q.shape[1] - 1
     # guard against rounding landing on a zero-probability column at the very end of the row
     bad = q[np.arange(q.shape[0]), idx] <= 0
     if bad.any():

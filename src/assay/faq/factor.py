@@ -77,6 +77,7 @@ def _unpack(theta: np.ndarray, m: int, n: int, k: int, bias: bool):
 #: rows per block when the log-partition sum is formed as the log of products (each factor is in [1, 2], so a
 #: product of 256 of them stays below 2^256, far inside float64's range)
 _PROD_ROWS = 256
+#: log 2: each observed entry's log-partition term is log 2 - log(1 + |tanh(x / 2)|) (:func:`_objective`)
 _LOG2 = float(np.log(2.0))
 
 
