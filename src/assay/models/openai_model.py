@@ -18,6 +18,7 @@ import email.utils
 import ipaddress
 import math
 import os
+import threading
 import time
 from typing import Any, Mapping, Sequence
 from urllib.parse import urlsplit
@@ -32,6 +33,25 @@ OPENAI_BASE_URL = "https://api.openai.com/v1"
 #: Key sent to local servers (vLLM, Ollama, llama.cpp) that do not check it; the SDK needs one.
 DUMMY_KEY = "EMPTY"
 RETRYABLE_STATUS = frozenset({408, 409, 429})
+
+_TLS_CONTEXT = None
+_TLS_LOCK = threading.Lock()
+
+
+def _tls_context():
+    """The TLS context every client of this process shares: the one the SDK's HTTP client would build for itself
+    (its library's default, which honours ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``), built once. Building it loads the
+    CA bundle, about 50 ms here, and a client is made per event loop: FAQ asks each question on a loop of its own,
+    so a 300-question run spent 15 s on it."""
+    global _TLS_CONTEXT
+    with _TLS_LOCK:
+        if _TLS_CONTEXT is None:
+            try:
+                from httpx2 import create_ssl_context
+            except ImportError:  # an SDK built on httpx
+                from httpx import create_ssl_context
+            _TLS_CONTEXT = create_ssl_context()
+        return _TLS_CONTEXT
 
 
 class _Secret:
@@ -340,7 +360,8 @@ class OpenAIChatModel:
             # a loop id can be reused after the old loop is gone; drop clients of dead loops
             self._clients = {k: c for k, c in self._clients.items() if k == id(loop)}
             client = openai.AsyncOpenAI(base_url=self._raw_url, api_key=self._key.get(), max_retries=0,
-                                        timeout=self.timeout)
+                                        timeout=self.timeout,
+                                        http_client=openai.DefaultAsyncHttpxClient(verify=_tls_context()))
             self._clients[id(loop)] = client
         return client
 
