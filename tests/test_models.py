@@ -92,6 +92,29 @@ def test_request_body_key_and_extra_body_reach_the_server(key, server):
                                 "temperature": 0.7, "max_tokens": 16, "seed": 3, "stop": ["\n\n"], "top_k": 5}
 
 
+def test_clients_on_many_event_loops_load_the_ca_bundle_once(key, server, monkeypatch):
+    """A client is made per event loop (FAQ's live querying runs a loop per question); they share the process's one
+    TLS context, so the CA bundle (about 50 ms to load) is read once, not once per loop. Each loop's run still
+    answers."""
+    import ssl
+
+    from assay.models import openai_model
+
+    loads = []
+    real = ssl.SSLContext.load_verify_locations
+
+    def counted(self, *args, **kwargs):
+        loads.append(1)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(ssl.SSLContext, "load_verify_locations", counted)
+    monkeypatch.setattr(openai_model, "_TLS_CONTEXT", None)
+    m = model_for(server)
+    for i in range(4):
+        assert run(m, [question(i, 1)]).texts == [answer_for(question(i, 1))]
+    assert len(m._clients) <= 1 and len(loads) == 1
+
+
 def test_completion_model_against_the_completions_path(key, server):
     m = OpenAICompletionModel("fake-model", base_url=server.base_url, api_key_env=KEY_ENV, timeout=5.0,
                               system_prompt="Sum.", stop=["\n"], max_tokens=8)
