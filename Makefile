@@ -10,7 +10,7 @@ LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=O
 .PHONY: demo test live docs fuzz bench studies clean chromium
 
 # uv installs what pip installs (the same versions, compared with pip freeze) from PyPI, in 17-29 s where pip took
-# 96 s on 2 cores (parallel downloads; fresh clones, both caches cold); plain pip where uv fails to install or to run
+# 96 s on 2 cores (parallel downloads; fresh clones); plain pip where uv fails to install or to run
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
