@@ -159,7 +159,8 @@ def _objective(theta, Y, M, k, weight_decay, bias, work=None):
     2,112 x 12,032 (a random history, 80% observed, and theta; seed 5) the objective and the exp-and-expit form
     this replaced (20-25% more time per evaluation) are 1.9e-9 relative apart and their gradients 6.4e-8 of the
     largest entry, far below the L-BFGS stopping tolerance (a one-off comparison of the two versions, not a shipped
-    command); tests/test_faq_factor.py checks both against float64 sums on a small case. The data term's linear part sum(Y * X) is formed as sum_i u_i . (Y V)_i and the gradient's Y part as Y V and Y' U
+    command); tests/test_faq_factor.py checks both against float64 sums on a small case. The data term's linear
+    part sum(Y * X) is formed as sum_i u_i . (Y V)_i and the gradient's Y part as Y V and Y' U
     (float64 matrix products), so Y is never multiplied entrywise. ``work``: a dict the caller keeps between calls,
     holding the three float32 models x items buffers and the float64 block buffers of the products (reused, not
     reallocated, at every evaluation) and the fit's thread pool (``pool``; without one, a call that uses threads
