@@ -399,32 +399,63 @@ def _objective_in_child(args):
         return factor._objective(*args)
 
 
-@pytest.mark.parametrize("bias, masked", [(True, True), (False, False), (True, False)])
-def test_objective_is_the_same_bit_for_bit_on_any_number_of_threads(monkeypatch, bias, masked):
-    """The objective's row and column tasks split the arrays on the matrix kernels' tiles and sum in a fixed order:
-    1, 2, 3 and 4 threads give exactly the numbers of one whole-array pass (on 500 rows, not a multiple of the
-    split, with a ragged last task). A split off the tiles, or two threads sharing a block buffer, fails this."""
-    from threadpoolctl import threadpool_limits
+#: run in a child process under one OpenBLAS kernel: the objective on 1, 2, 3 and 4 threads, for each (bias, masked),
+#: on 500 x 1,400 cut into blocks of a few rows and columns (a ragged last block); prints the kernel and the results
+_THREADS_CHILD = """
+import json, sys
+import numpy as np
+from threadpoolctl import threadpool_info, threadpool_limits
+from assay.faq import factor
 
-    from assay.faq import factor
-
+factor._TASK_BYTES = 1 << 14
+m, n, k = 500, 1400, 4
+out = {"kernel": sorted({i.get("architecture") or "?" for i in threadpool_info() if i["internal_api"] == "openblas"}),
+       "blocks": [len(factor._blocks(m, n)), len(factor._blocks(n, m))], "cases": []}
+for bias, masked in [(True, True), (False, False), (True, False), (False, True)]:
     rng = np.random.default_rng(11)
-    m, n, k = 500, 1400, 4
     Y = (rng.random((m, n)) < 0.5).astype(np.int8)
     M = rng.random((m, n)) < 0.75 if masked else None
     if M is not None:
         Y = np.where(M, Y, np.int8(0))
     theta = 0.3 * rng.standard_normal((m + n) * k + (n if bias else 0))
-    out = {}
+    res = {}
     for t in (1, 2, 3, 4):
-        monkeypatch.setattr(factor, "_THREADS", t)
+        factor._THREADS = t
         with threadpool_limits(limits=1, user_api="blas"):  # as in a fit (FactorModel.fit)
-            out[t] = factor._objective(theta, Y, M, k, 2.0, bias, {})
-        spans = factor._spans(m, t)
-        assert spans[0][0] == 0 and spans[-1][1] == m and all(a[1] == b[0] for a, b in zip(spans, spans[1:]))
-        assert all(lo % factor._TASK_ALIGN == 0 for lo, _ in spans) and (t == 1 or len(spans) > 1)
-    for t in (2, 3, 4):
-        assert out[t][0] == out[1][0] and np.array_equal(out[t][1], out[1][1])
+            res[t] = factor._objective(theta, Y, M, k, 2.0, bias, {})
+    out["cases"].append({"bias": bias, "masked": masked,
+                         "same": [bool(res[t][0] == res[1][0] and np.array_equal(res[t][1], res[1][1]))
+                                  for t in (2, 3, 4)],
+                         "grad_max_diff": [float(np.abs(res[t][1] - res[1][1]).max()) for t in (2, 3, 4)]})
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("kernel", [None, "Haswell", "SkylakeX", "Prescott"])
+def test_objective_is_the_same_bit_for_bit_on_any_number_of_threads(kernel):
+    """The objective's tasks are fixed blocks of rows and columns cut from the history's shape, their partial sums added
+    in block order: 1, 2, 3 and 4 threads give the same value and gradient bit for bit, under the machine's default
+    OpenBLAS kernel and under each kernel it can run (``OPENBLAS_CORETYPE``; the kernels tile their products
+    differently, which is what broke the earlier split, tied to one kernel's tiles). A kernel the CPU lacks dies with
+    SIGILL: skipped, with the reason. A split that depends on the number of threads, or two threads sharing a block
+    buffer, fails this."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
+    if kernel:
+        env["OPENBLAS_CORETYPE"] = kernel
+    p = subprocess.run([sys.executable, "-c", _THREADS_CHILD], capture_output=True, text=True, env=env, timeout=300)
+    if kernel and p.returncode == -signal.SIGILL:
+        pytest.skip(f"this CPU cannot run OpenBLAS's {kernel} kernel (SIGILL)")
+    assert p.returncode == 0, p.stderr[-3000:]
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    assert out["blocks"][0] > 4 and out["blocks"][1] > 4  # the history really is cut into several blocks each way
+    for case in out["cases"]:
+        assert all(case["same"]), f"kernel {out['kernel']}: {case}"
 
 
 def test_a_threaded_fit_equals_the_one_thread_fit_and_survives_a_fork(monkeypatch):
@@ -438,6 +469,7 @@ def test_a_threaded_fit_equals_the_one_thread_fit_and_survives_a_fork(monkeypatc
 
     from assay.faq import factor
 
+    monkeypatch.setattr(factor, "_TASK_BYTES", 1 << 13)  # several blocks each way at this size
     U, V, Y, obs, H = planted(m=200, n=600, k=2, p_obs=0.8, seed=4)
     fits = []
     for t in (1, 2):

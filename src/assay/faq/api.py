@@ -64,7 +64,7 @@ MIN_VALIDATED_QUERIES = 33
 PARALLEL_CV_ENTRIES = 4_000_000
 
 #: bump when the default factor fit changes, so cached fits from older versions are not reused
-_FIT_VERSION = "faq-factors-4"
+_FIT_VERSION = "faq-factors-5"
 
 
 # ----------------------------------------------------------------------------------------------------

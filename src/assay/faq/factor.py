@@ -81,14 +81,16 @@ _PROD_ROWS = 256
 _LOG2 = float(np.log(2.0))
 
 
-#: the objective's tasks split the history's rows (then its columns) at multiples of this: of 64 (the float64 blocks
-#: of the products with Y, _BLOCK_ALIGN) and of the row tiles of OpenBLAS's float32 kernels (found with a one-off
-#: check on this machine's Haswell kernel, not shipped: a product split at a multiple of 24 rows has every entry
-#: unchanged, one split at 1,024 rows does not). So on such a BLAS the tasks give, bit for bit, the numbers of the
-#: whole-array computation whatever the number of threads (tests/test_faq_factor.py checks it on the machine it runs
-#: on); a BLAS whose kernels tile rows by a number that does not divide 192 could give threaded fits that differ in
-#: the last digits
-_TASK_ALIGN = 192
+#: bytes of the float32 models x items buffers one objective task covers (about 4 MB: at 2,112 x 12,032, blocks of
+#: 80 rows and 496 columns; large enough that a block's matrix products run at the speed of whole-array ones, small
+#: enough for a block's elementwise passes to stay in cache and for the blocks to share out evenly on 2-4 threads).
+#: The tasks are fixed blocks of the history's rows (then of its
+#: columns) cut from its shape alone (:func:`_blocks`), never from the number of threads: each block is computed by the
+#: same calls on one thread or four, and the blocks' partial sums are added in block order, so the objective is the
+#: same bit for bit on any number of threads whatever tile sizes the machine's BLAS kernels use
+_TASK_BYTES = 4 << 20
+#: a block's rows (columns) are a multiple of this (whole SIMD vectors and cache lines of float32 in a column block)
+_TASK_ALIGN = 16
 #: histories with fewer entries than this are fitted on one thread: their fits take seconds, and they are what studies
 #: and tests run many of side by side in processes that already fill the CPUs (threads were measured at paper size)
 _THREAD_MIN_ENTRIES = 1 << 21
@@ -112,14 +114,11 @@ def _threads(entries: int) -> int:
     return max(1, min(4, cpus))
 
 
-def _spans(length: int, threads: int) -> list[tuple[int, int]]:
-    """[lo, hi) spans of ``range(length)`` for ``threads`` threads: the whole on one thread (what the tasks compute
-    is the same either way, and one task skips their overhead: about 10% on one thread), else about three spans a
-    thread, each a multiple of _TASK_ALIGN long."""
-    if threads <= 1:
-        return [(0, length)]
-    step = -(-length // (3 * threads))
-    step = -(-step // _TASK_ALIGN) * _TASK_ALIGN
+def _blocks(length: int, width: int) -> list[tuple[int, int]]:
+    """[lo, hi) blocks of ``range(length)`` for the objective's tasks, each ``width`` float32 entries across: about
+    _TASK_BYTES a block, a multiple of _TASK_ALIGN long (the last one ragged). A function of the array's shape only,
+    so every number of threads computes the same blocks with the same calls."""
+    step = max(_TASK_ALIGN, _TASK_BYTES // (4 * max(width, 1)) // _TASK_ALIGN * _TASK_ALIGN)
     return [(i, min(i + step, length)) for i in range(0, length, step)]
 
 
@@ -166,13 +165,12 @@ def _objective(theta, Y, M, k, weight_decay, bias, work=None):
     reallocated, at every evaluation) and the fit's thread pool (``pool``; without one, a call that uses threads
     makes its own).
 
-    The work is done in tasks of rows (the logits, the sigmoid, the row products) and then of columns (the column
-    products and sums), on up to 4 threads for a large history (:func:`_threads`;
-    the fit's final stage and a fit outside the CV's workers ran on one core of two before: 76 s of the default
-    fit's 313 s at 2,112 x 12,032). Task boundaries sit on the tiles of the matrix kernels and every sum is
-    combined in a fixed order, so the numbers are the same bit for bit on any number of threads, and equal to
-    computing each array whole (BLAS itself on one thread, as :meth:`FactorModel.fit` runs it; where its kernels'
-    row tiles divide _TASK_ALIGN, as OpenBLAS's Haswell kernels' do).
+    The work is done in tasks over fixed blocks of rows (the logits, the sigmoid, the row products and the blocks'
+    partial sums) and then over fixed blocks of columns (the column products and sums), on up to 4 threads for a
+    large history (:func:`_threads`). The blocks come from the history's shape alone (:func:`_blocks`): one thread
+    computes the same blocks with the same calls as four, and the partial sums are added in block order, so the
+    value and the gradient are the same bit for bit on any number of threads, whatever the BLAS kernels' tile
+    sizes (tests/test_faq_factor.py checks it under each OpenBLAS kernel the CPU can run).
     Returns (f, grad) with grad flattened like ``theta`` (float64).
     """
     m, n = Y.shape
@@ -211,8 +209,7 @@ def _objective(theta, Y, M, k, weight_decay, bias, work=None):
         if bias:
             x += bh
         # one transcendental per entry, t = tanh(x / 2), gives both the sigmoid, sigmoid(x) = (1 + t) / 2, and the
-        # log-partition, log(1 + exp(-|x|)) = log 2 - log(1 + |t|): one tanh pass (about 0.07 s for 25 million
-        # entries here, timed once), where exp and scipy's expit, which this replaced, took 0.05-0.07 s and 0.12-0.15 s
+        # log-partition, log(1 + exp(-|x|)) = log 2 - log(1 + |t|)
         np.tanh(x, out=sb)
         np.abs(sb, out=eb)
         if M is not None:
@@ -227,26 +224,30 @@ def _objective(theta, Y, M, k, weight_decay, bias, work=None):
             x *= mb
         YV[lo:hi] = _y_times(Y[lo:hi], V64, work)
         np.matmul(sb, V, out=sV[lo:hi])  # 2 s V
+        pos = 2.0 * float(x.sum(dtype=np.float64))
+        logs = sum(float(np.log(np.prod(eb[i:i + _PROD_ROWS], axis=0, dtype=np.float64)).sum())
+                   for i in range(0, hi - lo, _PROD_ROWS))
+        return pos, logs
 
-    _map(rows, _spans(m, threads), threads, work["pool"])
+    parts = _map(rows, _blocks(m, n), threads, work["pool"])
     gYt = np.empty((n, k))
     sTU = np.empty((n, k), np.float32)
     colsum = np.empty(n) if bias else None
 
     def cols(lo, hi):
-        if lo < 0:  # the tasks that read whole arrays, summed in their fixed order below
-            if lo == -1:
-                return 2.0 * float(X.sum(dtype=np.float64))
-            return sum(float(np.log(np.prod(e[i:i + _PROD_ROWS], axis=0, dtype=np.float64)).sum())
-                       for i in range(0, m, _PROD_ROWS))
         sb = s[:, lo:hi]
         np.matmul(sb.T, Uh, out=sTU[lo:hi])  # (2 s)' (U / 2) = s' U
         gYt[lo:hi] = _yt_times(Y[:, lo:hi], U64, work)
         if bias:
             colsum[lo:hi] = 0.5 * sb.sum(axis=0, dtype=np.float64)
 
-    out = _map(cols, [(-1, 0), (-2, 0)] + _spans(n, threads), threads, work["pool"])
-    possum, logsum = out[0], nobs * _LOG2 - out[1]
+    _map(cols, _blocks(n, m), threads, work["pool"])
+    # the blocks' partial sums, added in block order (the same order on any number of threads)
+    possum = 0.0
+    logsum = nobs * _LOG2
+    for pos, logs in parts:
+        possum += pos
+        logsum -= logs
     lin = float(np.einsum("ik,ik->", U64, YV))
     if bias:
         ysum = work["ysum"]
@@ -265,9 +266,7 @@ def _objective(theta, Y, M, k, weight_decay, bias, work=None):
 #: bytes of the float64 block through which an int8 Y enters a matrix product (a few MB; at least _BLOCK_ALIGN rows
 #: or columns: at 2,112 x 12,032 the block is 64 rows, 6.2 MB, where a whole float64 Y took 203 MB)
 _BLOCK_BYTES = 4 << 20
-#: a block's rows (columns) are a multiple of this: OpenBLAS computes a product in tiles of a few rows, and a block
-#: boundary on the tile grid gives every entry the same accumulation as the whole product (measured: blocks of 41
-#: rows differed from the whole product by 4e-16 relative, blocks of 2, 4, ..., 1024 rows were bit-identical)
+#: a block's rows (columns) are a multiple of this (whole cache lines of float64)
 _BLOCK_ALIGN = 64
 
 
@@ -288,9 +287,8 @@ def _block_buffer(work: dict, size: int) -> np.ndarray:
 
 
 def _y_times(Y, A, work: dict) -> np.ndarray:
-    """``Y @ A`` (float64) for a 0/1 ``Y`` held as int8, a block of rows of Y converted to float64 at a time. Each
-    row of the product is the same BLAS dot products over all columns as in the whole product, so the numbers are
-    those of ``Y.astype(float) @ A``."""
+    """``Y @ A`` (float64) for a 0/1 ``Y`` held as int8, a block of rows of Y converted to float64 at a time (the
+    blocks depend on Y's shape only, so the same Y gives the same numbers on every call)."""
     if Y.dtype == np.float64:
         return Y @ A
     m, n = Y.shape
