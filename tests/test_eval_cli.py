@@ -6,16 +6,15 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 
 sys.path.insert(0, str(Path(__file__).parent))
 from fake_openai_server import FakeOpenAIServer  # noqa: E402
+from watch import Child, journal_count, wait_for  # noqa: E402
 from test_eval_campaign import _files  # noqa: E402
 
 CONCURRENCY = 2
@@ -108,25 +107,12 @@ def test_plan_asks_nothing_and_a_run_writes_the_report(tmp_path):
 
 
 def _records(journal: Path, like: str) -> int:
-    try:
-        with sqlite3.connect(f"file:{journal}?mode=ro", uri=True, timeout=5) as con:
-            return con.execute("SELECT COUNT(*) FROM records WHERE run_id LIKE ? AND error IS NULL",
-                               (like,)).fetchone()[0]
-    except sqlite3.OperationalError:
-        return 0
+    return journal_count(journal, "SELECT COUNT(*) FROM records WHERE run_id LIKE ? AND error IS NULL", (like,))
 
 
-def _kill_when(proc: subprocess.Popen, journal: Path, like: str, n: int, deadline_s: float = 240) -> None:
-    t0 = time.monotonic()
-    while _records(journal, like) < n:
-        if proc.poll() is not None:
-            raise AssertionError(f"the campaign ended before it could be killed:\n{proc.stderr.read()}")
-        if time.monotonic() - t0 > deadline_s:
-            proc.kill()
-            raise AssertionError(f"no {n} records in {like} after {deadline_s} s")
-        time.sleep(0.02)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=30)
+def _kill_when(child: Child, journal: Path, like: str, n: int, deadline_s: float = 240) -> None:
+    wait_for(lambda: _records(journal, like) >= n, what=f"{n} records in {like}", timeout=deadline_s, child=child)
+    child.kill9()
 
 
 def _numbers(report: Path) -> str:
@@ -156,13 +142,13 @@ def test_kill_9_twice_and_resume_gives_the_uninterrupted_result_paying_at_most_c
         before = srv.total
         env = {**os.environ, "CI": "true"}
         cmd = [sys.executable, "-m", "assay.cli", "eval", str(toml), "--journal", str(journal)]
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
-        _kill_when(proc, journal, "eval-k-%/faq", 5)  # mid-FAQ (one question at a time)
-        run_id = next(line.split("run id ")[1].split(" ")[0] for line in proc.stderr.read().splitlines()
-                      if "run id" in line)
-        proc = subprocess.Popen([sys.executable, "-m", "assay.cli", "eval", "--resume", run_id, "--journal",
-                                 str(journal)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
-        _kill_when(proc, journal, "eval-k-%/sample", 6)  # mid-sample (CONCURRENCY requests in flight)
+        with Child(cmd, env=env) as child:
+            _kill_when(child, journal, "eval-k-%/faq", 5)  # mid-FAQ (one question at a time)
+            run_id = next(line.split("run id ")[1].split(" ")[0] for line in child.stderr().splitlines()
+                          if "run id" in line)
+        with Child([sys.executable, "-m", "assay.cli", "eval", "--resume", run_id, "--journal", str(journal)],
+                   env=env) as child:
+            _kill_when(child, journal, "eval-k-%/sample", 6)  # mid-sample (CONCURRENCY requests in flight)
         _assay("eval", "--resume", run_id, "--journal", str(journal))
         paid = srv.total - before
     # nothing lost, at most `concurrency` requests paid twice per kill (FAQ asks one at a time)

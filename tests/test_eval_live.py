@@ -44,11 +44,10 @@ def test_the_sample_and_its_kpis_on_the_real_model(live_model, tmp_path):
 
 
 def _counters(journal, prefix: str) -> int:
-    import sqlite3
+    from watch import journal_count
 
-    with sqlite3.connect(journal) as con:
-        return con.execute("SELECT COALESCE(SUM(value), 0) FROM counters WHERE run_id LIKE ? AND name = 'requests'",
-                           (prefix + "%",)).fetchone()[0]
+    return journal_count(journal, "SELECT COALESCE(SUM(value), 0) FROM counters WHERE run_id LIKE ? AND name = 'requests'",
+                         (prefix + "%",))
 
 
 def test_a_whole_campaign_on_the_real_models_killed_and_resumed(live_model, live_judge, tmp_path):
@@ -58,11 +57,8 @@ def test_a_whole_campaign_on_the_real_models_killed_and_resumed(live_model, live
     (short prompts: a few seconds per campaign instead of minutes on one server thread)."""
     import json
     import os
-    import signal
-    import sqlite3
     import subprocess
     import sys
-    import time
     from pathlib import Path
 
     from assay.datasets import load_basics
@@ -138,21 +134,14 @@ splits = 10
     # the human labels need the answers: the file starts empty (so the judge section is skipped, with the reason)
     # and is filled in once the sample exists
     pd.DataFrame({"model": [], "item": [], "loss_human": []}).to_csv(tmp_path / "human.csv", index=False)
-    proc = subprocess.Popen([*base, str(toml), "--journal", str(journal)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True, env=env)
-    t0 = time.monotonic()
-    while True:
-        with sqlite3.connect(journal) if journal.exists() else _nothing() as con:
-            n = 0 if con is None else con.execute(
-                "SELECT COUNT(*) FROM records WHERE run_id LIKE '%/faq' AND error IS NULL").fetchone()[0]
-        if n >= 3:
-            break
-        assert proc.poll() is None, proc.stderr.read()
-        assert time.monotonic() - t0 < 600
-        time.sleep(0.1)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=30)
-    run_id = next(w for w in proc.stderr.read().split() if w.startswith("eval-live-"))
+    from watch import Child, journal_count, wait_for
+
+    with Child([*base, str(toml), "--journal", str(journal)], env=env) as child:
+        # the journal appears before its tables: "not there yet" is waited out, never read as an error
+        wait_for(lambda: journal_count(journal, "SELECT COUNT(*) FROM records WHERE run_id LIKE '%/faq' AND error IS NULL")
+                 >= 3, what="3 FAQ answers in the journal", timeout=600, child=child)
+        child.kill9()
+        run_id = next(w for w in child.stderr().split() if w.startswith("eval-live-"))
     kept = _counters(journal, run_id)
     assert kept >= 3  # the answers paid for before the kill are in the journal
     res = subprocess.run([*base, "--resume", run_id, "--journal", str(journal), "--json"], capture_output=True,
@@ -188,10 +177,3 @@ splits = 10
     html = (tmp_path / "report" / "report.html").read_text()
     assert "assay eval: live" in html and "R-AutoEval+" in html and "<svg" in html
 
-
-class _nothing:
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *exc):
-        return False

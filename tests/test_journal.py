@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import queue
 import signal
 import sqlite3
@@ -158,43 +157,41 @@ CHILD = textwrap.dedent("""
 class _Lines:
     """Lines of a child's stdout via a reader thread (select() misses lines already in Python's buffer)."""
 
-    def __init__(self, proc: subprocess.Popen) -> None:
+    def __init__(self, child) -> None:
+        self.child = child
         self.q: queue.Queue = queue.Queue()
-        threading.Thread(target=self._pump, args=(proc.stdout,), daemon=True).start()
+        threading.Thread(target=self._pump, args=(child.proc.stdout,), daemon=True).start()
 
     def _pump(self, stream) -> None:
         for line in stream:
-            self.q.put(line.strip())
+            self.q.put(line.decode(errors="replace").strip())
         self.q.put(None)
 
     def next(self, deadline: float) -> str:
         try:
             line = self.q.get(timeout=max(0.01, deadline - time.monotonic()))
         except queue.Empty:
-            raise AssertionError("timed out waiting for the child") from None
+            raise AssertionError(f"timed out waiting for the child; its stderr:\n{self.child.tail()}") from None
         if line is None:
-            raise AssertionError("child exited early")
+            self.child.proc.wait(timeout=10)
+            raise AssertionError(f"child exited early ({self.child.poll()}); its stderr:\n{self.child.tail()}")
         return line
 
 
-def _spawn(path: Path, n: int) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", CHILD.format(src=SRC, path=str(path), n=n)],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+def _spawn(path: Path, n: int):
+    from watch import Child
+
+    return Child([sys.executable, "-c", CHILD.format(src=SRC, path=str(path), n=n)], stdout=subprocess.PIPE)
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
 def test_put_survives_sigkill(jpath):
-    proc = _spawn(jpath, 50)
-    try:
-        deadline, lines = time.monotonic() + 60, _Lines(proc)
+    with _spawn(jpath, 50) as child:
+        deadline, lines = time.monotonic() + 60, _Lines(child)
         while lines.next(deadline) != "done":
             pass
-        os.kill(proc.pid, signal.SIGKILL)
-        assert proc.wait(timeout=10) == -signal.SIGKILL
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=10)
+        child.kill9(timeout=10)
+        assert child.proc.returncode == -signal.SIGKILL
     with Journal(jpath) as j:
         df = j.records("killed")
         assert len(df) == 50 and set(df["key"]) == {f"k{i}" for i in range(50)}
@@ -203,18 +200,12 @@ def test_put_survives_sigkill(jpath):
 
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
 def test_sigkill_mid_run_loses_no_acknowledged_answer(jpath):
-    proc = _spawn(jpath, 100_000)
-    try:
-        deadline, lines = time.monotonic() + 60, _Lines(proc)
+    with _spawn(jpath, 100_000) as child:
+        deadline, lines = time.monotonic() + 60, _Lines(child)
         last = -1
         while last < 30:
             last = int(lines.next(deadline))
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=10)
+        child.kill9(timeout=10)
     with Journal(jpath) as j:
         keys = set(j.records("killed")["key"])
         assert {f"k{i}" for i in range(last + 1)} <= keys

@@ -12,10 +12,8 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +22,9 @@ import pytest
 from typer.testing import CliRunner
 
 from assay.cli import app
+
+sys.path.insert(0, str(Path(__file__).parent))
+from watch import Child, journal_count, wait_for  # noqa: E402
 
 # one worker runs every test of a real model: its llama.cpp servers (session fixtures) load once, not on each worker
 pytestmark = [pytest.mark.live, pytest.mark.xdist_group("live")]
@@ -219,33 +220,18 @@ def test_psdme_on_live_latencies(live_model, tmp_path):
 
 
 def _records(journal: Path, run_id: str) -> int:
-    if not journal.exists():
-        return 0
-    with sqlite3.connect(journal) as c:
-        try:
-            return c.execute("SELECT COUNT(*) FROM records WHERE run_id = ? AND error IS NULL", (run_id,)).fetchone()[0]
-        except sqlite3.OperationalError:
-            return 0
+    return journal_count(journal, "SELECT COUNT(*) FROM records WHERE run_id = ? AND error IS NULL", (run_id,))
 
 
 def _sent(journal: Path, run_id: str) -> int:
-    with sqlite3.connect(journal) as c:
-        row = c.execute("SELECT value FROM counters WHERE run_id = ? AND name = 'requests'", (run_id,)).fetchone()
-    return int(row[0]) if row else 0
+    return journal_count(journal, "SELECT value FROM counters WHERE run_id = ? AND name = 'requests'", (run_id,))
 
 
 def _kill_midway(cmd: list[str], journal: Path, run_id: str, after: int, env: dict) -> None:
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-    deadline = time.monotonic() + 240
-    try:
-        while _records(journal, run_id) < after:
-            assert p.poll() is None, f"the run ended before it could be killed: {p.stderr.read().decode()[-2000:]}"
-            assert time.monotonic() < deadline, "the run made no progress"
-            time.sleep(0.05)
-    finally:
-        if p.poll() is None:
-            os.kill(p.pid, signal.SIGKILL)
-        p.wait(timeout=30)
+    with Child(cmd, env=env) as child:
+        wait_for(lambda: _records(journal, run_id) >= after, what=f"{after} answers of {run_id} in the journal",
+                 timeout=240, child=child)
+        child.kill9()
 
 
 def _resume_and_check(cmd: list[str], journal: Path, run_id: str, env: dict, expected: int) -> dict:

@@ -14,15 +14,14 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 from fake_openai_server import FakeOpenAIServer, answer_for, is_correct, question  # noqa: E402
+from watch import Child, wait_for  # noqa: E402
 
 from assay.models import Journal, OpenAIChatModel, request_key, run  # noqa: E402
 
@@ -78,50 +77,41 @@ def test_sigkill_mid_run_then_resume(tmp_path, monkeypatch, N, CONCURRENCY, KILL
     out = tmp_path / "out.json"
     prompts = prompts_list(N)
     env = {**os.environ, KEY_ENV: "sk-test-secret-123"}
-    procs: list[subprocess.Popen] = []
+    children: list[Child] = []
 
-    def start(base_url: str) -> subprocess.Popen:
-        p = subprocess.Popen([sys.executable, str(script), base_url, str(db), str(out), str(N), str(CONCURRENCY),
-                              str(Path(__file__).parent)], env=env,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        procs.append(p)
-        return p
+    def start(base_url: str) -> Child:
+        c = Child([sys.executable, str(script), base_url, str(db), str(out), str(N), str(CONCURRENCY),
+                   str(Path(__file__).parent)], env=env)
+        children.append(c)
+        return c
 
     with FakeOpenAIServer(delay_s=delay_s) as srv:  # slow: 60 prompts / 4 in flight * 0.05 s = 0.75 s of work
         try:
             model = OpenAIChatModel("fake-model", base_url=srv.base_url, api_key_env=KEY_ENV)
             keys = [request_key(model.name, p, model.params()) for p in prompts]
 
-            # 1. start, wait for >= 15 answers in the journal, SIGKILL
+            # 1. start, wait for >= KILL_AFTER answers in the journal, SIGKILL
             watcher = Journal(db)  # creates the file; the child opens the same one (WAL: readers never block it)
             try:
                 child = start(srv.base_url)
-                deadline = time.monotonic() + 30
-                n_before = 0
-                while time.monotonic() < deadline and child.poll() is None:
-                    n_before = count_answers(watcher)
-                    if n_before >= KILL_AFTER:
-                        break
-                    time.sleep(0.01)
+                wait_for(lambda: count_answers(watcher) >= KILL_AFTER, what=f"{KILL_AFTER} answers in the journal",
+                         timeout=60, child=child)
             finally:
                 watcher.close()
-            assert child.poll() is None, f"child ended before the kill: {child.communicate(timeout=5)}"
-            assert n_before >= KILL_AFTER, f"the journal never reached {KILL_AFTER} answers"
-            os.kill(child.pid, signal.SIGKILL)
-            child.wait(timeout=10)
-            assert child.returncode == -signal.SIGKILL
+            child.kill9(timeout=10)
+            assert child.proc.returncode == -signal.SIGKILL
             assert not out.exists()
 
             done_before = completed_keys(db, keys)
             assert KILL_AFTER <= len(done_before) < N, len(done_before)
             counts_at_kill = dict(srv.counts)
             assert all(counts_at_kill.get(prompts[i]) == 1 for i in done_before)
-            time.sleep(0.15)  # let the server finish writing to the dead sockets
+            # the server is done with the dead child's requests (it writes their answers to closed sockets)
+            wait_for(lambda: srv.in_flight == 0, what="the server idle after the kill", timeout=30)
 
             # 2. restart with the same run id
             child2 = start(srv.base_url)
-            stdout, stderr = child2.communicate(timeout=60)
-            assert child2.returncode == 0, stderr
+            assert child2.wait(timeout=60) == 0, child2.tail()
             resumed = json.loads(out.read_text())
 
             # every prompt answered, correctly
@@ -153,10 +143,5 @@ def test_sigkill_mid_run_then_resume(tmp_path, monkeypatch, N, CONCURRENCY, KILL
                 assert sorted(zip(ra["key"], ra["text"])) == sorted(zip(rb["key"], rb["text"]))
                 assert int(ra["completion_tokens"].sum()) == int(rb["completion_tokens"].sum())
         finally:
-            for p in procs:
-                if p.poll() is None:
-                    p.kill()
-                try:
-                    p.communicate(timeout=10)
-                except Exception:
-                    pass
+            for c in children:
+                c.__exit__(None, None, None)

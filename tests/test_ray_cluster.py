@@ -157,8 +157,11 @@ class Traced(RayExecutor):
 
 
 def _events(log):
-    with open(log) as f:
-        return [tuple(line.split()) for line in f if line.strip()]
+    """(kind, node, key) of every complete line the tasks wrote (a line still being written by a worker is left for
+    the next read)."""
+    from watch import complete_lines
+
+    return [ev for ev in (tuple(line.split()) for line in complete_lines(log)) if len(ev) == 3]
 
 
 def test_studies_and_faq_protocol_on_three_nodes_equal_serial(cluster, tmp_path, monkeypatch):
@@ -198,14 +201,12 @@ def test_a_node_removed_mid_run_changes_nothing(cluster, tmp_path, monkeypatch):
 
     def remove_once_it_works():
         try:
-            deadline = time.monotonic() + 120
-            while time.monotonic() < deadline:
-                if os.path.exists(Traced.log) and any(kind == "start" and node == victim.node_id
-                                                      for kind, node, _ in _events(Traced.log)):
-                    seen["at_removal"] = seen["done"]
-                    cluster.remove_node(victim)
-                    return
-                time.sleep(0.05)
+            from watch import wait_for
+
+            wait_for(lambda: any(kind == "start" and node == victim.node_id for kind, node, _ in _events(Traced.log)),
+                     what="a task started on the node to remove", timeout=120)
+            seen["at_removal"] = seen["done"]
+            cluster.remove_node(victim)
         except Exception as e:  # reported by the test, not lost in the thread
             seen["error"] = e
 
