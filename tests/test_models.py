@@ -522,3 +522,63 @@ def test_a_stream_cut_short_is_retried_slower_never_an_empty_answer():
     assert r.text == "4" and r.finish_reason == "stop" and r.ttft_s is not None
     r = asyncio.run(m._streamed(client(chunk(role="assistant"), chunk(finish="stop")), {}, time.perf_counter()))
     assert r.text == "" and r.finish_reason == "stop"  # a complete empty answer is the model's, and kept
+
+
+class _OneStreamAtATime:
+    """A server like llama-cpp-python's: it serves one stream at a time and cuts every other stream in flight short
+    (a :class:`RetryableError` with ``slow_down``, as the OpenAI adapter raises for a stream without a finish
+    reason)."""
+
+    name = "one-stream"
+
+    def __init__(self) -> None:
+        self.in_flight = 0
+        self.cut = 0
+        self.max_served_together = 0
+
+    def params(self) -> dict:
+        return {}
+
+    async def generate(self, prompt):
+        from assay.models import Response
+        from assay.models.base import RetryableError
+
+        self.in_flight += 1
+        try:
+            await asyncio.sleep(0.002)  # every request in flight overlaps the others for a while
+            if self.in_flight > 1:
+                self.cut += 1
+                raise RetryableError(None, None, "the stream ended before the answer was complete", slow_down=True)
+            self.max_served_together = max(self.max_served_together, self.in_flight)
+            return Response(text=f"answer to {prompt}", latency_s=0.002, finish_reason="stop")
+        finally:
+            self.in_flight -= 1
+
+
+def test_a_server_that_cuts_concurrent_streams_gets_one_at_a_time_and_no_request_is_given_up():
+    """Asked at concurrency 4 with no retries allowed, every request is answered: each stream the server cuts while
+    others are in flight lowers the cap for good (4 -> 1, where it stays instead of creeping back up into more cuts)
+    and is asked again without counting against max_retries. Counting those cuts as failed attempts gave requests
+    up (issue 37)."""
+    m = _OneStreamAtATime()
+    prompts = [f"q{i}" for i in range(24)]
+    res = run(m, prompts, concurrency=4, max_retries=0, backoff_base=0.001, seed=0)
+    assert all(r.error is None and r.text == f"answer to {p}" for r, p in zip(res.responses, prompts))
+    assert m.cut >= 1 and res.stats["concurrency"] == 1 and res.stats["min_concurrency"] == 1
+    assert res.stats["errors"] == 0 and res.stats["retries"] == m.cut
+    # cut requests cost a request each, and the cap fell by one per cut until one at a time: a bounded number
+    assert res.stats["requests"] == len(prompts) + m.cut and m.cut <= 3 + 3 * 4
+
+
+def test_a_cut_stream_with_nothing_else_in_flight_is_an_ordinary_failed_attempt():
+    """At concurrency 1 a stream cut short is not the server's concurrency limit: it counts against max_retries."""
+
+    class AlwaysCut(_OneStreamAtATime):
+        async def generate(self, prompt):
+            from assay.models.base import RetryableError
+
+            raise RetryableError(None, None, "the stream ended before the answer was complete", slow_down=True)
+
+    res = run(AlwaysCut(), ["q"], concurrency=1, max_retries=2, backoff_base=0.001)
+    assert res.responses[0].error is not None and res.responses[0].attempts == 3
+    assert "gave up after 3 attempts" in res.responses[0].error

@@ -463,8 +463,8 @@ class OpenAIChatModel:
             # every complete stream ends with a finish reason; without one the server closed it early, and the text
             # so far is not the answer (llama-cpp-python's server does this to all but one of concurrent streams)
             raise RetryableError(None, None, "the stream ended before the answer was complete (no finish reason): the "
-                                             "server closed it early; if it cannot serve concurrent streams (llama-cpp-"
-                                             "python's server), lower the concurrency to 1", slow_down=True)
+                                             "server closed it early (llama-cpp-python's server serves one stream at a "
+                                             "time; the runner then asks fewer at once)", slow_down=True)
         text = "".join(parts)
         return Response(text=None if (refusal and not text) else text, latency_s=latency, ttft_s=ttft,
                         prompt_tokens=getattr(usage, "prompt_tokens", None) if usage is not None else None,

@@ -34,7 +34,10 @@ completed, and billed, it) and every answer thrown away as a duplicate is counte
 Adaptive concurrency is AIMD: a 429/503 halves the effective cap (at least 1), once per "round"
 of requests (requests already in flight when it was halved do not halve it again); each
 ``recover_after`` consecutive successes (default: the current cap) raise it by one, up to
-``concurrency``.
+``concurrency``. A server that cuts a request short while others are in flight (llama-cpp-python's server ends all
+but one of concurrent streams after their first chunk) serves fewer at once: each such cut lowers the cap for good by
+one, so the runner settles on what the server can serve (one stream at a time there), and the cut attempt is asked
+again without counting against ``max_retries``: no request is given up for the concurrency it was asked at.
 
 Outcomes (:mod:`assay.models.outcomes`): a request that fails for good after its retries gets ``Response.error`` and
 ``outcome`` ``timeout`` (its last attempt timed out) or ``transport``; it is not journaled as an answer and a resumed
@@ -310,13 +313,24 @@ class AdaptiveLimiter:
             raise
 
     async def release(self, epoch: int, outcome: str) -> None:
-        """``outcome`` is "ok", "throttled" (429/503) or "other" (other failures: no change)."""
+        """``outcome`` is "ok", "throttled" (429/503), "crowded" (the server cut this request short because others
+        were in flight: it serves fewer at once) or "other" (other failures: no change)."""
         self.release_now(epoch, outcome)
 
     def release_now(self, epoch: int, outcome: str) -> None:
         """:meth:`release` from synchronous code (a journal commit's callback)."""
         self.in_flight -= 1
-        if self.adaptive:
+        if self.adaptive and outcome == "crowded":
+            # a server that cuts concurrent streams (llama-cpp-python's serves one at a time and ends the others
+            # after their first chunk) serves fewer at once than were in flight: one slot fewer for good, so the
+            # cap settles on what the server can serve instead of creeping back up into more cut streams
+            self.cap = max(1, min(self.cap, self.limit) - 1)
+            self.limit = min(self.limit, self.cap)
+            self.min_limit = min(self.min_limit, self.limit)
+            self._streak = 0
+            self._epoch += 1
+            log.info("the server cut a concurrent request short: at most %d at once from now on", self.cap)
+        elif self.adaptive:
             if outcome == "throttled":
                 self._streak = 0
                 if epoch == self._epoch:  # one decrease per round of concurrent requests
@@ -607,6 +621,7 @@ class _Session:
         prompt = self.batch.prompts[idx[0]]
         rng = random.Random(f"{cfg.jitter}:{key}")
         attempt = 0
+        crowded = 0  # attempts cut short by the server while others were in flight (not counted as attempts)
         last_err = ""
         last_timed_out = False
         n_sent = n_timeouts = 0
@@ -635,7 +650,15 @@ class _Session:
                 last_err = exc.message
                 last_timed_out = exc.timed_out
                 retry_after = exc.retry_after
-                if exc.throttled:
+                if exc.slow_down and limiter.in_flight > 1 and crowded < cfg.concurrency:
+                    # cut short because others were in flight (the server serves fewer at once): the limiter
+                    # lowers its cap, and this attempt does not count against max_retries, so a request is never
+                    # given up because the server could not serve the concurrency asked for (bounded: the cap
+                    # falls by one at each such cut)
+                    outcome = "crowded"
+                    crowded += 1
+                    st["throttled"] += 1
+                elif exc.throttled:
                     outcome = "throttled"
                     st["throttled"] += 1
                 if exc.timed_out:
@@ -658,6 +681,11 @@ class _Session:
                 resp.cached = False
                 self.held[key] = epoch
                 return resp, n_sent, n_timeouts
+            if outcome == "crowded":
+                st["retries"] += 1
+                log.info("prompt %d: %s; asked again at a lower concurrency", idx[0], last_err)
+                await asyncio.sleep(rng.uniform(0.0, cfg.backoff_base))
+                continue
             if attempt >= cfg.max_retries:
                 resp = Response(text=None, latency_s=0.0, error=f"gave up after {attempt + 1} attempts: {last_err}",
                                 attempts=attempt + 1, outcome=TIMEOUT if last_timed_out else TRANSPORT)
