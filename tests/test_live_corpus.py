@@ -14,12 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from assay.models.extract import extract_auto, extract_choice, extract_label, normalize, parse_number, parse_options
+from assay.models.extract import (extract_auto, extract_choice, extract_label, extract_number, normalize, parse_number,
+                                  parse_options)
 from assay.models.scoring import make_scorer, score_response
 
 CORPUS = Path(__file__).parent / "fixtures" / "live_corpus"
 #: every hand-labelled file of the corpus (``*_raw.jsonl`` files hold unlabelled answers and are skipped)
-RECORDS = [json.loads(line) for f in sorted(CORPUS.glob("*.jsonl")) if not f.name.endswith("_raw.jsonl")
+#: numeric.jsonl (400 numeric answers labelled blind, in two halves) is measured by its agreement rate below, not
+#: record by record
+RECORDS = [json.loads(line) for f in sorted(CORPUS.glob("*.jsonl"))
+           if not f.name.endswith("_raw.jsonl") and f.name != "numeric.jsonl"
            for line in f.read_text().splitlines() if line.strip()]
 
 # Responses where the rules read something other than the hand label, each with the reason it is left so (a rule
@@ -27,20 +31,16 @@ RECORDS = [json.loads(line) for f in sorted(CORPUS.glob("*.jsonl")) if not f.nam
 KNOWN: dict[str, str] = {
     "s1-basics-053": "'Answer: Months are numbered, but ...': the value of an Answer: line is read whole, a sentence (the "
                   "exact scorer then finds it unequal to any one-word reference, as a reader would)",
-    "s1-basics-162": "'... 17 bags x 9 marbles = 165 marbles.' then another sentence: only an equation on the LAST line is "
-                  "read (reading any equation in the text misreads worked steps, e.g. s1-basics-194)",
-    "s1-basics-197": "cut off by max_tokens inside 'answer: 10 (the total number of marbles) + 32': the last number of an "
-                  "Answer: value is read (32); a reader sees no finished answer",
-    "s1-basics-205": "two contradictory totals, cut off: the equation on the last line is read (15)",
+    "s1-basics-162": "'... = 165 marbles.' then another sentence, cut off by max_tokens: a cut-off answer is read by its "
+                  "answer markers only (its last statements are unfinished work in most cut-off answers of "
+                  "numeric.jsonl, e.g. s3-t0-047, s3-t0-112)",
+    "s1-basics-186": "'(which is 3).' at the end of an answer cut off by max_tokens: read by its answer markers only, as "
+                  "s1-basics-162",
     # held out (session1_heldout.jsonl, labelled before the rules were run on it: 37 of 40 agreed; s1-heldout-19,
     # 'is "small," which means ...', is read since)
     "s1-heldout-33": "'1' then reasoning that reaches another number, cut off: the leading token is read",
-    "s1-heldout-36": "'9 * 10 = 9 is equivalent to 5 ...' on the only line: the equation's result is read",
     # held out (responses.jsonl, collected and labelled independently: 227 of 245 agreed before the rules were revised
     # on its disagreements; these 7 remain)
-    "s2-t0-number-003": "'..., so Ana now has 11 marbles.': a long sentence without an answer marker is not read (taking "
-                        "its last number misreads rambling answers, e.g. s1-basics-189, s1-basics-198)",
-    "s2-t0-number-018": "'12 + 35 = 60' then 'Vincent has 60 stamps now.': the equation is not on the last line",
     "s2-t0-number-079": "'2. 90 shells total' as the last list item: a number in a list line is not read as the answer",
     "s2-dyval-deductive_logic-d2-02": "the label is read from 'cannot be determined based on these facts' about other "
                                       "propositions: a long answer's passing mentions are not read",
@@ -54,7 +54,7 @@ def parsed(rec: dict):
     """What assay's rules read from the response, in the hand label's canonical form."""
     text, scorer = rec["response"], rec["scorer"]
     if scorer == "numeric":
-        ans = extract_auto(text)
+        ans = extract_number(text, cut_off=rec.get("finish_reason") == "length", question=rec["prompt"])
         x = parse_number(ans) if ans is not None else None
         return None if x is None or not math.isfinite(x) else x
     if scorer == "label":
@@ -105,7 +105,8 @@ def test_every_scorer_scores_the_response_as_the_label_says(rec):
     if rec["id"] in KNOWN:
         pytest.skip(KNOWN[rec["id"]])
     ref = rec["reference"]
-    o = score_response(rec["response"], None, ref, make_scorer(rec["scorer"]), prompt=rec["prompt"])
+    o = score_response(rec["response"], None, ref, make_scorer(rec["scorer"]), prompt=rec["prompt"],
+                       finish_reason=rec.get("finish_reason"))
     if rec["expected"] is None:
         assert o.status in ("unparseable", "refused") and o.final_score == 0.0
         return
@@ -117,3 +118,42 @@ def test_every_scorer_scores_the_response_as_the_label_says(rec):
     else:
         right = rec["expected"] == (ref if rec["scorer"] == "choice" else extract_label(str(ref)))
     assert o.final_score == (1.0 if right else 0.0), (rec["response"], ref)
+
+
+NUMERIC = [json.loads(line) for line in (CORPUS / "numeric.jsonl").read_text().splitlines() if line.strip()]
+
+
+def _wilson(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
+    p, d = k / n, 1 + z * z / n
+    c, h = (p + z * z / (2 * n)) / d, z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
+    return c - h, c + h
+
+
+def _agrees(rec: dict) -> bool:
+    got, want = parsed(rec), expected(rec)
+    return got == want if got is None or want is None else abs(got - want) <= 1e-6 * max(1.0, abs(want))
+
+
+@pytest.mark.parametrize("half, before, after", [("dev", 129, 185), ("test", 113, 162)])
+def test_fresh_numeric_answers_are_read_as_a_careful_reader_reads_them(half, before, after):
+    """400 fresh answers of SmolLM2 to 200 new numeric questions (numeric.jsonl: greedy and at temperature 0.8),
+    labelled blind by a reader who saw the prompt, the reference and the answer, not the rules. The rules were
+    revised on the ``dev`` half only; ``test`` was read once they were final. Agreement before (extract_auto, the
+    numeric scorer's earlier reader) and after (extract_number): dev 129 -> 185 of 200; test 113 -> 160 of 200 when
+    first read, 162 (0.810, Wilson 95% [0.750, 0.858]) after two shapes the issue names were fixed (a number in
+    words alone on a line; "The answer is a number." after an equation). A rule change that reads fewer of these as
+    the reader did fails here."""
+    recs = [r for r in NUMERIC if r["half"] == half]
+    assert len(recs) == 200 and len({r["item"] for r in recs}) == 100
+    k = sum(_agrees(r) for r in recs)
+    assert k >= after, f"{half}: {k} of {len(recs)} read as labelled (was {after}; the earlier reader: {before})"
+    lo, hi = _wilson(k, len(recs))
+    assert lo > before / len(recs), (lo, hi)  # the gain is more than the interval's width: not noise
+
+
+def test_numeric_halves_are_split_by_question():
+    """The dev and test halves share no question (an answer's twin at the other temperature is in its half)."""
+    dev = {r["item"] for r in NUMERIC if r["half"] == "dev"}
+    test = {r["item"] for r in NUMERIC if r["half"] == "test"}
+    assert not dev & test and len(dev | test) == 200
+    assert {r["temperature"] for r in NUMERIC} == {0.0, 0.8} and all(r["scorer"] == "numeric" for r in NUMERIC)

@@ -291,8 +291,10 @@ def test_numeric_scorer_tolerance_and_normalisation():
     assert s("Answer: 42 apples", "42").score == 1.0
     assert numeric(tol=0.1)("Answer: 3.05", 3).score == 1.0
     assert numeric(tol=0)("Answer: 3.0", 3).score == 1.0
-    o = s("Answer: forty-two", 42)
-    assert (o.status, o.extracted, o.score) == ("unparseable", "forty-two", None)
+    o = s("Answer: forty-two", 42)  # a number written in words is a number
+    assert (o.status, o.extracted, o.score) == ("answered", "forty-two", 1.0)
+    o = s("Answer: many", 42)
+    assert (o.status, o.extracted, o.score) == ("unparseable", None, None)
     assert s("long\nno marker", 1).status == "unparseable"
     for bad in (-1, float("nan"), float("inf"), "x"):
         with pytest.raises(AssayInputError):
@@ -515,3 +517,51 @@ def test_rescoring_under_another_policy_needs_no_model():
     # 1 answered right, 3 model failures, 2 endpoint failures (never scored)
     assert means == {"missing": 1.0, "wrong": 0.25, "correct": 1.0}
     assert not any(math.isnan(v) for v in means.values())
+
+
+@pytest.mark.parametrize("text, want", [
+    # the two shapes a fresh sample missed most (issue 37), and numbers in words
+    ("2 + 4 = 6\nThe answer is the total of two and four, which makes six.", 6),
+    ("31 + 15 = 46\nThe answer is a number.", 46),
+    ("A week has 7 days.", 7),
+    ("An insect has six legs.", 6),
+    ("Three hundred and fifteen.", 315),
+    ("So, Lena has 17 more coins than Kenji.", 17),
+    ("The answer is 36 - 13 = 20 cookies left.", 20),
+    ("Amara has 18 coins, and Tariq gives Amara 2 more. This means that Amara now has 30 coins (the original 18 + the "
+     "new 2).", 30),
+    ("April is approximately 31 days, not 40.", 31),
+    ("1. First we add.\n2. Now we can calculate: 4 * 30 = 90 seconds.\nYou've already done it yourself!", 90),
+    # a number in the question or the working is not the answer when the final statement gives another
+    ("Omar has 19 cards. Lucas gives Omar 5 more, so Omar now has 20 cards.", 20),
+    ("Lucas has 8 + 9 = 17 balloons. Mateo gives Lucas 17 more, so Lucas now has 26 balloons.", 26),
+    ("#### 1\nKenji has a total of 2 * 15 = 30 balloons.", 30),
+    # no answer
+    ("The answer is 18 (Mateo) - 32 (Jonas).", None),
+    ("A number is in the range of 5 to 10 when it ends with a zero.", None),
+    ("1. hwb = 1, bxp = 10, haw = 2, qqt = 42", None),
+    ("15 + 16 = Ana has 2 more marbles now.\nAnswer:", None),
+    ("1. Multiply 5 by itself\n3. Now, multiply 11 by 6 (11 * 11)", None),
+])
+def test_the_number_a_response_commits_to(text, want):
+    from assay.models.extract import extract_number
+
+    got = extract_number(text)
+    assert (None if got is None else parse_number(got)) == want, got
+
+
+def test_a_cut_off_answer_is_read_by_its_markers_and_a_count_of_another_thing_is_no_answer():
+    from assay.models.extract import extract_number
+
+    working = "Jonas buys 3 boxes with 6 cards each. There are a total of 2 + 7 + 5 = 14 boxes with 1 card each and"
+    assert extract_number(working) is not None and extract_number(working, cut_off=True) is None
+    assert extract_number("14 is the answer. Then we count the", cut_off=True) == "14"
+    q = "Tom has 2 bags with 3 shells in each bag. How many shells are there in all?"
+    said = "In one bag, Tom has 2 + 3 = 5 shells\nThere are now 1.5 bags with the same number of shells."
+    assert extract_number(said) == "1.5" and extract_number(said, question=q) is None
+    assert extract_number("So there are 6 shells.", question=q) == "6"
+    # through the scorer: the finish reason and the prompt reach the reader
+    o = score_response(working, None, "14", "numeric", finish_reason="length")
+    assert o.status == "unparseable"
+    o = score_response(said, None, "6", "numeric", prompt=q)
+    assert o.status == "unparseable"

@@ -33,7 +33,7 @@ from ..errors import AssayInputError
 
 __all__ = ["extract_boxed", "extract_answer", "extract_choice", "extract_auto", "extract_label", "normalize",
            "parse_number", "strip_reasoning", "resolve_extract", "EXTRACTORS", "parse_options",
-           "extract_statement"]
+           "extract_statement", "extract_number", "word_number"]
 
 # --------------------------------------------------------------------------------------------
 # Extraction
@@ -459,7 +459,8 @@ def parse_number(s: str | None) -> float | None:
 
     The whole (normalised) answer is tried first: ``1,000``, ``-2.50``, ``1e-3``, ``1/2``,
     ``\\frac{3}{4}``, ``-\\frac{1}{2}``, ``50%`` (-> 50). Otherwise the *last* number in the
-    answer is used (``x = 3, so y = 5`` -> 5; ``42 meters`` -> 42).
+    answer is used (``x = 3, so y = 5`` -> 5; ``42 meters`` -> 42); without digits, the last number written in
+    words (``six`` -> 6, ``twenty-four`` -> 24).
     """
     if s is None:
         return None
@@ -469,7 +470,8 @@ def parse_number(s: str | None) -> float | None:
         return x
     found = _ANY_NUMBER.findall(s)
     if not found:
-        return None
+        words = list(_WORD_NUMBER.finditer(s))  # "six", "twenty-four": a number written in words
+        return float(word_number(words[-1].group(0))) if words else None
     if _UNEVALUATED.search(s):  # "sqrt(9)", "2^3", "x**2": an expression, not the number written last
         return None
     return _whole_number(normalize(found[-1].replace(" ", "")))
@@ -671,6 +673,299 @@ def extract_auto(text: str | None) -> str | None:
     return _leading(text) or _equation(text)
 
 
+# --- numbers stated as a final answer ---------------------------------------------------------------
+
+_UNITS_WORDS = {"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+                "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,
+                "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19}
+_TENS_WORDS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80,
+               "ninety": 90}
+_SMALL = "|".join(sorted(_UNITS_WORDS, key=len, reverse=True))
+_TENS = "|".join(_TENS_WORDS)
+_BELOW_100 = rf"(?:(?:{_TENS})(?:[-\s](?:{_SMALL}))?|{_SMALL})"
+#: a number written in words, up to the thousands: "six", "twenty-four", "one hundred and five", "two thousand"
+_WORD_NUMBER = re.compile(
+    rf"(?<![A-Za-z-])(?:(?:{_BELOW_100}|a)\s+thousand(?:,?\s+(?:and\s+)?(?:{_BELOW_100}\s+hundred(?:\s+(?:and\s+)?"
+    rf"{_BELOW_100})?|{_BELOW_100}))?|(?:{_BELOW_100}|a)\s+hundred(?:\s+(?:and\s+)?{_BELOW_100})?|{_BELOW_100})"
+    rf"(?![A-Za-z-])", re.IGNORECASE)
+
+
+def _below_100(words: str) -> int:
+    parts = re.split(r"[-\s]+", words.strip().lower())
+    return sum(_TENS_WORDS.get(w, 0) + _UNITS_WORDS.get(w, 0) for w in parts)
+
+
+def word_number(s: str) -> int | None:
+    """The value of a number written in words (``"six"`` -> 6, ``"twenty-four"`` -> 24, ``"one hundred and five"``
+    -> 105, ``"two thousand"`` -> 2000), or ``None`` when ``s`` is not one."""
+    s = s.strip().lower()
+    if not _WORD_NUMBER.fullmatch(s):
+        return None
+    total = 0
+    rest = s
+    m = re.match(r"^(.*?)\s+thousand(?:,?\s+(?:and\s+)?(.*))?$", rest)
+    if m:
+        total += (1 if m.group(1) == "a" else _below_100(m.group(1))) * 1000
+        rest = m.group(2) or ""
+    m = re.match(r"^(.*?)\s+hundred(?:\s+(?:and\s+)?(.*))?$", rest)
+    if m:
+        total += (1 if m.group(1) == "a" else _below_100(m.group(1))) * 100
+        rest = m.group(2) or ""
+    if rest:
+        total += _below_100(rest)
+    return total
+
+
+#: a number as a final answer writes it: digits with thousands separators, decimals, a fraction, a sign, a currency
+#: sign or a percent, a short unit written against it ("2cm", "5kg"); not an ordinal ("19th") nor a part of a longer
+#: token ("4oola", "x2")
+_NUMBER_TOKEN = re.compile(
+    r"(?<![\w.,/])(?:[-+]|\u2212)?\$?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?(?:\s*/\s*\d+(?:\.\d+)?)?%?"
+    r"(?:(?=(?!(?:st|nd|rd|th)\b)[A-Za-z]{1,3}(?![\w]))|(?![\w/]|\.\d))")
+#: what states a quantity before it: "=", "is", "has", "makes", "gives", "equals", "a total of", "≈" ...
+_CUE = re.compile(r"(?:=|\u2248|~|\b(?:is|are|was|were|equals?|equal\s+to|has|have|had|makes?|gives?|get|gets|"
+                  r"becomes?|leaves?|total\s+of|comes?\s+to|adds?\s+up\s+to)\b)", re.IGNORECASE)
+#: an unevaluated expression or a range right after a number: "18 - 32", "2 * 13", "6*8", "6 * Tariq's amount",
+#: "5 to 10"
+_OPERATOR_AFTER = re.compile(r"^\s*(?:(?:[-+\u2212]|[*/\u00d7\u00f7^]|\*\*)\s*(?:\d|\()|(?:[*/\u00d7\u00f7^]|\*\*)\s*[A-Za-z]"
+                             r"|x\s+(?:\d|[A-Za-z])|x\d|(?:to|or)\s+\d)")
+#: a list item's marker at the start of a line: "1.", "2)", "Step 3:", "- ", "* "
+_LIST_MARKER = re.compile(r"^\s*(?:(?:step\s+)?\d+\s*[.):]|[-*\u2022])\s+", re.IGNORECASE)
+#: a sentence that opens as a conclusion: "So, ...", "Therefore ...", "In total ..."
+_CONCLUDES = re.compile(r"^\W*(?:so|therefore|thus|hence|in\s+total|in\s+all|this\s+means|finally)\b", re.IGNORECASE)
+#: the answer named before its value: "the answer is", "the answer to this question is", "the final answer would be",
+#: and the result, total or solution stated the same way
+_ANSWER_IS_NUMERIC = re.compile(
+    r"(?<![A-Za-z])(?:(?:final|correct|right)\s+)?(?:answer(?:\s+to\s+(?:this|the|your)\s+(?:question|problem))?|"
+    r"result|solution|total|sum)\s*(?:is|would\s+be|will\s+be|should\s+be|equals|=|:)\s*:?\s*(?P<v>[^\n]*)",
+    re.IGNORECASE)
+
+
+#: where an answer statement's value ends: its sentence, or a reason given for it ("..., because 3 boxes hold 4");
+#: a clause that goes on with the value ("the total of two and four, which makes six") is part of it
+_REASON_END = re.compile(r"(?<!\d)[.!;](?:\s|$)|[.!;]$|,\s+(?:because|since|as)\b", re.IGNORECASE)
+
+
+def _blank_parentheses(s: str) -> str:
+    """``s`` with every (...) blanked out, positions kept: "30 coins (the original 18 + the new 2)" states 30."""
+    out, depth = [], 0
+    for ch in s:
+        if ch == "(":
+            depth += 1
+        out.append(" " if depth else ch)
+        if ch == ")" and depth:
+            depth -= 1
+    return "".join(out)
+
+
+def _numbers_in(s: str, words: bool = True) -> list[tuple[int, int, str]]:
+    """(start, end, text) of every number in ``s`` (parentheses blanked first), in digits and, with ``words``, in
+    words."""
+    found = [(m.start(), m.end(), m.group(0)) for m in _NUMBER_TOKEN.finditer(s)]
+    if words:
+        found += [(m.start(), m.end(), m.group(0)) for m in _WORD_NUMBER.finditer(s)]
+    return sorted(found)
+
+
+def _stated_at(clause: str, words: bool = True) -> tuple[int, str] | None:
+    """(position, number) of the number a clause states after its last cue that is followed by one ("so Omar now has 20 cards" -> 20,
+    "= 7 + 17 - 24 = 50 shells" -> 50, "is 31 days, not 40" -> 31); ``None`` when that number starts an unevaluated
+    cue is followed by a number, ``(position, "")`` when the number it states starts an unevaluated expression or a range ("is
+    18 - 32", "is 5 to 10")."""
+    clause = _blank_parentheses(clause)
+    nums = _numbers_in(clause, words)
+    if not nums:
+        return None
+    for cue in reversed(list(_CUE.finditer(clause))):
+        after = [n for n in nums if n[0] >= cue.end()]
+        if not after:
+            continue
+        start, end, tok = after[0]
+        between = clause[cue.end():start]
+        if re.search(r"\bnot\b", between, re.IGNORECASE) or len(between.split()) > 6:
+            continue  # "is not 40", or a number far from the verb: not what the clause states
+        if re.search(r"[+*/\u00d7\u00f7^]|\s-\s", between) or _OPERATOR_AFTER.match(clause[end:]):
+            return start, ""  # it states an expression or a range: no number, and nothing earlier stands for it
+        return start, tok
+    return None
+
+
+def _number_value(s: str) -> str | None:
+    """The number an answer marker's value states: the number stated after its last cue ("the total of two and
+    four, which makes six" -> six; "36 - 13 = 20 cookies left" -> 20), else its only or last number; ``None``
+    without one, for an unevaluated expression ("18 (Mateo) - 32 (Jonas)") and for a value that is no answer
+    ("not provided", "to use trial and error")."""
+    if not s or re.match(r"^\W*(?:not|to)\b", s, re.IGNORECASE):
+        return None
+    if _whole_number(normalize(s)) is not None:
+        return s  # the whole value is a number: "1,000", "\\frac{1}{2}", "-3/4", "50%"
+    x = _stated_at(s)
+    if x is not None:
+        return x[1] or None
+    blank = _blank_parentheses(s)
+    nums = _numbers_in(blank)
+    if not nums:
+        return None
+    start, end, tok = nums[-1]
+    if _OPERATOR_AFTER.match(blank[end:]) or (len(nums) > 1 and _OPERATOR_AFTER.match(blank[nums[-2][1]:])):
+        return None  # an unevaluated expression, not a number
+    return tok
+
+
+def _sentences(text: str) -> list[tuple[int, str]]:
+    """(start, sentence) of the text's sentences, list markers removed, in order."""
+    out = []
+    for line_m in re.finditer(r"[^\n]+", text):
+        line = line_m.group(0)
+        lead = _LIST_MARKER.match(line)
+        base = line_m.start() + (lead.end() if lead else 0)
+        body = line[lead.end():] if lead else line
+        for m in re.finditer(r"(?:[^.!?]|\.(?=\d)|\.(?!\s|$))+[.!?]*", body):
+            if m.group(0).strip():
+                out.append((base + m.start(), m.group(0)))
+    return out
+
+
+#: a name given a value at the start of a line, a list item or a clause ("hwb = 1, bxp = 10", "2. ikr = 4"), or
+#: "the value of nea is 8"; two or more names given values are a list of values
+_ASSIGNED = re.compile(r"(?:(?:^|[,;]\s*|\band\s+)(?:\d+[.)]\s*)?([A-Za-z_][A-Za-z_0-9]{0,11})\s*(?:=|\u2248)\s*"
+                       r"[-\d\u221a(]|\bvalue\s+of\s+([A-Za-z_][A-Za-z_0-9]*)\s+(?:is|equals|=))",
+                       re.IGNORECASE | re.MULTILINE)
+#: a sentence about a named value that states no number ("The value of nea equals the square of rxk."): it ends the
+#: search, it is not passed over (an answer restated in words, "The answer is a number.", is passed over)
+_NAMED_VALUE = re.compile(r"^\W*(?:so,?\s+)?the\s+(?:final\s+)?values?\s+of\b", re.IGNORECASE)
+#: the noun counted in "How many (more) marbles ..."
+_ASKED = re.compile(r"\bhow\s+many\s+(?:more\s+|fewer\s+|less\s+|additional\s+|extra\s+)?([A-Za-z]+)", re.IGNORECASE)
+_NOT_NOUNS = {"more", "fewer", "less", "additional", "extra", "full", "whole", "total", "new", "remaining", "left",
+              "of", "in", "than", "and", "or", "the", "a", "an", "times", "per", "each", "now", "all"}
+
+
+def _stem(word: str) -> str:
+    w = word.lower()
+    for suf in ("ies", "es", "s"):
+        if w.endswith(suf) and len(w) > len(suf) + 2:
+            return w[:-len(suf)] + ("y" if suf == "ies" else "")
+    return w
+
+
+def _counts_another_thing(after: str, question: str | None) -> bool:
+    """True when a number followed by ``after`` counts another thing the question names than the one it asks for
+    ("There are now 1.5 bags ..." when the question asks how many shells are in the bags)."""
+    if not question:
+        return False
+    asked = _ASKED.search(question)
+    if not asked:
+        return False
+    words = re.findall(r"[A-Za-z]+", _blank_parentheses(after))
+    # the thing counted: the first lower-case word after the number ("1.5 bags", "17 more coins"); a name ("27
+    # Mateo") is not a thing counted
+    noun = next((w for w in words[:3] if w.lower() not in _NOT_NOUNS), None)
+    if noun is None or not noun.islower():
+        return False
+    named = {_stem(w) for w in re.findall(r"[A-Za-z]+", question)}
+    return _stem(noun) != _stem(asked.group(1)) and _stem(noun) in named
+
+
+def _concluding_number(text: str, question: str | None = None) -> tuple[int, str] | None:
+    """The number the response's last statement of a quantity gives ("So, Lena has 17 more coins than Kenji.",
+    "A week has 7 days.", "4 x 10 meters = 44 meters"): the last sentence that states a number after a verb or an
+    equals sign; sentences after it that state none (an instruction, a comment, a number in parentheses) are passed
+    over. A number in words counts in a response written without digits ("An insect has six legs.") or in a
+    sentence that opens as a conclusion ("So, ..."); elsewhere "you have two steps" is prose, not an answer.
+
+    No number when that statement is one of a list of values of two or more names ("hwb = 1, bxp = 10"), is about
+    an unevaluated expression (a square root, a power), or counts another thing the question names than the one it
+    asks for (``question``: "... 1.5 bags" when it asks how many shells); a sentence about a named value or the
+    answer that states no number ("The value of nea equals the square of rxk.") ends the search too."""
+    names = {(m.group(1) or m.group(2)).lower() for m in _ASSIGNED.finditer(text)}
+    if len(names) >= 2 or re.search(r"\bthe\s+values\s+of\b", text, re.IGNORECASE):
+        return None  # a list of values, not one answer
+    digits = bool(_NUMBER_TOKEN.search(text))
+    for start, sent in reversed(_sentences(text)):
+        found = _stated_at(sent, words=not digits or bool(_CONCLUDES.match(sent)))
+        if found is None:
+            if _NAMED_VALUE.match(sent):
+                return None
+            continue
+        at, tok = found
+        if not tok or _UNEVALUATED.search(sent) or re.search(r"square\s+root", sent, re.IGNORECASE):
+            return None  # it states an expression: no number, and nothing earlier stands for it
+        if _counts_another_thing(sent[at + len(tok):], question):
+            return None
+        return start, tok
+    return None
+
+
+def extract_number(text: str | None, cut_off: bool = False, question: Any = None) -> str | None:
+    """The number a response gives as its final answer, read as a careful reader reads it, or ``None``.
+
+    Candidates, each at its place in the response:
+
+    1. the last ``\\boxed{}``, ``Answer:`` line, GSM8K ``#### X`` line, "the answer (to this question) is X" or
+       "X is the answer" statement: the number its value states ("The answer is 36 - 13 = 20 cookies left." -> 20;
+       "The answer is the total of two and four, which makes six." -> six); a marker whose value holds no number
+       ("The answer is a number.") is passed over, so the equation before it ("31 + 15 = 46") still counts;
+    2. the response's concluding statement: its last sentence holding a number, when that sentence states it after
+       a verb or an equals sign ("So, Lena has 17 more coins than Kenji.", "A week has 7 days.", "4 x 10 meters =
+       44 meters"; list markers such as "2." are not numbers); not in a response cut off by its token limit
+       (``cut_off``), whose last sentence is unfinished work, not a conclusion;
+    3. a response that is one short line (:data:`SHORT_ANSWER_WORDS` words, or a number in words of any length:
+       "Three hundred and fifteen.") or starts with a lone number before its explanation (``32`` then reasoning).
+
+    The candidate stated last wins (a model that restates its answer at the end is read at the end); an expression
+    left unevaluated ("18 (Mateo) - 32 (Jonas)") and a number only in parentheses are not answers. Numbers may be
+    written in words ("eight"). Returns the number as written, for :func:`parse_number`.
+    """
+    text = _check_text(text, "extract_number")
+    text = strip_reasoning(text)
+    if not text or not text.strip():
+        return None
+    if isinstance(question, (list, tuple)):  # chat messages: the last user message
+        users = [m.get("content") for m in question if isinstance(m, dict) and m.get("role") == "user"]
+        question = users[-1] if users else None
+    question = question if isinstance(question, str) else None
+    found = _last_answer(text, "Answer")
+    if found is not None and found[2] is None and not text[found[1]:].strip():
+        return None  # it ends on an empty "Answer:": the answer it was about to give never came
+    cands: list[tuple[int, str]] = []
+    boxes = list(_BOX_RE.finditer(text))
+    if boxes:
+        v = _number_value(extract_boxed(text) or "")
+        if v is not None:
+            cands.append((boxes[-1].start(), v))
+    if found is not None and found[2] is not None:
+        v = _number_value(found[2])
+        if v is not None:
+            cands.append((found[0], v))
+    for rx in (_HASHES, _ANSWER_IS_NUMERIC):
+        for m in reversed(list(rx.finditer(text))):
+            v = m.group("v")
+            end = _REASON_END.search(v) if rx is _ANSWER_IS_NUMERIC else None
+            v = _number_value(v[:end.start()] if end else v)
+            if v is not None:
+                cands.append((m.start(), v))
+                break
+            if rx is _ANSWER_IS_NUMERIC and re.match(r"\s*(?:a|the)\s+number\b", m.group("v"), re.IGNORECASE):
+                continue  # "The answer is a number.": an empty restatement; the answer before it stands
+            if rx is _HASHES:
+                break
+    for m in _IS_THE_ANSWER.finditer(text):
+        v = _number_value(m.group("v"))
+        if v is not None:
+            cands.append((m.start(), v))
+    if not cut_off:
+        concluding = _concluding_number(text, question)
+        if concluding is not None:
+            cands.append(concluding)
+    if cands:
+        return max(cands, key=lambda c: c[0])[1] or None
+    stripped = _trim_value(text.strip())
+    if "\n" not in stripped and (len(stripped.split()) <= SHORT_ANSWER_WORDS or word_number(stripped) is not None):
+        return _number_value(stripped)  # "42", "42 apples", "Three hundred and fifteen."
+    lead = _leading(text)
+    return _number_value(lead) if lead else None
+
+
 # --- labels (a closed set of words) ---------------------------------------------------------------
 
 #: the usual synonyms of True / False / N/A, keyed by the letters-only lower-case form
@@ -824,6 +1119,7 @@ def _extract_text(text: str | None) -> str | None:
 
 EXTRACTORS: dict[str, Callable[[str | None], str | None]] = {
     "auto": extract_auto,
+    "number": extract_number,
     "label": extract_label,
     "boxed": extract_boxed,
     "answer": extract_answer,

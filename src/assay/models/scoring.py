@@ -38,6 +38,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..errors import AssayInputError
 from .extract import (EXTRACTORS, extract_answer, extract_auto, extract_boxed, extract_choice, extract_label,
+                      extract_number,
                       normalize, parse_number, parse_options, resolve_extract, strip_reasoning)
 from .extract import _choice_letters, _choice_with_reason, _letter_in, _name, _check_text, _label_of
 from .outcomes import (ANSWERED, DEFAULT_POLICY, ENDPOINT_FAILURES, OUTCOMES, POLICIES, REFUSED, UNPARSEABLE,
@@ -192,11 +193,18 @@ class _Base:
     def __init__(self, extract: Any) -> None:
         self.extract = resolve_extract(extract)
 
-    def _extracted(self, text: str | None) -> tuple[str | None, Outcome | None]:
+    def _extracted(self, text: str | None, cut_off: bool = False, question: Any = None
+                   ) -> tuple[str | None, Outcome | None]:
         text = _check_text(text, f"{self.name} scorer")
         if text is None or not text.strip():
             return None, Outcome(None, "unparseable", None, "empty response")
-        value = self.extract(text)
+        # the number extractor also reads what it knows of the request: a response cut off by its token limit (its
+        # last sentence is unfinished work, not a conclusion) and the question (what it counts); the other
+        # extractors read the text alone
+        if self.extract is extract_number:
+            value = extract_number(text, cut_off=cut_off, question=question)
+        else:
+            value = self.extract(text)
         if value is None:
             return None, Outcome(None, "unparseable", None, f"no answer found by {_name(self.extract)}")
         return str(value), None
@@ -237,14 +245,14 @@ class _Numeric(_Base):
     def _params(self) -> dict[str, Any]:
         return {"tol": self.tol, **super()._params()}
 
-    def __call__(self, text: str | None, reference: Any) -> Outcome:
+    def __call__(self, text: str | None, reference: Any, cut_off: bool = False, question: Any = None) -> Outcome:
         refs = []
         for r in _references(reference, self.name):
             x = float(r) if isinstance(r, (int, float)) else parse_number(str(r))
             if x is None or not math.isfinite(x):
                 raise AssayInputError(f"numeric scorer: reference {r!r} is not a finite number")
             refs.append(x)
-        value, failed = self._extracted(text)
+        value, failed = self._extracted(text, cut_off, question)
         if failed:
             return failed
         x = parse_number(value)
@@ -353,13 +361,16 @@ def exact(extract: Any = "auto") -> Scorer:
     return _Exact(extract)
 
 
-def numeric(tol: float = 1e-6, extract: Any = "auto") -> Scorer:
+def numeric(tol: float = 1e-6, extract: Any = "number") -> Scorer:
     """Scorer: 1 when the number in the extracted answer is within ``tol`` of the reference.
 
     Correct when ``|x - ref| <= tol * max(1, |ref|)``: absolute tolerance for references of size
-    up to 1, relative beyond. Numbers are read by :func:`parse_number` (``1,000``, ``1/2``,
-    ``\\frac{1}{2}``, ``50%``, else the last number in the answer). An extracted answer without a
-    number is ``"unparseable"``. A reference that is not a number raises AssayInputError.
+    up to 1, relative beyond. ``extract``: ``"number"`` (default, :func:`~assay.models.extract.extract_number`: the
+    number the response gives as its final answer, from an answer marker or its concluding statement, digits or
+    words; a response cut off by its token limit, known from :func:`score_response`'s ``finish_reason``, is read by
+    its answer markers only), or any extractor of :func:`exact`. Numbers are read by :func:`parse_number`
+    (``1,000``, ``1/2``, ``\\frac{1}{2}``, ``50%``, ``six``). An extracted answer without a number is
+    ``"unparseable"``. A reference that is not a number raises AssayInputError.
     """
     return _Numeric(tol, extract)
 
@@ -483,6 +494,7 @@ def score_response(
     outcome: str | None = None,
     detail: str | None = None,
     prompt: Any = None,
+    finish_reason: str | None = None,
 ) -> Outcome:
     """Score one model response and record the failure policy on the outcome.
 
@@ -492,8 +504,11 @@ def score_response(
     context-length message ``too_long``, any other ``transport``; the scorer is then not called and ``detail``
     holds the message. A call with no text, or only whitespace, is ``refused`` (the model answered nothing).
     Otherwise ``scorer`` (a name or callable, see :func:`make_scorer`) decides between ``answered`` and
-    ``unparseable``; ``prompt`` (optional) lets the ``choice`` scorer read the options it lists. The returned outcome
-    carries ``policy`` and ``final_score = apply_policy(outcome, policy)``.
+    ``unparseable``; ``prompt`` (optional) lets the ``choice`` scorer read the options it lists and the ``numeric``
+    scorer the thing the question counts, ``finish_reason``
+    (optional, the server's: ``"length"`` when the answer was cut off by its token limit) lets the ``numeric``
+    scorer read a cut-off answer by its answer markers alone. The returned outcome carries ``policy`` and
+    ``final_score = apply_policy(outcome, policy)``.
     """
     policy = _check_policy(policy)
     if error is not None and not isinstance(error, str):
@@ -507,8 +522,12 @@ def score_response(
         out = Outcome(None, pre, None, why)
     else:
         sc = make_scorer(scorer)
-        out = sc(text, reference, parse_options(prompt)) if (isinstance(sc, _Choice) and prompt is not None) else \
-            sc(text, reference)
+        if isinstance(sc, _Choice) and prompt is not None:
+            out = sc(text, reference, parse_options(prompt))
+        elif isinstance(sc, _Numeric):
+            out = sc(text, reference, cut_off=finish_reason == "length", question=prompt)
+        else:
+            out = sc(text, reference)
         if not isinstance(out, Outcome):
             raise AssayInputError(f"scorer {scorer!r} returned {out!r}, not an Outcome")
     return replace(out, policy=policy, final_score=apply_policy(out, policy))
@@ -520,7 +539,7 @@ def score(response: Any, reference: Any, scorer: Any = "exact", policy: str = DE
     detail are read from it; ``prompt`` as in :func:`score_response`."""
     get = response.get if isinstance(response, Mapping) else (lambda k, d=None: getattr(response, k, d))
     return score_response(get("text"), get("error"), reference, scorer, policy, outcome=get("outcome"),
-                          detail=get("detail"), prompt=prompt)
+                          detail=get("detail"), prompt=prompt, finish_reason=get("finish_reason"))
 
 
 def count_outcomes(outcomes: Iterable[Outcome | Mapping[str, Any]]) -> dict[str, int]:
@@ -540,11 +559,13 @@ def count_outcomes(outcomes: Iterable[Outcome | Mapping[str, Any]]) -> dict[str,
 
 
 def score_rows(texts: Iterable[Any], references: Iterable[Any], scorers: Any, policy: str = DEFAULT_POLICY,
-               outcomes: Iterable[Any] | None = None, prompts: Iterable[Any] | None = None) -> list[Outcome]:
+               outcomes: Iterable[Any] | None = None, prompts: Iterable[Any] | None = None,
+               finish_reasons: Iterable[Any] | None = None) -> list[Outcome]:
     """Score many stored answers at once (e.g. a history of raw answers read back from a journal or a file).
 
     ``scorers`` is one scorer (name or callable) or one per row; ``outcomes`` the model layer's outcome per row
-    (``Response.outcome``) when known. Rescoring stored text with better extraction rules needs no model call.
+    (``Response.outcome``) and ``finish_reasons`` the server's finish reason per row, when known. Rescoring stored
+    text with better extraction rules needs no model call.
     """
     texts, references = list(texts), list(references)
     if len(texts) != len(references):
@@ -556,12 +577,17 @@ def score_rows(texts: Iterable[Any], references: Iterable[Any], scorers: Any, po
     made: dict[Any, Any] = {}
     outs = list(outcomes) if outcomes is not None else [None] * len(texts)
     asked = list(prompts) if prompts is not None else [None] * len(texts)
+    finished = list(finish_reasons) if finish_reasons is not None else [None] * len(texts)
+    if len(outs) != len(texts) or len(asked) != len(texts) or len(finished) != len(texts):
+        raise AssayInputError(f"score_rows: outcomes, prompts and finish_reasons need one entry per text "
+                              f"({len(texts)})")
     result = []
-    for text, ref, sc, oc, prompt in zip(texts, references, per_row, outs, asked):
+    for text, ref, sc, oc, prompt, fin in zip(texts, references, per_row, outs, asked, finished):
         key = sc if isinstance(sc, str) else id(sc)
         if key not in made:
             made[key] = make_scorer(sc)
         oc = None if (oc is None or (isinstance(oc, float) and math.isnan(oc))) else oc
         text = None if (text is None or (isinstance(text, float) and math.isnan(text))) else text
-        result.append(score_response(text, None, ref, made[key], policy, outcome=oc, prompt=prompt))
+        fin = fin if isinstance(fin, str) else None
+        result.append(score_response(text, None, ref, made[key], policy, outcome=oc, prompt=prompt, finish_reason=fin))
     return result
