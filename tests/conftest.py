@@ -1,4 +1,5 @@
-"""Test-wide settings: fitted FAQ factors are cached in a temporary folder, never in the user's ~/.cache."""
+"""Test-wide settings: fitted FAQ factors are cached in a temporary folder of the run, shared by its workers, never in
+the user's ~/.cache."""
 
 import os
 import sys
@@ -10,14 +11,24 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))  # tests/ helpers (live_server, fake_openai_server)
 
 
-@pytest.fixture(autouse=True, scope="session")
-def _private_cache():
-    if "ASSAY_CACHE_DIR" in os.environ:
-        yield
-        return
-    with tempfile.TemporaryDirectory(prefix="assay-test-cache-") as d:
-        os.environ["ASSAY_CACHE_DIR"] = d
-        yield
+#: the run's own cache folder (fitted FAQ factors and calibrations), made by the first process of the run: with
+#: pytest-xdist the controller makes it before the workers start, and they inherit it through the environment, so a
+#: fit made by one worker (or by a subprocess a test starts) is read by the others instead of being made again
+_RUN_CACHE: str | None = None
+
+
+def pytest_configure(config):
+    global _RUN_CACHE
+    if "ASSAY_CACHE_DIR" not in os.environ:
+        _RUN_CACHE = tempfile.mkdtemp(prefix="assay-test-cache-")
+        os.environ["ASSAY_CACHE_DIR"] = _RUN_CACHE
+
+
+def pytest_unconfigure(config):
+    if _RUN_CACHE is not None:  # the process that made it removes it, after every worker has ended
+        import shutil
+
+        shutil.rmtree(_RUN_CACHE, ignore_errors=True)
         os.environ.pop("ASSAY_CACHE_DIR", None)
 
 
@@ -57,3 +68,63 @@ def live_judge():
         pytest.skip(f"the Gemma 3 270M package is missing: {e}")
     with LiveServer(path, alias="gemma3") as server:
         yield server
+
+
+# -- Ray: one 3-node cluster for the session's Ray tests (they share one xdist worker, group "ray") ------------------
+
+#: every node of the test cluster: one CPU, loopback only, a small object store
+RAY_NODE = dict(num_cpus=1, node_ip_address="127.0.0.1", object_store_memory=80 * 2**20)
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """Head + 2 worker nodes, 1 CPU each, every server on 127.0.0.1 (ray.cluster_utils.Cluster), started once for the
+    session (a Ray start costs 5-15 s) and always shut down. It lives in a private RAY_TMPDIR, so that ``ray.init()``
+    elsewhere on the machine never finds it and joins it by accident. The driver is not connected: a module joins
+    through ``ray_cluster.address`` (as ``--address`` does) and disconnects when it ends."""
+    ray = pytest.importorskip("ray")
+    from ray.cluster_utils import Cluster
+
+    saved = os.environ.get("RAY_TMPDIR")
+    tmp = tempfile.mkdtemp(prefix="assay-ray-", dir="/tmp")  # short: Ray's socket paths live under it
+    os.environ["RAY_TMPDIR"] = tmp
+    # Ray rewrites 127.0.0.1 in an address into this machine's network address, where a loopback cluster does not
+    # listen; with this switch (what Ray does on a laptop) the driver dials 127.0.0.1 as given
+    consts = ray._private.ray_constants
+    saved_switch = consts.ENABLE_RAY_CLUSTER
+    consts.ENABLE_RAY_CLUSTER = False
+    c = None
+    try:
+        if ray.is_initialized():
+            ray.shutdown()
+        c = Cluster(initialize_head=True, head_node_args=dict(
+            include_dashboard=False, **RAY_NODE,
+            # a lost node is declared dead after about 1.5 s instead of 15 s
+            _system_config={"health_check_period_ms": 500, "health_check_failure_threshold": 3}))
+        for _ in range(2):
+            c.add_node(**RAY_NODE)
+        c.wait_for_nodes()
+        yield c
+    finally:
+        ray.shutdown()
+        if c is not None:
+            c.shutdown()
+        consts.ENABLE_RAY_CLUSTER = saved_switch
+        if saved is None:
+            os.environ.pop("RAY_TMPDIR", None)
+        else:
+            os.environ["RAY_TMPDIR"] = saved
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def ray_connected(ray_cluster):
+    """This module's driver connected to the session's Ray cluster (disconnected when the module ends)."""
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(address=ray_cluster.address, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
+    yield ray_cluster
+    ray.shutdown()

@@ -71,7 +71,9 @@ PYCON = [p for p in FILES if blocks(p, "pycon")]
 def _env(tmp: Path) -> dict[str, str]:
     env = dict(os.environ)
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
-    env.update(CI="true", COLUMNS="200", NO_COLOR="1", TERM="dumb", ASSAY_CACHE_DIR=str(tmp / ".cache"),
+    # the run's shared fit cache (conftest.py): a fit the docs show is made once per run, not once per page
+    env.update(CI="true", COLUMNS="200", NO_COLOR="1", TERM="dumb",
+               ASSAY_CACHE_DIR=os.environ.get("ASSAY_CACHE_DIR") or str(tmp / ".cache"),
                ASSAY_JOURNAL=str(tmp / "journal.sqlite"), MPLBACKEND="Agg", PYTHONWARNINGS="ignore")
     env.pop("FORCE_COLOR", None)
     return env
@@ -102,7 +104,7 @@ def test_console_blocks(path, tmp_path):
 @pytest.mark.parametrize("path", PYCON, ids=[str(p.relative_to(ROOT)) for p in PYCON])
 def test_pycon_blocks(path, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("ASSAY_CACHE_DIR", str(tmp_path / ".cache"))
+    monkeypatch.setenv("ASSAY_CACHE_DIR", os.environ.get("ASSAY_CACHE_DIR") or str(tmp_path / ".cache"))
     monkeypatch.setenv("CI", "true")
     parser = doctest.DocTestParser()
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)

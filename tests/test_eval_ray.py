@@ -22,10 +22,9 @@ from assay.eval import campaign as camp  # noqa: E402
 
 
 @pytest.fixture(scope="module", autouse=True)
-def local_ray():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
+def local_ray(ray_connected):
+    """The session's Ray cluster (conftest.py: 3 nodes of one CPU), joined for this module."""
     yield
-    ray.shutdown()
 
 
 def test_the_campaign_on_ray_gives_the_serial_numbers(tmp_path):

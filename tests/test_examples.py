@@ -19,7 +19,7 @@ def test_one_example_per_method():
 
 @pytest.mark.parametrize("script", EXAMPLES, ids=[p.name for p in EXAMPLES])
 def test_example_runs(script, tmp_path):
-    env = {**os.environ, "CI": "true", "MPLBACKEND": "Agg", "ASSAY_CACHE_DIR": str(tmp_path)}
+    env = {**os.environ, "CI": "true", "MPLBACKEND": "Agg", "ASSAY_CACHE_DIR": os.environ.get("ASSAY_CACHE_DIR") or str(tmp_path)}
     r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, env=env,
                        timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]

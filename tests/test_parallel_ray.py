@@ -1,6 +1,6 @@
-"""Ray executor on a local cluster (2 CPUs): bit-identical results on serial, processes and Ray with 1 or 2
-workers (a study and the FAQ protocol), a worker that dies is retried without changing the results, and the
-CLI's --executor ray."""
+"""Ray executor on the session's Ray cluster (conftest.py: 3 local nodes of one CPU): bit-identical results on serial,
+processes and Ray with 1 or 2 workers (a study and the FAQ protocol), a worker that dies is retried without
+changing the results, and the CLI's --executor ray."""
 
 import json
 import os
@@ -23,10 +23,9 @@ from assay.studies import run_study  # noqa: E402
 
 
 @pytest.fixture(scope="module", autouse=True)
-def local_ray():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
+def local_ray(ray_connected):
+    """The session's Ray cluster (conftest.py: 3 nodes of one CPU), joined for this module."""
     yield
-    ray.shutdown()
 
 
 def test_study_identical_on_every_executor():

@@ -7,14 +7,13 @@
   serial one (the removal is checked to have interrupted a task);
 * an address where no cluster answers is an AssayBackendError (exit 3) within seconds, not a traceback or a hang.
 
-The cluster lives in a private RAY_TMPDIR, so that `ray.init()` elsewhere on the machine (another test process,
+The cluster is the test session's one Ray cluster (``ray_cluster`` in conftest.py, shared with the other Ray
+modules): it lives in a private RAY_TMPDIR, so that `ray.init()` elsewhere on the machine (another test process,
 another Ray user) never finds it and joins it by accident, and it is always shut down."""
 
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 import threading
 import time
 
@@ -29,8 +28,6 @@ pytestmark = pytest.mark.xdist_group("ray")
 
 ray = pytest.importorskip("ray")
 
-from ray.cluster_utils import Cluster  # noqa: E402
-
 from assay import parallel  # noqa: E402
 from assay.cli import app  # noqa: E402
 from assay.errors import AssayBackendError  # noqa: E402
@@ -38,7 +35,7 @@ from assay.parallel import RayExecutor, spawn, use_executor  # noqa: E402
 from assay.studies import run_study  # noqa: E402
 from assay.studies.faq import DATA, shared_data_dir  # noqa: E402
 
-NODE = dict(num_cpus=1, node_ip_address="127.0.0.1", object_store_memory=80 * 2**20)
+from conftest import RAY_NODE as NODE  # noqa: E402  (a node like the session cluster's)
 
 # the smallest settings that still give each study several tasks (tasks in brackets)
 STUDIES = {
@@ -77,40 +74,13 @@ def test_an_address_where_no_cluster_answers_is_a_backend_error(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def cluster():
-    """Head + 2 worker nodes, 1 CPU each, loopback only; the driver is NOT connected: assay's RayExecutor joins
-    through the address, as from the command line."""
-    saved = {k: os.environ.get(k) for k in ("RAY_TMPDIR",)}
-    tmp = tempfile.mkdtemp(prefix="assay-ray-", dir="/tmp")  # short: Ray's socket paths live under it
-    os.environ["RAY_TMPDIR"] = tmp
-    # Ray rewrites 127.0.0.1 in an address into this machine's network address, where a loopback cluster does not
-    # listen; with this switch (what Ray does on a laptop) the driver dials 127.0.0.1 as given
-    consts = ray._private.ray_constants
-    saved_switch = consts.ENABLE_RAY_CLUSTER
-    consts.ENABLE_RAY_CLUSTER = False
-    c = None
-    try:
-        if ray.is_initialized():
-            ray.shutdown()
-        c = Cluster(initialize_head=True, head_node_args=dict(
-            include_dashboard=False, **NODE,
-            # a lost node is declared dead after about 1.5 s instead of 15 s
-            _system_config={"health_check_period_ms": 500, "health_check_failure_threshold": 3}))
-        for _ in range(2):
-            c.add_node(**NODE)
-        c.wait_for_nodes()
-        yield c
-    finally:
+def cluster(ray_cluster):
+    """The session's 3-node cluster (conftest.py); the driver is NOT connected here: assay's RayExecutor joins through
+    the address, as from the command line."""
+    if ray.is_initialized():  # another module's connection: this module joins through the address itself
         ray.shutdown()
-        if c is not None:
-            c.shutdown()
-        consts.ENABLE_RAY_CLUSTER = saved_switch
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-        shutil.rmtree(tmp, ignore_errors=True)
+    yield ray_cluster
+    ray.shutdown()
 
 
 def _faq_data(models: int = 80):

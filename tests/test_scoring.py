@@ -535,7 +535,10 @@ def test_rescoring_under_another_policy_needs_no_model():
     # a number in the question or the working is not the answer when the final statement gives another
     ("Omar has 19 cards. Lucas gives Omar 5 more, so Omar now has 20 cards.", 20),
     ("Lucas has 8 + 9 = 17 balloons. Mateo gives Lucas 17 more, so Lucas now has 26 balloons.", 26),
-    ("#### 1\nKenji has a total of 2 * 15 = 30 balloons.", 30),
+    # an answer given first stands against a later sentence that explains it; a later one given as final wins
+    ("The answer is 17. There are 3 more shells than Ivan has now.", 17),
+    ("7\nLet's break it down: 3 * 2 = 6 marbles are removed, so it is left with 4 remaining marbles.", 7),
+    ("The answer is 15.\nSo, Kenji has a total of 2 * 15 = 30 balloons.", 30),
     # no answer
     ("The answer is 18 (Mateo) - 32 (Jonas).", None),
     ("A number is in the range of 5 to 10 when it ends with a zero.", None),

@@ -174,11 +174,16 @@ def fit_factors(H: np.ndarray, rows: Sequence[str], items: Sequence[str], *, cac
         fm.fit(FAQMatrix(H, list(rows), list(items)), groups=groups, progress=progress)
     info = {"cache": "miss", "path": None, "key": key}
     if cache:
+        # written whole under a name of this process's, then renamed: a process reading the cache (or fitting the
+        # same history at the same time) never sees half a file
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
         try:
-            save_factors(fm, path)
-            os.chmod(path, 0o600)
+            save_factors(fm, tmp)
+            os.chmod(tmp, 0o600)
+            tmp.replace(path)
             info["path"] = str(path)
         except OSError as e:  # a read-only home is not a reason to fail the evaluation
+            tmp.unlink(missing_ok=True)
             info["cache"] = f"not written ({e.strerror or e})"
     return fm, info
 

@@ -204,7 +204,7 @@ class Calibration:
         path.parent.mkdir(parents=True, exist_ok=True)
         arrays = {k: np.asarray(getattr(self, k)) for k in self._ARRAYS}
         arrays.update({f"se__{k}": np.asarray(v) for k, v in self.se.items()})
-        tmp = path.with_name(path.name + ".tmp")
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")  # one per process: two may write the same entry
         with open(tmp, "wb") as f:
             np.savez_compressed(f, meta=np.array(json.dumps({"n_b": self.n_b, "N": self.N})), **arrays)
         os.chmod(tmp, 0o600)  # beside the fitted factors, as private as they are

@@ -925,6 +925,8 @@ def extract_number(text: str | None, cut_off: bool = False, question: Any = None
         question = users[-1] if users else None
     question = question if isinstance(question, str) else None
     found = _last_answer(text, "Answer")
+    if found is not None and text[max(0, found[0] - 1):found[0]] in _QUOTES:
+        found = None  # "the result after 'Answer:'": the marker quoted, not used
     if found is not None and found[2] is None and not text[found[1]:].strip():
         return None  # it ends on an empty "Answer:": the answer it was about to give never came
     cands: list[tuple[int, str]] = []
@@ -953,17 +955,26 @@ def extract_number(text: str | None, cut_off: bool = False, question: Any = None
         v = _number_value(m.group("v"))
         if v is not None:
             cands.append((m.start(), v))
-    if not cut_off:
-        concluding = _concluding_number(text, question)
-        if concluding is not None:
+    stripped = _trim_value(text.strip())
+    if "\n" not in stripped and (len(stripped.split()) <= SHORT_ANSWER_WORDS or word_number(stripped) is not None):
+        v = _number_value(stripped)  # "42", "42 apples", "Three hundred and fifteen."
+        if v is not None:
+            cands.append((0, v))
+    lead = _leading(text)
+    v = _number_value(lead) if lead else None
+    if v is not None:  # "7" then an explanation: the answer given first
+        cands.append((0, v))
+    concluding = None if cut_off else _concluding_number(text, question)
+    if concluding is not None:
+        start, tok = concluding
+        # a concluding sentence overrides an answer given earlier (a marker, or a number the response opened with)
+        # only when it is given as final ("So, ...", "Therefore, ..."); otherwise it is the explanation of that answer
+        later = [c for c in cands if c[0] >= start]
+        if not cands or later or _CONCLUDES.match(text[start:]):
             cands.append(concluding)
     if cands:
         return max(cands, key=lambda c: c[0])[1] or None
-    stripped = _trim_value(text.strip())
-    if "\n" not in stripped and (len(stripped.split()) <= SHORT_ANSWER_WORDS or word_number(stripped) is not None):
-        return _number_value(stripped)  # "42", "42 apples", "Three hundred and fifteen."
-    lead = _leading(text)
-    return _number_value(lead) if lead else None
+    return None
 
 
 # --- labels (a closed set of words) ---------------------------------------------------------------
