@@ -734,16 +734,18 @@ _LIST_MARKER = re.compile(r"^\s*(?:(?:step\s+)?\d+\s*[.):]|[-*\u2022])\s+", re.I
 #: a sentence that opens as a conclusion: "So, ...", "Therefore ...", "In total ..."
 _CONCLUDES = re.compile(r"^\W*(?:so|therefore|thus|hence|in\s+total|in\s+all|this\s+means|finally)\b", re.IGNORECASE)
 #: the answer named before its value: "the answer is", "the answer to this question is", "the final answer would be",
-#: and the result, total or solution stated the same way
+#: and the result, total or solution stated the same way (the value is a lookahead: a later statement inside the
+#: value, "... is 8/35. The correct final answer was 9", is found as a match of its own)
 _ANSWER_IS_NUMERIC = re.compile(
     r"(?<![A-Za-z])(?:(?:final|correct|right)\s+)?(?:answer(?:\s+to\s+(?:this|the|your)\s+(?:question|problem))?|"
-    r"result|solution|total|sum)\s*(?:is|would\s+be|will\s+be|should\s+be|equals|=|:)\s*:?\s*(?P<v>[^\n]*)",
+    r"result|solution|total|sum)[ \t]*(?:is|was|would\s+be|will\s+be|should\s+be|equals|=|:)[ \t]*:?[ \t]*(?=(?P<v>[^\n]*))",
     re.IGNORECASE)
 
 
-#: where an answer statement's value ends: its sentence, or a reason given for it ("..., because 3 boxes hold 4");
+#: where an answer statement's value ends: its sentence ("17. There are 3 more ..." ends at 17; a decimal point is
+#: followed by a digit, not a space), or a reason given for it ("..., because 3 boxes hold 4");
 #: a clause that goes on with the value ("the total of two and four, which makes six") is part of it
-_REASON_END = re.compile(r"(?<!\d)[.!;](?:\s|$)|[.!;]$|,\s+(?:because|since|as)\b", re.IGNORECASE)
+_REASON_END = re.compile(r"[.!;](?:\s|$)|,\s+(?:because|since|as)\b", re.IGNORECASE)
 
 
 def _blank_parentheses(s: str) -> str:
