@@ -53,7 +53,7 @@ def answered(live_model, tmp_path_factory):
     bank = bank_subset(d, N_ITEMS // 4)
     args = ["query", bank, "--model", live_model.alias, "--endpoint", live_model.base_url, "--journal",
             d / "j.sqlite", "--run-id", "q1", "--reference-col", "reference", "--scorer", "scorer",
-            "--max-tokens", "48", "--concurrency", "2", "-o", d / "answers.parquet"]
+            "--max-tokens", "24", "--concurrency", "2", "-o", d / "answers.parquet"]
     first = cli(args)
     return d, args, first
 
@@ -155,7 +155,7 @@ def test_scope_reasoning_gym_runs_its_whole_budget(live_model, tmp_path):
     space.write_text("parameters:\n  terms: {type: integer, low: 2, high: 4}\n  digits: {type: integer, low: 1, high: 2}\n")
     res = cli(["scope", "--generator", "reasoning_gym:chain_sum", "--space", space, "--endpoint", live_model.base_url,
                "--model", live_model.alias, "--budget", 12, "--batch", 6, "--n0", 6, "--certify", 0.9,
-               "--max-tokens", 48, "--concurrency", 2, "--seed", 1, "--journal", tmp_path / "j.sqlite"])
+               "--max-tokens", 24, "--concurrency", 2, "--seed", 1, "--journal", tmp_path / "j.sqlite"])
     assert res.exit_code == 0, res.output
     assert "12 tickets" in res.stdout
     assert "certified at tau = 0.9" in res.stdout
@@ -200,7 +200,7 @@ def test_judge_then_autoeval_on_real_labels(answered, live_judge, tmp_path):
 def test_psdme_on_live_latencies(live_model, tmp_path):
     bank = bank_subset(tmp_path, 2)  # 8 prompts
     journal = tmp_path / "j.sqlite"
-    for name, max_tokens in (("short", 4), ("medium", 16), ("long", 48)):
+    for name, max_tokens in (("short", 4), ("medium", 12), ("long", 24)):
         res = cli(["query", bank, "--model", live_model.alias, "--endpoint", live_model.base_url, "--stream",
                    "--max-tokens", max_tokens, "--journal", journal, "--run-id", name, "--concurrency", 1])
         assert res.exit_code == 0, res.output
@@ -247,34 +247,37 @@ def _resume_and_check(cmd: list[str], journal: Path, run_id: str, env: dict, exp
 
 
 def test_kill_9_during_a_live_scope_run_then_resume(live_model, tmp_path):
-    """A DyVal search on the real model, killed after 6 answers and resumed: it runs its whole budget, every answer
-    is accounted for, nothing is lost or paid twice, and the result equals an uninterrupted run with the same seed.
-    The model declares a 512-token window, so the DyVal space keeps the templates whose prompts fit it (at 1024 the
-    prompts are about twice as long: 110 s instead of 72 s for 20 answers on one server thread)."""
+    """A DyVal search on the real model, killed after 4 of its 10 answers and resumed: it runs its whole budget, every
+    answer is accounted for, nothing is lost or paid twice, and the result equals an uninterrupted run with the same
+    seed. The model declares a 512-token window, so the DyVal space keeps the templates whose prompts fit it (at 1024
+    the prompts are about twice as long); 16 tokens an answer are enough for what is checked (every answer is
+    accounted for, a cut-off one counts as wrong)."""
     journal = tmp_path / "j.sqlite"
     env = {**os.environ, "CI": "1"}
     cmd = [sys.executable, "-m", "assay.cli", "scope", "--generator", "dyval", "--endpoint", live_model.base_url,
-           "--model", live_model.alias, "--budget", "16", "--batch", "8", "--n0", "8", "--certify", "0.9",
-           "--context-window", "512", "--max-tokens", "48", "--concurrency", "2", "--seed", "0", "--journal",
+           "--model", live_model.alias, "--budget", "10", "--batch", "5", "--n0", "5", "--certify", "0.9",
+           "--context-window", "512", "--max-tokens", "16", "--concurrency", "2", "--seed", "0", "--journal",
            str(journal), "--run-id", "scope-k9"]
-    _kill_midway(cmd, journal, "scope-k9", after=6, env=env)
-    out = _resume_and_check(cmd, journal, "scope-k9", env, expected=16)
-    assert out["tickets"] == 16
+    _kill_midway(cmd, journal, "scope-k9", after=4, env=env)
+    out = _resume_and_check(cmd, journal, "scope-k9", env, expected=10)
+    assert out["tickets"] == 10
     ev = pd.DataFrame(out["evaluations"])
-    assert len(ev) == 16 and set(ev["status"]) <= {"answered", "unparseable", "too_long", "refused"}
+    assert len(ev) == 10 and set(ev["status"]) <= {"answered", "unparseable", "too_long", "refused"}
     # unparseable / too long answers are the model's wrong answers (utility 1), never an outage
     assert (ev.loc[ev["status"] != "answered", "utility"] == 1).all()
     assert out["n_certified"] >= 0 and out["params"]["policy"] == "wrong"
     # the resumed run equals an uninterrupted one with the same seed (same tickets, same answers from the journal)
-    again = subprocess.run([*cmd, "--json"], capture_output=True, text=True, env=env, timeout=600)
-    assert again.returncode == 0, again.stderr[-3000:]
+    again = cli([*cmd[3:], "--json"])  # in this process: the answers come from the journal, nothing is asked
+    assert again.exit_code == 0, again.output[-3000:]
     again = json.loads(again.stdout)
     assert again["top"] == out["top"] and again["evaluations"] == out["evaluations"]
 
 
 def test_kill_9_during_a_live_judge_run_then_resume(answered, live_judge, tmp_path):
+    """The judge on 12 of the real answers, killed after 4 verdicts and resumed: every verdict is in the journal once,
+    none paid twice, and the labels file has every row."""
     d, _, _ = answered
-    rows = pd.read_parquet(d / "answers.parquet")
+    rows = pd.read_parquet(d / "answers.parquet").iloc[:12]
     rows.to_parquet(tmp_path / "to_judge.parquet")
     journal = tmp_path / "j.sqlite"
     env = {**os.environ, "CI": "1"}
@@ -282,10 +285,11 @@ def test_kill_9_during_a_live_judge_run_then_resume(answered, live_judge, tmp_pa
            live_judge.alias, "--endpoint", live_judge.base_url, "--completions", "--rubric", "fewshot", "--journal",
            str(journal), "--run-id", "judge-k9", "--concurrency", "2", "-o", str(tmp_path / "judged.csv")]
     n_sent = int(rows["text"].fillna("").str.strip().ne("").sum())
-    _kill_midway(cmd, journal, "judge-k9", after=6, env=env)
+    assert n_sent > 4  # the kill comes before the end
+    _kill_midway(cmd, journal, "judge-k9", after=4, env=env)
     out = _resume_and_check(cmd, journal, "judge-k9", env, expected=n_sent)
-    assert out["stats"]["cached"] >= 6
-    assert len(pd.read_csv(tmp_path / "judged.csv")) == N_ITEMS
+    assert out["stats"]["cached"] >= 4
+    assert len(pd.read_csv(tmp_path / "judged.csv")) == len(rows)
 
 
 def test_the_server_fixture_reports_a_dead_server(tmp_path):
@@ -340,7 +344,7 @@ def test_faq_live_with_anytime_stopping(live_model, tmp_path):
     bank.to_csv(tmp_path / "bank.csv", index=False)
     args = ["faq", "--history", tmp_path / "history.csv", "--items", tmp_path / "bank.csv", "--endpoint",
             live_model.base_url, "--model", live_model.alias, "--scorer", "scorer", "--system", "Be concise.",
-            "--max-tokens", 48, "--budget", 24, "--until-width", 0.5, "--min-queries", 8, "--seed", 0,
+            "--max-tokens", 24, "--budget", 24, "--until-width", 0.5, "--min-queries", 8, "--seed", 0,
             "--journal", tmp_path / "j.sqlite", "--run-id", "faq1", "--json"]
     res = cli(args)
     assert res.exit_code == 0, res.output
