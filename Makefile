@@ -7,7 +7,7 @@ LIVE    = $(VENV)/.live
 # llama-cpp-python built portably: the native build segfaults in its first decode on CPUs with AVX-512 and AMX
 LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 
-.PHONY: demo test live docs fuzz bench studies clean chromium
+.PHONY: demo test check shuffle live docs fuzz bench studies clean chromium
 
 # uv installs what pip installs (the same versions, compared with pip freeze) from PyPI, in 17-29 s where pip took
 # 96 s on 2 cores (parallel downloads; fresh clones); plain pip where uv fails to install or to run
@@ -30,6 +30,18 @@ demo: $(STAMP)
 
 test: $(LIVE) chromium
 	$(PY) -m pytest -q -n 2 --dist loadgroup tests
+
+# The inner loop while developing: every test that needs no model server, no Ray, no browser, no long Monte Carlo
+# study and no subprocess per case (those are marked slow; `make test` runs them all, CI runs `make test`)
+check: $(STAMP)
+	$(PY) -m pytest -q -n 2 -m "not slow" tests
+
+# The whole suite in a random order (pytest-random-order, from the dev extra; never switched on in `make test`), to
+# find tests that depend on what ran before them; SEED=N repeats an order
+shuffle: $(LIVE) chromium
+	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pytest -q -n 2 --dist loadgroup --random-order-bucket=global \
+	  $(if $(SEED),--random-order-seed=$(SEED)) tests
 
 # Every live path with real budgets against the local real model (not CI: about half an hour); the numbers it prints
 # are the ones in docs/live.md

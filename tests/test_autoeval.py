@@ -397,6 +397,7 @@ def validity_runs():
     return rates
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ae.METHODS)
 @pytest.mark.parametrize("kind", JUDGES)
 @pytest.mark.parametrize("R", [TARGET, 0.15])
@@ -407,6 +408,7 @@ def test_type_one_error_wsr(validity_runs, method, kind, R, delta):
     assert rate <= mc_limit(delta, VALIDITY_TRIALS)
 
 
+@pytest.mark.slow
 def test_naive_baselines_violate_delta(validity_runs):
     """'Trust the labelled mean' and 'trust the judge mean' certify far more often than delta."""
     limit = mc_limit(0.1, VALIDITY_TRIALS, k=10)
@@ -421,6 +423,7 @@ def test_naive_baselines_violate_delta(validity_runs):
     # adversarial judge never fools the judge mean (it reports ~0.88), so no claim there
 
 
+@pytest.mark.slow
 def test_type_one_error_up_betting():
     """UP betting (grid 1,000), R = target, optimistic judge, 300 trials: tolerance delta + 3 se = 0.152."""
     trials = 300
@@ -521,6 +524,7 @@ def _summ(x):
     return f"{x.mean():.0f} ± {x.std(ddof=1) / math.sqrt(len(x)):.0f}"
 
 
+@pytest.mark.slow
 def test_sample_complexity_good_judge(sample_complexity):
     sc = sample_complexity[0.99, 0.1]
     print("gamma 0.99, delta 0.1, n_min:", {k: _summ(v) for k, v in sc.items()})
@@ -531,6 +535,7 @@ def test_sample_complexity_good_judge(sample_complexity):
     assert (sc["r-eval"] < 20_000).all()  # nothing censored: the comparison is not an artefact
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("delta", [0.1, 0.01])
 def test_sample_complexity_bad_judge(sample_complexity, delta):
     sc = sample_complexity[0.7, delta]
@@ -566,6 +571,7 @@ def bound_runs():
     return {"q": q, "h": h, "upper": up, "lower": low, "ci": ci}
 
 
+@pytest.mark.slow
 def test_bound_coverage(bound_runs):
     R, b = 0.1, bound_runs
     miss_up = float((b["upper"] < R).mean())
@@ -703,6 +709,7 @@ def test_r_eval_interval_reproduces_reference_anchor():
 RISKS = (0.02, 0.03, 0.45, 0.02, 0.09)  # m0..m4: m2 fails for sure, m4 is hard to certify at delta/K
 
 
+@pytest.mark.slow
 def test_no_best_without_a_family_wise_procedure():
     """K = 5 candidates all exactly at the risk target (R-Eval, 300 labels each): a "best" picked among individually
     certified ones would be a false claim in far more than delta of the trials (30% measured here at delta = 0.1);

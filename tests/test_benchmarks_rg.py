@@ -63,6 +63,7 @@ def _offered():
     return offered_tasks()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task", _offered())
 def test_every_offered_task_scores_its_oracle_and_only_it(task):
     """10 generated instances per task (up to 0.75 s each to generate: arc_agi, knight_swap): the oracle answer,

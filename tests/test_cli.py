@@ -138,6 +138,7 @@ def test_study_json_rows():
     assert {"H_A", "H_B", "M", "bias_same_data_pp", "bias_siren_pp", "fwr_same_data"} <= set(out["rows"][0])
 
 
+@pytest.mark.slow
 def test_errors_have_no_traceback_in_a_real_process(tmp_path):
     """The installed entry point: exit code 2 and a single line on stderr, in a non-terminal (CI) run."""
     bad = tmp_path / "bad.csv"
@@ -149,6 +150,7 @@ def test_errors_have_no_traceback_in_a_real_process(tmp_path):
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr and "row 1" in proc.stderr
 
 
+@pytest.mark.slow
 def test_study_progress_degrades_to_plain_lines(tmp_path):
     env = dict(os.environ, CI="true")
     proc = subprocess.run([sys.executable, "-m", "assay.cli", "study", "siren-b", "--quick", "--json"],
@@ -229,6 +231,7 @@ def test_autoeval_flags_alpha_delta_alias_reliance_levels_and_out(tmp_path):
     assert res.exit_code == 2 and "No such option" in res.stderr
 
 
+@pytest.mark.slow
 def test_autoeval_study_json_rows():
     res = run(["study", "autoeval-example", "--quick", "--json", "--trials", "2"])
     assert res.exit_code == 0, res.output

@@ -25,6 +25,9 @@ from pathlib import Path
 
 import pytest
 
+# slow (make check leaves it out): a subprocess per documented command
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("**/*.md"))]
 FENCE = re.compile(r"^```(\w+)[^\n]*\n(.*?)^```\s*$", re.S | re.M)

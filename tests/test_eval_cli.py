@@ -11,11 +11,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 from fake_openai_server import FakeOpenAIServer  # noqa: E402
 from watch import Child, journal_count, wait_for  # noqa: E402
 from test_eval_campaign import _files  # noqa: E402
+
+# slow (make check leaves it out): whole campaigns in subprocesses
+pytestmark = pytest.mark.slow
 
 CONCURRENCY = 2
 
@@ -182,3 +186,41 @@ def test_the_live_display_keeps_one_row_per_section_and_model(capsys):
     assert table.row_count == 3
     cells = [list(c._cells) for c in table.columns]
     assert cells[2][0] == "12 / 12" and cells[3][0] == "0.310" and cells[4][2] == "skipped: no human labels"
+
+
+def test_without_a_terminal_every_running_section_speaks_at_least_every_heartbeat(capsys):
+    """Plain lines (CI, a pipe): a section that reports nothing for a while (a slow model in the middle of a batch)
+    still gets a line every heartbeat, with done / budget, its current figure and the elapsed time; a section that
+    has finished stops speaking."""
+    from assay.cli.eval import _Display
+    from assay.eval.campaign import Event
+
+    seen = []
+    with _Display(interactive=False, heartbeat=0.2) as d:
+        d(Event("scope", "greedy", 3, 40, note="0 certified so far"))
+        d(Event("faq", "greedy", 20, 20, width=0.21, status="done"))
+
+        def lines():
+            seen.append(capsys.readouterr().err)
+            return sum(ln.startswith("eval scope greedy: 3/40 running (0 certified so far)")
+                       for ln in "".join(seen).splitlines()) >= 3
+
+        wait_for(lines, what="three lines of the quiet scope section", timeout=30, interval=0.05)
+    out = "".join(seen) + capsys.readouterr().err
+    assert all(ln.rstrip().endswith(" s]") for ln in out.splitlines() if ln.startswith("eval "))
+    assert sum(ln.startswith("eval faq greedy") for ln in out.splitlines()) == 1  # done: said once
+
+
+def test_the_scope_section_reports_each_answer_with_its_certified_count(tmp_path):
+    """QuickScope's status callback fires as each answer of a batch arrives (not only when the batch is told), with
+    the certified count: what the campaign's display shows while a batch of 20 is asked of a slow model."""
+    from assay import quickscope as qs
+    from assay.benchmarks import get_generator
+
+    gen = get_generator("dyval")
+    seen = []
+    qs.run(gen.space(), gen, lambda prompt: "Answer: 1", budget=8, batch=4, seed=0, certify=0.5,
+           on_status=seen.append, journal=tmp_path / "j.sqlite", concurrency=1)
+    answered = [s["answered"] for s in seen]
+    assert answered[:4] == [1, 2, 3, 4] and max(answered) == 8 and answered == sorted(answered)
+    assert all({"tickets", "budget", "certified", "pool"} <= set(s) for s in seen) and seen[-1]["tickets"] == 8

@@ -11,7 +11,8 @@ from assay.eval.spec import parse_campaign
 from assay.models.scoring import STATUSES
 
 # one worker runs every test of a real model: its llama.cpp servers (session fixtures) load once, not on each worker
-pytestmark = pytest.mark.xdist_group("live")
+# slow (make check leaves it out): a real model server
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("live")]
 
 
 def test_the_sample_and_its_kpis_on_the_real_model(live_model, tmp_path):

@@ -44,6 +44,7 @@ def test_bad_samples_are_refused():
         uniform_sample(["a"], 0, seed=0)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.text(min_size=1, max_size=5), min_size=1, max_size=40, unique=True),
        st.integers(1, 60), st.integers(0, 2**63 - 1))

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 # every Ray test on one xdist worker (make test: --dist loadgroup): two Ray instances on 2 cores slow both
-pytestmark = pytest.mark.xdist_group("ray")
+# slow (make check leaves it out): Ray
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
 
 ray = pytest.importorskip("ray")
 

@@ -28,6 +28,7 @@ def result(tmp_path_factory):
     return res, camp.write_report(res, tmp / "report")
 
 
+@pytest.mark.slow
 def test_the_campaign_report_in_chromium(result):
     res, folder = result
     exe = _chromium()
@@ -63,3 +64,41 @@ def test_the_markdown_and_the_json_rebuild(result):
     again = render_campaign_html(back)
     assert text(again) == text(page) and again.count("<svg") == page.count("<svg") > 0
     assert render_campaign_markdown(back) == md
+
+
+def test_one_heading_per_method_and_each_model_by_its_own_name(result):
+    """Each method's title once, as its campaign section's heading, then one heading per model (the configuration's
+    name), not the method's title again under every model; FAQ's table names the configuration, not "new"."""
+    res, folder = result
+    page = (folder / "report.html").read_text()
+    titles = re.findall(r"<h2>(.*?)</h2>", page)
+    assert len(titles) == len(set(titles))  # no title twice
+    assert not re.search(r"<section id='(?:faq|autoeval|psdme|siren|quickscope)[^']*'><h2>", page)
+    for model in ("short", "long"):
+        assert f"<h3>{model}</h3>" in page
+    faq = res.sections["faq"].results
+    assert [list(r.estimates["model"]) for r in faq.values()] == [["short"], ["long"]]
+    md = (folder / "report.md").read_text()
+    assert md.count("## FAQ") == 1 and "#### FAQ" not in md and "### short" in md
+
+
+def test_an_empty_chart_is_a_sentence():
+    """FAQ's per-question chart when every question was drawn once, and PS-DME's guaranteed-KPI chart when no band
+    reaches any reliability level, are sentences, not a row of bars of height 1 or empty axes."""
+    import numpy as np
+    import pandas as pd
+
+    from assay import faq, psdme
+    from assay.report import render_html
+
+    rng = np.random.default_rng(0)
+    hist = pd.DataFrame((rng.random((40, 60)) < 0.6).astype(float), columns=[f"q{j}" for j in range(60)])
+    new = pd.DataFrame((rng.random((1, 60)) < 0.6).astype(float), columns=hist.columns)
+    r = faq.evaluate(hist, new, budget=10, seed=0, calibrate=False)
+    page = render_html([r])
+    assert "Each of the 10 questions asked was drawn once" in page and "most drawn questions" not in page
+    few = pd.DataFrame({"config": ["a"] * 5 + ["b"] * 5, "kpi": rng.random(10)})
+    p = psdme.bands(few, select="all", seed=0)
+    assert not np.isfinite(p.tables["tradeoff"]["best_kpi"].to_numpy(dtype=float)).any()
+    page = render_html([p])
+    assert "No band reaches any of the reliability levels" in page and "best guaranteed" not in page

@@ -446,6 +446,7 @@ _GARBAGE = st.recursive(_LEAVES, lambda inner: st.lists(inner, max_size=4)
 _SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
+@pytest.mark.slow
 @_SETTINGS
 @given(data=st.dictionaries(st.sampled_from(_NAMES) | st.text(max_size=6), _GARBAGE, max_size=8))
 def test_random_garbage_raises_assay_input_error_only(shared_inputs, data):

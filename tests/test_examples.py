@@ -7,6 +7,9 @@ from pathlib import Path
 
 import pytest
 
+# slow (make check leaves it out): a subprocess per example
+pytestmark = pytest.mark.slow
+
 EXAMPLES = sorted((Path(__file__).resolve().parents[1] / "examples").glob("*.py"))
 EXPECT = {"siren_law.py": "verdict_simultaneous", "autoeval_selection.py": "cheapest certified: q10",
           "psdme_latency.py": "groq_70b", "faq_new_model.py": "covered: 3 of 3",

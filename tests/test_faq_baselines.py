@@ -107,6 +107,7 @@ def factor_reps():
 # unbiasedness and variance
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["uniform_mean", "ht_uniform", "aipw_neyman", "aipw_2min", "aipw_bernoulli"])
 def test_unbiased_and_se_calibrated(reps, name):
     e = reps[name]

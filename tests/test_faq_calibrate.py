@@ -93,6 +93,7 @@ def test_calibrated_interval_covers_at_the_promise_and_is_narrower_than_student_
     assert abs(cal.expected_coverage(0.05) - cov_cal) < 0.03
 
 
+@pytest.mark.slow
 def test_fallback_level_holds_for_models_that_follow_the_working_model():
     """Models drawn from the working model itself are sent to uniform sampling with probability at most the
     level (Ville's inequality for the likelihood-ratio test martingale; measured 1.9%)."""
@@ -102,6 +103,7 @@ def test_fallback_level_holds_for_models_that_follow_the_working_model():
     assert rate <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / 1500), rate
 
 
+@pytest.mark.slow
 def test_fallback_finds_models_that_do_not_follow_and_spends_the_rest_uniformly():
     """Answers with each model's accuracy but independent of the questions' factors: most are sent to uniform
     sampling within 40 answers, the interval keeps its coverage, and it is narrower than without the fallback."""
@@ -127,6 +129,7 @@ def test_fallback_finds_models_that_do_not_follow_and_spends_the_rest_uniformly(
     assert ess[0.05] > ess[0.0] + 0.05, ess
 
 
+@pytest.mark.slow
 def test_evaluate_states_the_expectation_before_any_query_and_the_plain_words():
     V, b, Z = _world(3, 260)
     hist = pd.DataFrame(Z[:250], index=[f"fam{i % 30}/m{i}" for i in range(250)], columns=[f"q{j}" for j in range(300)])

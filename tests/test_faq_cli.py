@@ -185,6 +185,7 @@ def test_live_endpoint_failure_exit_3(files, tmp_path):
     assert "endpoint failed" in r.output
 
 
+@pytest.mark.slow
 def test_real_subprocess_under_ci(files):
     d, _ = files
     env = {**os.environ, "CI": "true"}

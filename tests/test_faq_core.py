@@ -170,6 +170,7 @@ def lowrank_world(M, N, k, seed):
     return V, mu, np.eye(k), Z
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("design", ["wor", "wr"])
 def test_unbiased_even_with_a_wrong_model(design):
     """Theorem 3.1(a): E[theta_hat] = theta for ANY predictor, here random factors unrelated to the answers; and
@@ -210,6 +211,7 @@ def test_naive_without_replacement_is_biased_where_the_paper_says():
     assert errs["naive-wor"][0] < -20 * errs["naive-wor"][1]
 
 
+@pytest.mark.slow
 def test_coverage_correct_world_and_eq8_lower():
     V, mu, S, Z = lowrank_world(3000, 400, 3, seed=8)
     theta = Z.mean(axis=1)

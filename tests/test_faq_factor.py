@@ -431,6 +431,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kernel", [None, "Haswell", "SkylakeX", "Prescott"])
 def test_objective_is_the_same_bit_for_bit_on_any_number_of_threads(kernel):
     """The objective's tasks are fixed blocks of rows and columns cut from the history's shape, their partial sums added

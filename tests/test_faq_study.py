@@ -8,7 +8,8 @@ from assay.studies import run_study
 from assay.studies.faq import DATA, shared_data_dir
 
 # one worker runs this module: its module-scoped fixtures are computed once, not on each xdist worker
-pytestmark = [pytest.mark.skipif(not (shared_data_dir() / DATA).exists(), reason="shared data not present"),
+# slow (make check leaves it out): a long Monte Carlo study
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not (shared_data_dir() / DATA).exists(), reason="shared data not present"),
               pytest.mark.xdist_group("faq_study")]
 
 

@@ -27,7 +27,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from watch import Child, journal_count, wait_for  # noqa: E402
 
 # one worker runs every test of a real model: its llama.cpp servers (session fixtures) load once, not on each worker
-pytestmark = [pytest.mark.live, pytest.mark.xdist_group("live")]
+# slow (make check leaves it out): a real model server
+pytestmark = [pytest.mark.slow, pytest.mark.live, pytest.mark.xdist_group("live")]
 runner = CliRunner()
 N_ITEMS = 24
 

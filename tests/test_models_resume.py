@@ -67,6 +67,7 @@ def count_answers(j: Journal) -> int:
     return int(recs["error"].isna().sum())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("N", "CONCURRENCY", "KILL_AFTER", "delay_s"),
                          [(N, CONCURRENCY, KILL_AFTER, 0.05), (400, 16, 100, 0.005)], ids=["slow", "fast"])
 def test_sigkill_mid_run_then_resume(tmp_path, monkeypatch, N, CONCURRENCY, KILL_AFTER, delay_s):

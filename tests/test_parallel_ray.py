@@ -13,7 +13,8 @@ from scipy.special import expit
 from typer.testing import CliRunner
 
 # every Ray test on one xdist worker (make test: --dist loadgroup): two Ray instances on 2 cores slow both
-pytestmark = pytest.mark.xdist_group("ray")
+# slow (make check leaves it out): Ray
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
 
 ray = pytest.importorskip("ray")
 

@@ -227,6 +227,7 @@ def _bound(se):
     return DELTA + 3 * max(se, math.sqrt(DELTA * (1 - DELTA) / MC_TRIALS))
 
 
+@pytest.mark.slow
 def test_fcr_controlled_top5():
     out = _fcr("top:5", ["ps-dme", "ss-dme", "bonferroni"], MC_TRIALS, np.linspace(1.0, 3.0, 50), 50, seed=10)
     print("K=50 Exp(scale 1..3), n=50, top:5: " + ", ".join(f"{m} FCR {f:.4f} (se {s:.4f})" for m, (f, s, _) in out.items()))
@@ -235,6 +236,7 @@ def test_fcr_controlled_top5():
         assert fcr <= _bound(se), m
 
 
+@pytest.mark.slow
 def test_fcr_controlled_data_dependent_selection():
     # below:VALUE makes |S| random: PS-DME with a calibrator fixed in advance (tau = 0.5)
     out = _fcr("below:1.3", ["ps-dme", "ss-dme"], MC_TRIALS, np.linspace(1.0, 3.0, 50), 50, seed=11,
@@ -277,6 +279,7 @@ def test_fcr_controlled_below_value_with_the_default_calibrator():
     assert fcr <= DELTA + 3 * max(se, math.sqrt(DELTA * (1 - DELTA) / (MC_TRIALS // 2)))
 
 
+@pytest.mark.slow
 def test_naive_fails_under_selection_bias():
     """50 configurations with the SAME Exp(1) law; keep the 2 with the smallest sample mean. Their
     samples are atypically small, so their ECDFs sit above F: the naive level-delta band misses F far

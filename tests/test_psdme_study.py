@@ -15,7 +15,8 @@ from assay.studies import run_study
 from assay.studies import psdme as st
 
 # one worker runs this module: its module-scoped fixtures are computed once, not on each xdist worker
-pytestmark = pytest.mark.xdist_group("psdme_study")
+# slow (make check leaves it out): a long Monte Carlo study
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("psdme_study")]
 
 
 @pytest.fixture(scope="module")

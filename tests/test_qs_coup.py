@@ -101,6 +101,7 @@ def test_new_configurations_start_without_samples_and_expand():
     assert (arms["n"] >= 0).all()
 
 
+@pytest.mark.slow
 def test_bound_coverage_and_top_list_beats_uniform():
     """True means lie inside every sampled arm's [LCB, UCB]; COUP's top-10 by LCB is truly harder than uniform's."""
     w = get_world("grid")
@@ -132,6 +133,7 @@ def _false_cert_runs(bound, runs, budget=3000):
     return bad / runs, certified / runs
 
 
+@pytest.mark.slow
 def test_certificates_hold_and_pointwise_bounds_fail():
     """Plateau world: 400 templates at 0.86-0.89 just below tau = 0.9, 20 at 0.99. With the anytime union bound the
     share of runs with ANY wrong certificate is <= delta (+ 3 MC s.e.); the pointwise bound (no union over arms

@@ -2,9 +2,13 @@
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from assay.cli import app
+
+# slow (make check leaves it out): a long Monte Carlo study
+pytestmark = pytest.mark.slow
 
 
 def test_scope_sim_quick():

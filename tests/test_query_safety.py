@@ -142,6 +142,7 @@ with open(out, "w") as f:
 """
 
 
+@pytest.mark.slow
 def test_two_processes_on_one_run_never_pay_twice(tmp_path):
     n = 300
     with FakeOpenAIServer(retry_after=0) as srv:

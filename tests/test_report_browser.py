@@ -14,6 +14,9 @@ from typer.testing import CliRunner
 
 from assay.cli import app
 
+# slow (make check leaves it out): a browser
+pytestmark = pytest.mark.slow
+
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 
 

@@ -17,7 +17,8 @@ from assay.cli import app
 from test_report_browser import FLAGS as _BROWSER_FLAGS, _chromium  # noqa: E402  (one way to find and start Chromium)
 
 # one worker runs this module: its module-scoped fixtures are computed once, not on each xdist worker
-pytestmark = pytest.mark.xdist_group("report_layout")
+# slow (make check leaves it out): a browser
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("report_layout")]
 
 FLAGS = [*_BROWSER_FLAGS, "--hide-scrollbars"]
 ROOT = Path(__file__).resolve().parents[1]

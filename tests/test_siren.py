@@ -214,6 +214,7 @@ def test_band_is_wider_than_pointwise_and_below_bonferroni():
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_simultaneous_band_covers_the_whole_grid():
     """Over a 2-system x (default + 2 budgets) grid, the band covers every cell at once in about
     95% of trials; the pointwise intervals jointly cover far less often."""

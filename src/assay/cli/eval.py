@@ -41,15 +41,30 @@ def _print_plan(p) -> None:
     _out.print("nothing has been asked; run without --plan to start", highlight=False)
 
 
+#: with no terminal, each running (section, model) prints a line at least this often (seconds), whether or not its
+#: section reported progress in between: a slow model never leaves a log silent for minutes
+HEARTBEAT_S = 30.0
+
+
 class _Display:
     """One live display of the campaign (a rich table on a terminal) or plain lines (CI, pipes): per section and
-    model, requests or rounds done of the total, the interval width when there is one, and the status."""
+    model, requests or rounds done of the total, the interval width when there is one, and the status.
 
-    def __init__(self, interactive: bool) -> None:
+    Plain lines: a line per (section, model) when it starts, finishes or has news (a note), at most every 5 s in
+    between; and a heartbeat thread prints every running row that has been quiet for ``heartbeat`` seconds (done /
+    budget, the section's current figure, elapsed), so there is a line at least every ``heartbeat`` seconds."""
+
+    def __init__(self, interactive: bool, heartbeat: float = HEARTBEAT_S) -> None:
+        import threading
+
         self.rows: dict[tuple[str, str], dict] = {}
         self.live = None
         self.last: dict[tuple[str, str], float] = {}
         self.t0 = time.monotonic()
+        self.heartbeat = float(heartbeat)
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._beat: threading.Thread | None = None
         if interactive:
             from rich.live import Live
 
@@ -58,11 +73,19 @@ class _Display:
             self.live = Live(self._table(), console=_stderr_console(), refresh_per_second=4, transient=False)
 
     def __enter__(self) -> "_Display":
+        import threading
+
         if self.live is not None:
             self.live.__enter__()
+        else:
+            self._beat = threading.Thread(target=self._heartbeat, name="assay-eval-heartbeat", daemon=True)
+            self._beat.start()
         return self
 
     def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._beat is not None:
+            self._beat.join(timeout=5)
         if self.live is not None:
             self.live.update(self._table())
             self.live.__exit__(*exc)
@@ -77,23 +100,37 @@ class _Display:
             t.add_row(section, subject, f"{r['done']}{total}", width, r["status"] + (f": {r['note']}" if r["note"] else ""))
         return t
 
+    def _line(self, key: tuple[str, str], row: dict, status: str, now: float) -> None:
+        total = "" if row["total"] is None else f"/{row['total']}"
+        width = "" if row["width"] is None else f", width {row['width']:.3f}"
+        note = f" ({row['note']})" if row["note"] else ""
+        self.last[key] = now
+        print(f"eval {key[0]} {key[1]}: {row['done']}{total}{width} {status}{note} [{now - self.t0:.0f} s]",
+              file=sys.stderr, flush=True)
+
+    def _heartbeat(self) -> None:
+        tick = min(5.0, self.heartbeat / 2)
+        while not self._stop.wait(tick):
+            now = time.monotonic()
+            with self._lock:
+                for key, row in self.rows.items():
+                    if row["status"] == "running" and now - self.last.get(key, 0.0) >= self.heartbeat:
+                        self._line(key, row, "running", now)
+
     def __call__(self, e) -> None:
         key = (e.section, e.subject)
-        row = self.rows.setdefault(key, {"done": 0, "total": None, "width": None, "status": "running", "note": ""})
-        row.update(done=e.done or row["done"], total=e.total if e.total is not None else row["total"],
-                   width=e.width if e.width is not None else row["width"], status=e.status,
-                   note=e.note[:120] if e.note else row["note"])
-        if self.live is not None:
-            self.live.update(self._table())
-            return
-        now = time.monotonic()
-        if e.status != "running" or now - self.last.get(key, 0.0) >= 5.0 or e.note:
-            self.last[key] = now
-            total = "" if row["total"] is None else f"/{row['total']}"
-            width = "" if row["width"] is None else f", width {row['width']:.3f}"
-            note = f" ({row['note']})" if row["note"] else ""
-            print(f"eval {e.section} {e.subject}: {row['done']}{total}{width} {e.status}{note} "
-                  f"[{now - self.t0:.0f} s]", file=sys.stderr, flush=True)
+        with self._lock:
+            row = self.rows.setdefault(key, {"done": 0, "total": None, "width": None, "status": "running", "note": ""})
+            row.update(done=e.done or row["done"], total=e.total if e.total is not None else row["total"],
+                       width=e.width if e.width is not None else row["width"], status=e.status,
+                       note=e.note[:120] if e.note else row["note"])
+            if self.live is not None:
+                self.live.update(self._table())
+                return
+            now = time.monotonic()
+            if e.status != "running" or now - self.last.get(key, 0.0) >= 5.0 or (e.note and e.note != row.get("said")):
+                row["said"] = e.note
+                self._line(key, row, e.status, now)
 
 
 def _print_summary(res, folder: Path | None) -> None:

@@ -208,7 +208,7 @@ def faq(
         check_model(llm)
         answerer = LiveAnswerer(llm, items, scorer=scorer, policy=policy, journal=journal or default_path(),
                                 run_id=run_id, timeout=timeout, max_retries=max_retries, id_col=id_col,
-                                prompt_col=prompt_col, reference_col=reference_col)
+                                prompt_col=prompt_col, reference_col=reference_col, name=model)
         target = answerer
     with progress_reporter("factor fit (per fold and candidate)") as fit_update, progress_reporter("faq rounds") as update:
         try:

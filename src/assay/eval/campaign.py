@@ -182,7 +182,7 @@ def _faq_one(c: Campaign, m: ModelSpec, journal: str, make, progress) -> Any:
         raise AssayInputError(f"{len(absent)} of the history's {len(hist_items)} questions are not in the bank "
                               f"(e.g. {', '.join(map(repr, absent[:3]))}): FAQ can only ask questions the bank holds")
     ans = LiveAnswerer(make(m), bank, scorer="scorer", policy=c.bank.policy, journal=journal,
-                       run_id=section_run_id(c, m.name, "faq"), timeout=m.timeout, reuse=True)
+                       run_id=section_run_id(c, m.name, "faq"), timeout=m.timeout, reuse=True, name=m.name)
     total: dict[str, int] = {}
 
     def rounds(done: int, tot: int) -> None:
@@ -229,10 +229,15 @@ def _scope_one(c: Campaign, m: ModelSpec, journal: str, make, progress) -> Any:
         space = gen.space()
     kw = {"certify": s.certify} if s.certify is not None else {}
     policy = c.bank.policy if c.bank is not None else "wrong"
+    _emit(progress, section="scope", subject=m.name, done=0, total=s.budget)  # started: the display says so at once
+
+    def status(st: dict) -> None:  # each answer as it arrives, with the search's current figure
+        _emit(progress, section="scope", subject=m.name, done=st["answered"], total=st["budget"],
+              note=f"{st['certified']} certified so far")
+
     res = qs.run(space, gen, make(m), budget=s.budget, batch=min(20, s.budget), seed=c.seed, utility=s.utility,
                  journal=journal, run_id=section_run_id(c, m.name, "scope"), concurrency=m.concurrency,
-                 timeout=m.timeout, policy=policy, delta=c.delta, reuse=True,
-                 progress=lambda d, t: _emit(progress, section="scope", subject=m.name, done=d, total=t), **kw)
+                 timeout=m.timeout, policy=policy, delta=c.delta, reuse=True, on_status=status, **kw)
     _emit(progress, section="scope", subject=m.name, done=s.budget, total=s.budget, status="done",
           note=f"{res.info.get('n_certified', 0)} certified")
     return res
@@ -242,6 +247,7 @@ def _sample_one(c: Campaign, m: ModelSpec, journal: str, make, progress) -> pd.D
     def rep(name: str, st: dict) -> None:
         _emit(progress, section="sample", subject=name, done=int(st.get("done", 0)), total=st.get("total"))
 
+    _emit(progress, section="sample", subject=m.name, done=0, total=None)
     rows = run_sample(c, journal=journal, models=make, progress=rep, only=[m.name], reuse=True)
     _emit(progress, section="sample", subject=m.name, done=len(rows), total=len(rows), status="done")
     return rows

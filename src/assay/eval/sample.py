@@ -146,7 +146,9 @@ def kpi_section(c: Campaign, rows: pd.DataFrame) -> tuple[dict, dict[str, str]]:
                                + ("; set stream = true in [[model]] to measure the time to the first token"
                                   if metric == "ttft_s" else ""))
             continue
-        table = pd.DataFrame({"config": rows["model"].to_numpy(), "kpi": vals.to_numpy(float)})
-        results[metric] = psdme.bands(table, select=_rule(c), delta=c.delta, band=_BANDS[k.band],
-                                      gammas=(round(1.0 - k.target, 12),), seed=c.seed, tradeoff_points=0)
+        # the KPI column keeps the metric's name, so the result (its tables, plots and words) says "latency_s"
+        table = pd.DataFrame({"config": rows["model"].to_numpy(), metric: vals.to_numpy(float)})
+        results[metric] = psdme.bands(table, columns={"kpi": metric}, select=_rule(c), delta=c.delta,
+                                      band=_BANDS[k.band], gammas=(round(1.0 - k.target, 12),), seed=c.seed,
+                                      tradeoff_points=0)
     return results, skipped

@@ -611,7 +611,7 @@ def evaluate(
             align_items(hist_items, [str(i) for i in items], "items")
         if hasattr(new, "bind"):
             new.bind(_live_meta(seed.recorded, n_b, fm, prm, until_width, hist_items))
-        answers, model_ids, truth = _live_answer(new, hist_items), ["new"], None
+        answers, model_ids, truth = _live_answer(new, hist_items), [str(getattr(new, "name", None) or "new")], None
     else:
         answers, model_ids = prepare_answers(new, hist_items, label="the new model's answers")
         truth = answers.mean(axis=1)

@@ -65,6 +65,8 @@ class LiveAnswerer:
     ``reuse``: an answer the journal holds for the same request (model, prompt, parameters) from any run is read, not
     asked again (as :func:`assay.models.run` with ``reuse=True``).
 
+    ``name``: the model's name in FAQ's tables (default "new").
+
     Attributes: ``run_id`` (journal run; pass it back to resume), ``n_requests`` (answers that needed a request),
     ``n_cached`` (answers found in the journal), ``outcomes`` (item id -> scoring outcome dict).
     """
@@ -72,7 +74,7 @@ class LiveAnswerer:
     def __init__(self, model, bank, *, scorer: Any = "exact", policy: str = "wrong", journal=None,
                  run_id: str | None = None, timeout: float | None = 60.0, max_retries: int = 6,
                  id_col: str = "id", prompt_col: str = "prompt", reference_col: str = "reference",
-                 reuse: bool = False) -> None:
+                 reuse: bool = False, name: str | None = None) -> None:
         from ..models.scoring import SCORERS, make_scorer
 
         if policy not in ("wrong", "missing"):
@@ -100,6 +102,7 @@ class LiveAnswerer:
         self.timeout = timeout
         self.max_retries = max_retries
         self.reuse = bool(reuse)
+        self.name = str(name) if name else "new"
         self.n_requests = 0
         self.n_cached = 0
         self.outcomes: dict[str, dict] = {}

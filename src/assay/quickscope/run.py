@@ -160,16 +160,27 @@ def check_space(space, generator, *, seed=0, n: int = 20) -> list[str]:
     return []
 
 
+def _status(on_status, search: Search, budget: int, answered: int) -> None:
+    if on_status is not None:
+        st = search.status()
+        on_status({"tickets": search.tickets_told, "budget": int(budget), "answered": int(answered),
+                   "certified": int(st["certified"]), "pool": int(st["pool"])})
+
+
 def run(space, generator, model, *, budget: int, batch: int = 20, seed: int | None = 0, utility: Any = "error",
         journal=None, run_id: str | None = None, concurrency: int = 8, timeout: float | None = 120.0,
         max_retries: int = 4, failure_utility: float = 0.0, max_failed_batches: int = 3, policy: str = "wrong",
         progress: Callable[[int, int], None] | None = None, search: Search | None = None, reuse: bool = False,
-        **search_params: Any) -> ScopeResult:
+        on_status: Callable[[dict], None] | None = None, **search_params: Any) -> ScopeResult:
     """Run QuickScope for ``budget`` model calls in batches of ``batch`` (see the module docstring).
 
     ``model``: an :class:`~assay.models.Model` (endpoint) or a plain callable ``prompt -> text`` (wrapped).
     ``search_params``: :class:`~assay.quickscope.COUPParams` fields (``certify``, ``strategy``, ``repulsion``, ...).
     ``reuse``: an answer the journal holds for the same request from any run is read, not asked again.
+    ``progress``: called as ``progress(tickets, budget)`` after each batch is told to the search. ``on_status``:
+    called with ``{"tickets", "budget", "answered", "certified", "pool"}`` as each answer of a batch arrives
+    (``answered``: tickets told plus answers of the batch in flight) and after each batch (a display that must
+    speak while a slow model works through a batch).
     """
     from ..models import CallableModel
     from ..models import run as run_prompts
@@ -220,8 +231,14 @@ def run(space, generator, model, *, budget: int, batch: int = 20, seed: int | No
         ok = [k for k, inst in enumerate(insts) if inst is not None]
         responses: dict[int, Any] = {}
         if ok:
+            told_before = search.tickets_told
+
+            def answered(st: dict, told_before=told_before) -> None:
+                _status(on_status, search, budget, told_before + int(st.get("done", 0)))
+
             res = run_prompts(model, [insts[k].question for k in ok], journal=journal, run_id=run_id,
-                              concurrency=concurrency, timeout=timeout, max_retries=max_retries, reuse=reuse)
+                              concurrency=concurrency, timeout=timeout, max_retries=max_retries, reuse=reuse,
+                              progress=answered if on_status is not None else None)
             run_id = res.run_id
             for k, resp in zip(ok, res.responses):
                 responses[k] = resp
@@ -249,6 +266,7 @@ def run(space, generator, model, *, budget: int, batch: int = 20, seed: int | No
         gen_streak = gen_streak + 1 if n_gen == len(tickets) else 0
         if progress is not None:
             progress(search.tickets_told, budget)
+        _status(on_status, search, budget, search.tickets_told)
         if gen_streak >= max_failed_batches:
             last = next((r["error"] for r in reversed(rows) if r.get("error")), "")
             raise AssayInputError(f"the generator failed on every ticket of {gen_streak} batches in a row "

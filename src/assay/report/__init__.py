@@ -97,13 +97,17 @@ _MD_TITLES = {"siren": "SIREN: selection-aware scores of tune-then-deploy proced
 _MD_EXTRA = {"siren": ("contrasts",), "psdme": ("best",), "quickscope": ("certified",)}
 
 
-def render_markdown(results: Iterable[Result]) -> str:
+def render_markdown(results: Iterable[Result], heading: bool = True) -> str:
     """A Markdown summary for pull requests: per result, its level, seed, sample size, the guarantee in one
-    sentence, its warnings, the main table and the tables a reader needs beside it (SIREN's contrasts)."""
+    sentence, its warnings, the main table and the tables a reader needs beside it (SIREN's contrasts).
+    ``heading=False``: without each result's title (a campaign report titles each method once, above its models),
+    its further tables one level down."""
     out = []
+    sub = "###" if heading else "#####"
     for r in results:
         lv = r.level
-        out.append(f"## {_MD_TITLES.get(r.method, r.method)}\n")
+        if heading:
+            out.append(f"## {_MD_TITLES.get(r.method, r.method)}\n")
         facts = []
         for key in ("alpha", "delta"):
             if key in lv:
@@ -122,6 +126,6 @@ def render_markdown(results: Iterable[Result]) -> str:
         for name in _MD_EXTRA.get(r.method, ()):
             t = r.tables.get(name)
             if t is not None and len(t):
-                out += ["", f"### {name}", "", _md_table(t)]
+                out += ["", f"{sub} {name}", "", _md_table(t)]
         out.append("")
     return "\n".join(out)

@@ -109,3 +109,11 @@ def _md_table(df: pd.DataFrame) -> str:
     lines = ["| " + " | ".join(str(c).replace("|", "\\|") for c in cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(fmt(c, v) for c, v in zip(cols, row)) + " |" for row in df.itertuples(index=False)]
     return "\n".join(lines)
+
+
+def _open(section_id: str, title: str, heading: bool = True) -> str:
+    """A method section's opening tag, with its title as an ``<h2>`` unless the page gives it one already (a campaign
+    report titles each method once, above its models)."""
+    import html
+
+    return f"<section id='{section_id}'>" + (f"<h2>{html.escape(title)}</h2>" if heading else "")

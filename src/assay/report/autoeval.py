@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from ..results import Result
-from ._common import _svg, _table_html
+from ._common import _open, _svg, _table_html
 
 
 def autoeval_figure(result: Result) -> str:
@@ -48,11 +48,11 @@ def _autoeval_columns(t: pd.DataFrame) -> pd.DataFrame:
     return t.loc[:, ~t.isna().all()]
 
 
-def _autoeval_section(result: Result) -> str:
+def _autoeval_section(result: Result, heading: bool = True) -> str:
     p, lv = result.params, result.level
     sel = result.info.get("selection") or {}
     parts = [
-        "<section id='autoeval'><h2>R-AutoEval+: certified risk with human and judge labels</h2>",
+        _open("autoeval", "R-AutoEval+: certified risk with human and judge labels", heading),
         f"<p class='meta'>{html.escape(str(p.get('method')))}, {html.escape(str(p.get('betting')))} bets, risk target "
         f"{p.get('risk_target')}, delta {lv.get('delta')}, seed {result.seed}.</p>",
         f"<figure>{autoeval_figure(result)}<figcaption>Left: each candidate's evidence (e-value) that its risk is below "

@@ -97,7 +97,8 @@ def render_campaign_html(res) -> str:
             if key != "all":
                 body.append(f"<h3>{html.escape(key)}</h3>")
             fn = _SECTIONS.get(r.method)
-            part = fn(r) if fn is not None else _table_html(r.table)
+            # the method's title is the campaign section's heading, once: not again under each model
+            part = fn(r, heading=False) if fn is not None else _table_html(r.table)
             # one id per (method, subject): several models' FAQ sections on one page
             body.append(part.replace(f"<section id='{r.method}'>", f"<section id='{r.method}-{_slug(key)}'>", 1))
         body.append("</div>")
@@ -129,6 +130,6 @@ def render_campaign_markdown(res) -> str:
         for key, r in sec.results.items():
             if key != "all":
                 out += [f"### {key}", ""]
-            # each result's own Markdown, its title one level down
-            out.append(render_markdown([r]).replace("\n## ", "\n#### ").replace("## ", "#### ", 1))
+            # each result's own Markdown, without its title (the section's heading above says it once)
+            out.append(render_markdown([r], heading=False))
     return "\n".join(out)

@@ -9,7 +9,7 @@ import html
 import numpy as np
 
 from ..results import Result
-from ._common import _svg, _table_html
+from ._common import _open, _svg, _table_html
 
 
 def faq_figure(result: Result) -> str:
@@ -24,7 +24,12 @@ def faq_figure(result: Result) -> str:
     q = result.tables["queries"]
     est = result.estimates
     z = float(stats.norm.ppf(1 - result.level.get("alpha", 0.05) / 2))
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.6))
+    counts = q.groupby("item").size().sort_values(ascending=False)
+    if _drawn_once(result):  # every question drawn once: the right panel would be a row of bars of height 1
+        fig, a1 = plt.subplots(1, 1, figsize=(6, 3.6))
+        a2 = None
+    else:
+        fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.6))
     for k, (model, g) in enumerate(q.groupby("model", sort=False)):
         if k >= 6:
             break
@@ -54,9 +59,11 @@ def faq_figure(result: Result) -> str:
     a1.set_ylim(0, 1)
     a1.grid(alpha=0.3)
     a1.legend(fontsize=7)
+    if a2 is None:
+        fig.tight_layout()
+        return _svg(fig)
     from matplotlib.ticker import MaxNLocator
 
-    counts = q.groupby("item").size().sort_values(ascending=False)
     shown = min(len(counts), 40)
     a2.bar(np.arange(shown), counts.to_numpy()[:shown])
     a2.set_xticks(np.arange(shown))
@@ -69,20 +76,30 @@ def faq_figure(result: Result) -> str:
     return _svg(fig)
 
 
-def _faq_section(result: Result) -> str:
+def _drawn_once(result: Result) -> bool:
+    """Every question asked was drawn exactly once (one model, without replacement): nothing to show per question."""
+    q = result.tables["queries"]
+    return len(q) > 0 and bool((q.groupby("item").size() == 1).all())
+
+
+def _faq_section(result: Result, heading: bool = True) -> str:
     p, lv = result.params, result.level
     parts = [
-        "<section id='faq'><h2>FAQ: accuracy over the whole bank from a few questions</h2>",
+        _open("faq", "FAQ: accuracy over the whole bank from a few questions", heading),
         f"<p class='meta'>{p.get('n_queries')} queries of {p.get('n_items')} questions per model; policy tau "
         f"{p.get('tau')}, beta0 {p.get('beta0')}, rho {p.get('rho')}, gamma {p.get('gamma')}; variance "
         f"{html.escape(str(p.get('variance')))}.</p>",
-        f"<figure>{faq_figure(result)}<figcaption>Left: the running estimate and its {1 - lv.get('alpha', 0.05):.0%} "
+        f"<figure>{faq_figure(result)}<figcaption>{'' if _drawn_once(result) else 'Left: '}"
+        f"{'T' if _drawn_once(result) else 't'}he running estimate and its {1 - lv.get('alpha', 0.05):.0%} "
         "interval as queries accumulate (shaded), against the interval a uniform sample of the same size would give "
         "(dotted); dashed lines mark the true accuracy when it is known. The guarantee: "
         f"{html.escape(str(lv.get('meaning')))}; it holds whatever the factor model's quality, which only affects "
         "the width. The running band uses the increments' variance; the table gives the reported interval (which also "
-        "floors the variance at the working model's). Right: which questions were drawn and how often (without "
-        "replacement, the default, each question at most once per model).</figcaption></figure>",
+        "floors the variance at the working model's). " + (
+            f"Each of the {result.tables['queries']['item'].nunique()} questions asked was drawn once (without "
+            "replacement, the default, a question is asked at most once per model)." if _drawn_once(result) else
+            "Right: which questions were drawn and how often (without replacement, the default, each question at most "
+            "once per model).") + "</figcaption></figure>",
         _table_html(result.estimates),
     ]
     e = result.info.get("expected")
@@ -125,9 +142,9 @@ def faq_protocol_figure(result: Result) -> str:
     return _svg(fig)
 
 
-def _faq_protocol_section(result: Result) -> str:
+def _faq_protocol_section(result: Result, heading: bool = True) -> str:
     parts = [
-        "<section id='faq-protocol'><h2>FAQ protocol: coverage and effective sample size</h2>",
+        _open("faq-protocol", "FAQ protocol: coverage and effective sample size", heading),
         f"<figure>{faq_protocol_figure(result)}<figcaption>Left: how many uniformly sampled questions each method's "
         "interval is worth (squared width ratio against uniform sampling with the sample mean). Right: the share of "
         "intervals that contain the model's true accuracy over the bank; the dashed line is the nominal level."

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from ..results import Result
-from ._common import _svg, _table_html
+from ._common import _open, _svg, _table_html
 
 
 _UNITS = {"_s": "seconds", "_sec": "seconds", "_seconds": "seconds", "_ms": "milliseconds", "_us": "microseconds",
@@ -30,7 +30,12 @@ def psdme_figure(result: Result) -> str:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.6))
+    guaranteed = _guarantees(result)
+    if guaranteed:
+        fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.6))
+    else:  # no band reaches any reliability level: the right panel would be empty axes; the section says so instead
+        fig, a1 = plt.subplots(1, 1, figsize=(6, 3.6))
+        a2 = None
     bands = result.tables.get("bands")
     if bands is not None and not bands.empty:
         for k, (cfg, g) in enumerate(bands.groupby("config", sort=False)):
@@ -46,15 +51,28 @@ def psdme_figure(result: Result) -> str:
     a1.set_xlabel(f"{kpi} (lower is better)")
     a1.set_ylabel("CDF")
     a1.grid(alpha=0.3)
-    tr = result.tables.get("tradeoff")
-    if tr is not None and not tr.empty:
+    if a2 is not None:
+        tr = result.tables["tradeoff"]
         fin = np.isfinite(tr["best_kpi"].to_numpy(dtype=float))
         a2.plot(tr["reliability"][fin], tr["best_kpi"][fin], "o-", ms=3)
-    a2.set_xlabel("reliability 1 - gamma")
-    a2.set_ylabel(f"best guaranteed {kpi}")
-    a2.grid(alpha=0.3)
+        a2.set_xlabel("reliability 1 - gamma")
+        a2.set_ylabel(f"best guaranteed {kpi}")
+        a2.grid(alpha=0.3)
     fig.tight_layout()
     return _svg(fig)
+
+
+def _guarantees(result: Result) -> bool:
+    """Some selected configuration guarantees a KPI at some reliability level of the trade-off table."""
+    tr = result.tables.get("tradeoff")
+    return tr is not None and not tr.empty and bool(np.isfinite(tr["best_kpi"].to_numpy(dtype=float)).any())
+
+
+def _levels(result: Result) -> str:
+    tr = result.tables.get("tradeoff")
+    if tr is None or tr.empty:
+        return "none in the table"
+    return ", ".join(f"{float(r):g}" for r in tr["reliability"])
 
 
 def _no_guarantee(t: pd.DataFrame) -> pd.DataFrame:
@@ -66,19 +84,25 @@ def _no_guarantee(t: pd.DataFrame) -> pd.DataFrame:
     return t
 
 
-def _psdme_section(result: Result) -> str:
+def _psdme_section(result: Result, heading: bool = True) -> str:
     info, lv = result.info, result.level
     sel = result.tables["configs"]
     sel = sel[sel["selected"].astype(bool)]
     parts = [
-        "<section id='psdme'><h2>PS-DME: guaranteed KPIs for pre-selected configurations</h2>",
+        _open("psdme", "PS-DME: guaranteed KPIs for pre-selected configurations", heading),
         f"<p class='meta'>method {html.escape(str(info.get('method_used')))}, {html.escape(str(result.params.get('band')))} "
         f"bands, {info.get('selected_count')} of {info.get('K')} configurations selected, delta {lv.get('delta')}, "
         f"seed {result.seed}.</p>",
-        f"<figure>{psdme_figure(result)}<figcaption>Left: empirical CDFs of selected configurations with their "
-        f"confidence bands; the guarantee is that {html.escape(str(lv.get('meaning')))}. Right: the best KPI that "
-        "some selected configuration can guarantee at each reliability level (a point is missing where no band "
-        "reaches that level).</figcaption></figure>",
+        f"<figure>{psdme_figure(result)}<figcaption>" + (
+            f"Left: empirical CDFs of selected configurations with their confidence bands; the guarantee is that "
+            f"{html.escape(str(lv.get('meaning')))}. Right: the best KPI that some selected configuration can "
+            "guarantee at each reliability level (a point is missing where no band reaches that level)."
+            if _guarantees(result) else
+            f"Empirical CDFs of selected configurations with their confidence bands; the guarantee is that "
+            f"{html.escape(str(lv.get('meaning')))}. No band reaches any of the reliability levels "
+            f"({_levels(result)}), so no {html.escape(_kpi_label(result))} is guaranteed at any of them yet: the bands "
+            "are as wide as this many observations per configuration allow, and more observations narrow them."
+        ) + "</figcaption></figure>",
         _table_html(_no_guarantee(sel.drop(columns=["selected"]))),
         f"<p class='meta'>kpi_R: the {html.escape(_kpi_label(result))} each configuration guarantees at reliability R "
         "('none': its band never reaches R); level: each band's miscoverage after the selection adjustment.</p>",

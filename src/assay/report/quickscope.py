@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from ..results import Result
-from ._common import _svg, _table_html
+from ._common import _open, _svg, _table_html
 
 
 def _config_label(row: pd.Series, names: list[str]) -> str:
@@ -98,12 +98,12 @@ def quickscope_figure(result: Result) -> str:
     return _svg(fig)
 
 
-def _quickscope_section(result: Result) -> str:
+def _quickscope_section(result: Result, heading: bool = True) -> str:
     p, lv, i = result.params, result.level, result.info
     fails = i.get("failures") or {}
     fail_txt = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in fails.items() if v) or "none"
     parts = [
-        "<section id='quickscope'><h2>QuickScope: where the model is reliably weak</h2>",
+        _open("quickscope", "QuickScope: where the model is reliably weak", heading),
         f"<p class='meta'>{i.get('tickets')} model calls in batches of {p.get('batch')}; {i.get('pool')} configurations "
         f"tried, {i.get('n_certified')} certified at tau = {i.get('tau')} ({html.escape(str(p.get('strategy')))}); "
         f"utility {html.escape(str(p.get('utility')))}; delta = {p.get('delta')}; failures: {html.escape(fail_txt)}.</p>",

@@ -7,7 +7,7 @@ import html
 import numpy as np
 
 from ..results import Result
-from ._common import _budget_label, _svg, _table_html
+from ._common import _open, _budget_label, _svg, _table_html
 
 
 def siren_figure(result: Result) -> str:
@@ -46,7 +46,7 @@ def siren_figure(result: Result) -> str:
     return _svg(fig)
 
 
-def _siren_section(result: Result) -> str:
+def _siren_section(result: Result, heading: bool = True) -> str:
     p, lv = result.params, result.level
     level = 1 - lv.get("alpha", 0.05)
     cells = result.tables["cells"].copy()
@@ -54,7 +54,7 @@ def _siren_section(result: Result) -> str:
     show = cells[["system", "budget", "K", "selector", "estimate", "ci_low", "ci_high", "band_low", "band_high",
                   "se_heldout", "se_selection", "naive_max", "optimism"]]
     parts = [
-        "<section id='siren'><h2>SIREN: selection-aware scores after tuning</h2>",
+        _open("siren", "SIREN: selection-aware scores after tuning", heading),
         f"<p class='meta'>M = {result.n} items, R = {p.get('reps')} splits, selector {p.get('selector')}, "
         f"temperature {p.get('temperature')}, {p.get('n_boot')} bootstrap draws, seed {result.seed}.</p>",
         f"<figure>{siren_figure(result)}<figcaption>Each dot is the estimated fresh-data score of the "
