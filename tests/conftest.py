@@ -76,55 +76,96 @@ def live_judge():
 RAY_NODE = dict(num_cpus=1, node_ip_address="127.0.0.1", object_store_memory=80 * 2**20)
 
 
-@pytest.fixture(scope="session")
-def ray_cluster():
-    """Head + 2 worker nodes, 1 CPU each, every server on 127.0.0.1 (ray.cluster_utils.Cluster), started once for the
-    session (a Ray start costs 5-15 s) and always shut down. It lives in a private RAY_TMPDIR, so that ``ray.init()``
-    elsewhere on the machine never finds it and joins it by accident. The driver is not connected: a module joins
-    through ``ray_cluster.address`` (as ``--address`` does) and disconnects when it ends."""
-    ray = pytest.importorskip("ray")
-    from ray.cluster_utils import Cluster
+class _RayCluster:
+    """The session's one Ray cluster: head + 2 worker nodes, 1 CPU each, every server on 127.0.0.1
+    (ray.cluster_utils.Cluster), in a private RAY_TMPDIR (so that ``ray.init()`` elsewhere on the machine never finds
+    it and joins it by accident). Started by the first Ray test, stopped right after the last one of a run of Ray
+    tests (``pytest_runtest_teardown`` below; the Ray tests share one xdist worker and run one after another): its
+    idle daemons take CPU the other tests on this machine need, so it does not live on to the end of the session."""
 
-    saved = os.environ.get("RAY_TMPDIR")
-    tmp = tempfile.mkdtemp(prefix="assay-ray-", dir="/tmp")  # short: Ray's socket paths live under it
-    os.environ["RAY_TMPDIR"] = tmp
-    # Ray rewrites 127.0.0.1 in an address into this machine's network address, where a loopback cluster does not
-    # listen; with this switch (what Ray does on a laptop) the driver dials 127.0.0.1 as given
-    consts = ray._private.ray_constants
-    saved_switch = consts.ENABLE_RAY_CLUSTER
-    consts.ENABLE_RAY_CLUSTER = False
-    c = None
-    try:
+    cluster = None
+    tmp = None
+    saved: dict = {}
+
+    @classmethod
+    def get(cls):
+        if cls.cluster is not None:
+            return cls.cluster
+        ray = pytest.importorskip("ray")
+        from ray.cluster_utils import Cluster
+
+        cls.saved = {"RAY_TMPDIR": os.environ.get("RAY_TMPDIR")}
+        cls.tmp = tempfile.mkdtemp(prefix="assay-ray-", dir="/tmp")  # short: Ray's socket paths live under it
+        os.environ["RAY_TMPDIR"] = cls.tmp
+        # Ray rewrites 127.0.0.1 in an address into this machine's network address, where a loopback cluster does
+        # not listen; with this switch (what Ray does on a laptop) the driver dials 127.0.0.1 as given
+        consts = ray._private.ray_constants
+        cls.saved["switch"] = consts.ENABLE_RAY_CLUSTER
+        consts.ENABLE_RAY_CLUSTER = False
         if ray.is_initialized():
             ray.shutdown()
-        c = Cluster(initialize_head=True, head_node_args=dict(
-            include_dashboard=False, **RAY_NODE,
-            # a lost node is declared dead after about 1.5 s instead of 15 s
-            _system_config={"health_check_period_ms": 500, "health_check_failure_threshold": 3}))
-        for _ in range(2):
-            c.add_node(**RAY_NODE)
-        c.wait_for_nodes()
-        yield c
-    finally:
-        ray.shutdown()
-        if c is not None:
-            c.shutdown()
-        consts.ENABLE_RAY_CLUSTER = saved_switch
-        if saved is None:
-            os.environ.pop("RAY_TMPDIR", None)
-        else:
-            os.environ["RAY_TMPDIR"] = saved
+        try:
+            c = Cluster(initialize_head=True, head_node_args=dict(
+                include_dashboard=False, **RAY_NODE,
+                # a lost node is declared dead after about 1.5 s instead of 15 s
+                _system_config={"health_check_period_ms": 500, "health_check_failure_threshold": 3}))
+            cls.cluster = c
+            for _ in range(2):
+                c.add_node(**RAY_NODE)
+            c.wait_for_nodes()
+        except BaseException:
+            cls.stop()
+            raise
+        return c
+
+    @classmethod
+    def stop(cls) -> None:
         import shutil
 
-        shutil.rmtree(tmp, ignore_errors=True)
+        try:
+            import ray
+        except ImportError:
+            return
+        ray.shutdown()
+        if cls.cluster is not None:
+            cls.cluster.shutdown()
+            cls.cluster = None
+        if "switch" in cls.saved:
+            ray._private.ray_constants.ENABLE_RAY_CLUSTER = cls.saved.pop("switch")
+        if "RAY_TMPDIR" in cls.saved:
+            v = cls.saved.pop("RAY_TMPDIR")
+            if v is None:
+                os.environ.pop("RAY_TMPDIR", None)
+            else:
+                os.environ["RAY_TMPDIR"] = v
+        if cls.tmp is not None:
+            shutil.rmtree(cls.tmp, ignore_errors=True)
+            cls.tmp = None
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
+def ray_cluster():
+    """The session's Ray cluster (:class:`_RayCluster`), started when first asked for; the driver is not connected:
+    a test joins through ``ray_cluster.address`` (as ``--address`` does)."""
+    return _RayCluster.get()
+
+
+@pytest.fixture
 def ray_connected(ray_cluster):
-    """This module's driver connected to the session's Ray cluster (disconnected when the module ends)."""
+    """The driver connected to the session's Ray cluster."""
     import ray
 
     if not ray.is_initialized():
         ray.init(address=ray_cluster.address, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
-    yield ray_cluster
-    ray.shutdown()
+    return ray_cluster
+
+
+def pytest_runtest_teardown(item, nextitem):
+    """Stop the Ray cluster after the last test of a run of tests that use it (it is started again if a later test
+    asks for it)."""
+    if _RayCluster.cluster is not None and (nextitem is None or "ray_cluster" not in nextitem.fixturenames):
+        _RayCluster.stop()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    _RayCluster.stop()

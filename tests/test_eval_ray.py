@@ -22,10 +22,10 @@ from test_eval_campaign import _campaign, _numbers  # noqa: E402
 from assay.eval import campaign as camp  # noqa: E402
 
 
-@pytest.fixture(scope="module", autouse=True)
+@pytest.fixture(autouse=True)
 def local_ray(ray_connected):
-    """The session's Ray cluster (conftest.py: 3 nodes of one CPU), joined for this module."""
-    yield
+    """The session's Ray cluster (conftest.py: 3 nodes of one CPU), joined."""
+    return ray_connected
 
 
 def test_the_campaign_on_ray_gives_the_serial_numbers(tmp_path):

@@ -23,10 +23,10 @@ from assay.parallel import RayExecutor, get_executor, spawn, use_executor  # noq
 from assay.studies import run_study  # noqa: E402
 
 
-@pytest.fixture(scope="module", autouse=True)
+@pytest.fixture(autouse=True)
 def local_ray(ray_connected):
-    """The session's Ray cluster (conftest.py: 3 nodes of one CPU), joined for this module."""
-    yield
+    """The session's Ray cluster (conftest.py: 3 nodes of one CPU), joined."""
+    return ray_connected
 
 
 def test_study_identical_on_every_executor():

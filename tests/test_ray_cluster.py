@@ -48,40 +48,11 @@ STUDIES = {
 }
 
 
-def test_an_address_where_no_cluster_answers_is_a_backend_error(tmp_path):
-    if ray.is_initialized():  # left over by another module: this test is about joining a cluster from scratch
-        ray.shutdown()
-    t0 = time.monotonic()
-    r = CliRunner().invoke(app, ["study", "psdme-ridge", "--trials", "5", "--executor", "ray", "--address",
-                                 "127.0.0.1:1"])
-    assert r.exit_code == 3, r.output
-    assert "no Ray cluster answers at 127.0.0.1:1" in r.output and "Traceback" not in r.output
-    assert time.monotonic() - t0 < 60  # ray.init alone retries such an address for minutes
-    bad = CliRunner().invoke(app, ["study", "psdme-ridge", "--trials", "5", "--address", "not-an-address"])
-    assert bad.exit_code == 2 and "HOST:PORT" in bad.output, bad.output
-    with pytest.raises(AssayBackendError, match="no Ray cluster answers"):
-        RayExecutor(2, "ray://127.0.0.1:1").map(abs, [1, 2], spawn(0, 2))
-    # assay eval --backend ray --address: the same executor, the same refusal
-    from fake_openai_server import FakeOpenAIServer
-    from test_eval_campaign import _campaign
-
-    from assay.eval import campaign as camp
-
-    with FakeOpenAIServer(retry_after=0) as srv:
-        c = _campaign(tmp_path, srv.base_url, judge=None, siren=None)
-        with pytest.raises(AssayBackendError, match="no Ray cluster answers at 127.0.0.1:1"):
-            camp.run(c, journal=tmp_path / "j.sqlite", backend="ray", address="127.0.0.1:1")
-    assert not ray.is_initialized()
-
-
-@pytest.fixture(scope="module")
+@pytest.fixture
 def cluster(ray_cluster):
-    """The session's 3-node cluster (conftest.py); the driver is NOT connected here: assay's RayExecutor joins through
-    the address, as from the command line."""
-    if ray.is_initialized():  # another module's connection: this module joins through the address itself
-        ray.shutdown()
-    yield ray_cluster
-    ray.shutdown()
+    """The session's 3-node cluster (conftest.py), joined by assay's RayExecutor through its address, as from the
+    command line (a connection left by an earlier test is to the same cluster, which the executor accepts)."""
+    return ray_cluster
 
 
 def _faq_data(models: int = 80):
@@ -218,3 +189,30 @@ def test_another_address_while_joined_to_a_cluster_is_refused(cluster):
     assert RayExecutor(2, cluster.address).map(size, [-1, 2], spawn(0, 2)) == [1, 2]  # joined (or still joined)
     with pytest.raises(AssayInputError, match="already connected to the Ray cluster at"):
         RayExecutor(2, "127.0.0.1:1").map(abs, [1, 2], spawn(0, 2))
+
+
+# last: it needs no cluster, and the session's cluster (conftest.py) stops once the tests that use it are done
+def test_an_address_where_no_cluster_answers_is_a_backend_error(tmp_path):
+    if ray.is_initialized():  # left over by another module: this test is about joining a cluster from scratch
+        ray.shutdown()
+    t0 = time.monotonic()
+    r = CliRunner().invoke(app, ["study", "psdme-ridge", "--trials", "5", "--executor", "ray", "--address",
+                                 "127.0.0.1:1"])
+    assert r.exit_code == 3, r.output
+    assert "no Ray cluster answers at 127.0.0.1:1" in r.output and "Traceback" not in r.output
+    assert time.monotonic() - t0 < 60  # ray.init alone retries such an address for minutes
+    bad = CliRunner().invoke(app, ["study", "psdme-ridge", "--trials", "5", "--address", "not-an-address"])
+    assert bad.exit_code == 2 and "HOST:PORT" in bad.output, bad.output
+    with pytest.raises(AssayBackendError, match="no Ray cluster answers"):
+        RayExecutor(2, "ray://127.0.0.1:1").map(abs, [1, 2], spawn(0, 2))
+    # assay eval --backend ray --address: the same executor, the same refusal
+    from fake_openai_server import FakeOpenAIServer
+    from test_eval_campaign import _campaign
+
+    from assay.eval import campaign as camp
+
+    with FakeOpenAIServer(retry_after=0) as srv:
+        c = _campaign(tmp_path, srv.base_url, judge=None, siren=None)
+        with pytest.raises(AssayBackendError, match="no Ray cluster answers at 127.0.0.1:1"):
+            camp.run(c, journal=tmp_path / "j.sqlite", backend="ray", address="127.0.0.1:1")
+    assert not ray.is_initialized()
