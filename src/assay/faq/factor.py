@@ -266,7 +266,7 @@ def _objective(theta, Y, M, k, weight_decay, bias, work=None):
 #: bytes of the float64 block through which an int8 Y enters a matrix product (a few MB; at least _BLOCK_ALIGN rows
 #: or columns: at 2,112 x 12,032 the block is 64 rows, 6.2 MB, where a whole float64 Y took 203 MB)
 _BLOCK_BYTES = 4 << 20
-#: a block's rows (columns) are a multiple of this (whole cache lines of float64)
+#: a block's rows (columns) are a multiple of this
 _BLOCK_ALIGN = 64
 
 
