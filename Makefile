@@ -37,11 +37,14 @@ check: $(STAMP)
 	$(PY) -m pytest -q -n 2 -m "not slow" tests
 
 # The whole suite in a random order (pytest-random-order, from the dev extra; never switched on in `make test`), to
-# find tests that depend on what ran before them; SEED=N repeats an order
+# find tests that depend on what ran before them; it prints its seed, and SEED=N repeats that order
+ifndef SEED
+SEED := $(shell od -An -N2 -tu2 /dev/urandom | tr -d ' ')
+endif
 shuffle: $(LIVE) chromium
 	$(PY) -m pip install --quiet -e '.[dev]'
-	$(PY) -m pytest -q -n 2 --dist loadgroup --random-order-bucket=global \
-	  $(if $(SEED),--random-order-seed=$(SEED)) tests
+	@echo "make shuffle: seed $(SEED) (make shuffle SEED=$(SEED) repeats this order)"
+	$(PY) -m pytest -q -n 2 --dist loadgroup --random-order-bucket=global --random-order-seed=$(SEED) tests
 
 # Every live path with real budgets against the local real model (not CI: about half an hour); the numbers it prints
 # are the ones in docs/live.md
