@@ -1,12 +1,13 @@
 """assay: LLM evaluation with statistical guarantees.
 
-One data model, five methods, one command line:
+One data model, six methods, one command line:
 
 * :mod:`assay.siren` (SIREN): selection-aware intervals for tune-then-deploy procedures;
 * :mod:`assay.autoeval` (R-AutoEval+): risk certificates from few human and many LLM-judge labels;
 * :mod:`assay.faq` (FAQ): a new model's benchmark accuracy from a few actively chosen questions;
 * :mod:`assay.psdme` (PS-DME): KPI distribution bands for configurations pre-selected on the same data;
-* :mod:`assay.quickscope` (QuickScope): certified-hard regions of a generated benchmark.
+* :mod:`assay.quickscope` (QuickScope): certified-hard regions of a generated benchmark;
+* :mod:`assay.compare`: which of several models is better, which are tied, where each ranks, every claim at once.
 
 Around them: :mod:`assay.data` (reading and validating tables; :mod:`assay.ingest` reads lm-eval / inspect / HELM
 logs), :mod:`assay.models` (querying models, journaled), :mod:`assay.stats` (method-free mathematics),
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from ._version import __version__
 
 #: public submodules, loaded on first attribute access
-_SUBMODULES = ("autoeval", "benchmarks", "data", "datasets", "errors", "faq", "ingest", "models", "parallel",
+_SUBMODULES = ("autoeval", "benchmarks", "compare", "data", "datasets", "errors", "faq", "ingest", "models", "parallel",
                "progress", "psdme", "quickscope", "report", "results", "seeds", "siren", "stats", "studies")
 #: names re-exported at the top level -> the submodule that defines them
 _NAMES = {"AssayError": "errors", "AssayInputError": "errors", "AssayBackendError": "errors",
@@ -33,8 +34,8 @@ _NAMES = {"AssayError": "errors", "AssayInputError": "errors", "AssayBackendErro
 __all__ = ["__version__", *_NAMES, *_SUBMODULES]
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from . import (autoeval, benchmarks, data, datasets, errors, faq, ingest, models, parallel, progress, psdme,  # noqa: F401
-                   quickscope, report, results, seeds, siren, stats, studies)  # noqa: F401
+    from . import (autoeval, benchmarks, compare, data, datasets, errors, faq, ingest, models, parallel, progress,  # noqa: F401
+                   psdme, quickscope, report, results, seeds, siren, stats, studies)  # noqa: F401
     from .data import read_table  # noqa: F401
     from .errors import AssayBackendError, AssayError, AssayInputError  # noqa: F401
     from .results import Interval, Result  # noqa: F401

@@ -65,7 +65,7 @@ def render_html(results: Iterable[Result], title: str = "assay report") -> str:
 def load_results(obj) -> list[Result]:
     """Results from parsed JSON: one result (a dict with ``method``), a list of them, or a mapping name -> result
     (``assay demo``'s results.json). Importing the method modules registers their result classes."""
-    from .. import autoeval, psdme, siren  # noqa: F401
+    from .. import autoeval, compare, psdme, siren  # noqa: F401
     from .. import faq, quickscope, studies  # noqa: F401
     from ..errors import AssayInputError
 

@@ -1,0 +1,241 @@
+"""The compare core on arrays: every model's mean score and every pair's paired difference, with intervals that
+hold all at once, and the rank and tier claims that follow from them.
+
+Setting. ``S`` is models x questions (scores in [low, high], each question's epochs averaged), the questions a
+random sample of a population (the sampled unit is the cluster when questions come in clusters). The targets are
+each model's mean score over the population and each pair's difference of means, mean(a) - mean(b).
+
+Two guarantees:
+
+* ``asymptotic`` (Miller 2024, "Adding Error Bars to Evals", paired and clustered standard errors): the covariance
+  of the K model means from cluster sums of centred scores, Sigma = C / (C - 1) * Z Z' / n^2 (Z: K x C sums over each
+  cluster of s_ki - m_k; every question its own cluster when none are given); a pair's variance is
+  Sigma_aa + Sigma_bb - 2 Sigma_ab (paired: what two models share on a question cancels). The family of all K model
+  intervals and K (K - 1) / 2 pair intervals holds together by a studentized max-t critical value from the Gaussian
+  multiplier bootstrap of the cluster sums (whose law given the data is N(0, Sigma), drawn as such), turned into a
+  Student t one with C - 1 degrees of freedom (few clusters). Cautions: a pseudo-observation of the largest possible
+  deviation keeps every standard error at least (range / n) (two models that agree on every sampled question, or a
+  model scoring 1 everywhere, still get an interval of positive width).
+* ``finite`` (Waudby-Smith and Ramdas 2024, "Estimating means of bounded random variables by betting", the
+  predictable plug-in empirical-Bernstein confidence sequence, their eqs. 13-15): for each claim the units (questions,
+  or clusters) are read in one seeded order shared by every model, and the running intersection of the sequence at
+  level delta / (K + K (K - 1) / 2) (a union bound over every claim) holds at every sample size at once, so all
+  claims hold together with probability at least 1 - delta whenever one stops (optional stopping is allowed). With
+  clusters, the unit is the cluster's mean score and the target is the mean over clusters, each cluster weighted
+  equally. Every claim's sequence is computed in closed form, vectorised over claims and in blocks of units.
+
+From the pair intervals: pair verdicts, rank intervals [1 + #certified better, K - #certified worse] (the true rank
+with ties is [1 + #truly better, K - #truly worse]) and tiers (1 + the longest chain of certified "better" above).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from scipy import stats
+
+from ..errors import AssayInputError
+
+__all__ = ["CompareCore", "pair_index", "asymptotic", "finite", "eb_confidence_sequence", "ranks_and_tiers",
+           "verdicts", "items_to_resolve", "GUARANTEES"]
+
+GUARANTEES = ("asymptotic", "finite")
+
+
+class CompareCore(NamedTuple):
+    """Per model (K,): ``est``, ``lo``, ``hi``; per pair (P,) in :func:`pair_index` order: ``d``, ``d_lo``, ``d_hi``,
+    ``half`` (half-width before clipping to the range); ``crit`` (asymptotic: the simultaneous critical value; finite:
+    the per-claim level), ``units`` (questions or clusters used)."""
+
+    est: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    d: np.ndarray
+    d_lo: np.ndarray
+    d_hi: np.ndarray
+    half: np.ndarray
+    crit: float
+    units: int
+
+
+def pair_index(K: int) -> tuple[np.ndarray, np.ndarray]:
+    """(a, b) of every pair a < b, in row-major order."""
+    a, b = np.triu_indices(K, k=1)
+    return a.astype(np.int64), b.astype(np.int64)
+
+
+def _unit_sums(X: np.ndarray, clusters: np.ndarray | None) -> np.ndarray:
+    """Sums of the columns of ``X`` (rows x questions) over each cluster -> rows x clusters."""
+    if clusters is None:
+        return X
+    order = np.argsort(clusters, kind="stable")
+    cs = clusters[order]
+    starts = np.flatnonzero(np.r_[True, cs[1:] != cs[:-1]])
+    return np.add.reduceat(X[:, order], starts, axis=1)
+
+
+def asymptotic(S: np.ndarray, clusters: np.ndarray | None, *, delta: float, low: float, high: float,
+               rng: np.random.Generator, n_boot: int = 4000, chunk: int = 4096) -> CompareCore:
+    """Cluster-robust paired intervals for every model and pair, simultaneous by a studentized max-t (module
+    docstring). ``S``: K x n; ``clusters``: (n,) integer codes or None."""
+    K, n = S.shape
+    R = high - low
+    m = S.mean(axis=1)
+    Z = _unit_sums(S - m[:, None], clusters)
+    C = Z.shape[1]
+    if C < 2:
+        raise AssayInputError("a cluster-robust interval needs at least 2 clusters")
+    Sigma = (Z @ Z.T) * (C / (C - 1)) / n**2
+    a, b = pair_index(K)
+    se_m = np.sqrt(np.maximum(np.diag(Sigma), 0.0) + (R / 2 / n) ** 2)
+    var_d = Sigma[a, a] + Sigma[b, b] - 2.0 * Sigma[a, b]
+    se_d = np.sqrt(np.maximum(var_d, 0.0) + (R / n) ** 2)
+    # the multiplier bootstrap's law given the data is N(0, Sigma): drawn as such, in chunks, the max over claims kept
+    w, Q = np.linalg.eigh(Sigma)
+    L = Q * np.sqrt(np.clip(w, 0.0, None))
+    mx = np.empty(n_boot)
+    for s in range(0, n_boot, 256):
+        e = min(s + 256, n_boot)
+        G = rng.standard_normal((e - s, K)) @ L.T
+        t = np.max(np.abs(G / se_m), axis=1)
+        for p in range(0, len(a), chunk):
+            sl = slice(p, p + chunk)
+            t = np.maximum(t, np.max(np.abs((G[:, a[sl]] - G[:, b[sl]]) / se_d[sl]), axis=1))
+        mx[s:e] = t
+    crit = float(np.quantile(mx, 1.0 - delta))
+    # few clusters: the same per-claim level with Student t's C - 1 degrees of freedom (never below the Gaussian)
+    per_claim = 2.0 * stats.norm.sf(crit)
+    crit = max(crit, float(stats.t.isf(per_claim / 2.0, C - 1)))
+    d = m[a] - m[b]
+    half = crit * se_d
+    return CompareCore(est=m, lo=np.clip(m - crit * se_m, low, high), hi=np.clip(m + crit * se_m, low, high), d=d,
+                       d_lo=np.clip(d - half, -R, R), d_hi=np.clip(d + half, -R, R), half=half, crit=crit, units=C)
+
+
+def eb_confidence_sequence(Y: np.ndarray, alpha: float, *, cap: float = 0.5, block: int = 512
+                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The predictable plug-in empirical-Bernstein confidence sequence of each row of ``Y`` (values in [0, 1], read
+    left to right; Waudby-Smith and Ramdas 2024, eqs. 13-15), as the running intersection at the last column.
+
+    mu_t = (1/2 + sum_{i<=t} y_i) / (t + 1), s2_t = (1/4 + sum_{i<=t} (y_i - mu_i)^2) / (t + 1),
+    lambda_t = min(sqrt(2 log(2/alpha) / (s2_{t-1} t log(1 + t))), cap), v_t = 4 (y_t - mu_{t-1})^2,
+    psi(l) = (-log(1 - l) - l) / 4, and the set at t is
+    sum lambda_i y_i / sum lambda_i +- (log(2/alpha) + sum v_i psi(lambda_i)) / sum lambda_i.
+    Returns (lower, upper, the radius at the last column), each per row, clipped to [0, 1]."""
+    rows, T = Y.shape
+    log2a = float(np.log(2.0 / alpha))
+    sum_y = np.zeros(rows)
+    sum_sq = np.zeros(rows)
+    mu_prev = np.full(rows, 0.5)
+    s2_prev = np.full(rows, 0.25)
+    sum_l = np.zeros(rows)
+    sum_ly = np.zeros(rows)
+    sum_vpsi = np.zeros(rows)
+    lo = np.zeros(rows)
+    hi = np.ones(rows)
+    radius = np.ones(rows)
+    for t0 in range(0, T, block):
+        y = Y[:, t0:t0 + block]
+        B = y.shape[1]
+        t = np.arange(t0 + 1, t0 + B + 1, dtype=np.float64)
+        cum_y = sum_y[:, None] + np.cumsum(y, axis=1)
+        mu = (0.5 + cum_y) / (t + 1.0)
+        mu_before = np.concatenate([mu_prev[:, None], mu[:, :-1]], axis=1)
+        sq = (y - mu) ** 2
+        cum_sq = sum_sq[:, None] + np.cumsum(sq, axis=1)
+        s2 = (0.25 + cum_sq) / (t + 1.0)
+        s2_before = np.concatenate([s2_prev[:, None], s2[:, :-1]], axis=1)
+        lam = np.minimum(np.sqrt(2.0 * log2a / (s2_before * t * np.log1p(t))), cap)
+        v = 4.0 * (y - mu_before) ** 2
+        psi = (-np.log1p(-lam) - lam) / 4.0
+        c_l = sum_l[:, None] + np.cumsum(lam, axis=1)
+        c_ly = sum_ly[:, None] + np.cumsum(lam * y, axis=1)
+        c_vpsi = sum_vpsi[:, None] + np.cumsum(v * psi, axis=1)
+        centre = c_ly / c_l
+        rad = (log2a + c_vpsi) / c_l
+        lo = np.maximum(lo, np.max(centre - rad, axis=1))
+        hi = np.minimum(hi, np.min(centre + rad, axis=1))
+        radius = rad[:, -1]
+        sum_y, sum_sq, mu_prev, s2_prev = cum_y[:, -1], cum_sq[:, -1], mu[:, -1], s2[:, -1]
+        sum_l, sum_ly, sum_vpsi = c_l[:, -1], c_ly[:, -1], c_vpsi[:, -1]
+    lo = np.clip(lo, 0.0, 1.0)
+    hi = np.clip(hi, 0.0, 1.0)
+    hi = np.maximum(hi, lo)  # the intersection never empties for a valid sequence; guard rounding
+    return lo, hi, radius
+
+
+def _unit_means(S: np.ndarray, clusters: np.ndarray | None) -> np.ndarray:
+    if clusters is None:
+        return S
+    return _unit_sums(S, clusters) / np.bincount(clusters)[None, :]  # codes are 0 .. C-1, all present
+
+
+def finite(S: np.ndarray, clusters: np.ndarray | None, *, delta: float, low: float, high: float,
+           rng: np.random.Generator, pair_chunk: int = 2048) -> CompareCore:
+    """Anytime-valid intervals for every model and pair, all at once (module docstring). The units (questions, or
+    cluster means) are read in one order drawn from ``rng``."""
+    K = S.shape[0]
+    U = _unit_means(S, clusters)
+    n_units = U.shape[1]
+    U = U[:, rng.permutation(n_units)]
+    R = high - low
+    a, b = pair_index(K)
+    P = len(a)
+    alpha = delta / (K + P)  # a union bound over every claim, each a two-sided sequence
+    Ym = (U - low) / R
+    lo_m, hi_m, _ = eb_confidence_sequence(Ym, alpha)
+    est = U.mean(axis=1)
+    d_lo = np.empty(P)
+    d_hi = np.empty(P)
+    half = np.empty(P)
+    for s in range(0, P, pair_chunk):
+        sl = slice(s, s + pair_chunk)
+        Yd = ((U[a[sl]] - U[b[sl]]) + R) / (2.0 * R)
+        l, h, rad = eb_confidence_sequence(Yd, alpha)
+        d_lo[sl] = l * 2.0 * R - R
+        d_hi[sl] = h * 2.0 * R - R
+        half[sl] = rad * 2.0 * R
+    d = est[a] - est[b]
+    return CompareCore(est=est, lo=lo_m * R + low, hi=hi_m * R + low, d=d, d_lo=d_lo, d_hi=d_hi, half=half,
+                       crit=alpha, units=n_units)
+
+
+def verdicts(d_lo: np.ndarray, d_hi: np.ndarray, margin: float | None) -> tuple[np.ndarray, np.ndarray]:
+    """Per pair: ``"a better"`` (the interval above 0), ``"b better"`` (below 0), ``"equivalent"`` (with a margin:
+    the interval contains 0 and lies inside +-margin) or ``"unresolved"``; and whether it lies inside +-margin."""
+    inside = (np.zeros(len(d_lo), bool) if margin is None else (d_lo >= -margin) & (d_hi <= margin))
+    v = np.full(len(d_lo), "unresolved", dtype=object)
+    v[d_lo > 0] = "a better"
+    v[d_hi < 0] = "b better"
+    v[(v == "unresolved") & inside] = "equivalent"
+    return v, inside
+
+
+def ranks_and_tiers(est: np.ndarray, d_lo: np.ndarray, d_hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rank intervals [1 + #certified better, K - #certified worse] and tiers (1 + the longest chain of certified
+    "better" above a model) from the pair intervals (:func:`pair_index` order)."""
+    K = len(est)
+    a, b = pair_index(K)
+    better = np.zeros((K, K), bool)  # better[i, j]: i certified better than j
+    better[a[d_lo > 0], b[d_lo > 0]] = True
+    better[b[d_hi < 0], a[d_hi < 0]] = True
+    rank_low = 1 + better.sum(axis=0)
+    rank_high = K - better.sum(axis=1)
+    # a certified "better" goes with a higher estimate, so the estimates order the chains
+    tier = np.ones(K, dtype=np.int64)
+    for j in np.argsort(-est, kind="stable"):
+        above = better[:, j]
+        if above.any():
+            tier[j] = 1 + int(tier[above].max())
+    return rank_low, rank_high, tier
+
+
+def items_to_resolve(d: np.ndarray, half: np.ndarray, units: int, items: int) -> np.ndarray:
+    """How many questions would resolve each pair's observed difference under the same guarantee: the half-width
+    shrinks as 1/sqrt(sample size) (exactly for the asymptotic interval, up to log factors for the finite one), so
+    n_units * (half / |d|)^2 units, in questions at the sample's questions per unit. A planning estimate from the
+    observed effect; infinite when the observed difference is 0."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        need = units * (half / np.abs(d)) ** 2 * (items / units)
+    return np.where(np.abs(d) > 0, np.ceil(need), np.inf)
