@@ -8,8 +8,8 @@ from ._common import app
 from .runs import runs_app
 
 #: the order of ``assay --help``: the five methods' neighbours together, then the tools
-COMMANDS = ("eval", "siren", "autoeval", "psdme", "query", "judge", "ingest", "report", "study", "faq", "scope", "demo",
-            "datasets")
+COMMANDS = ("eval", "siren", "autoeval", "psdme", "compare", "query", "judge", "ingest", "report", "study", "faq", "scope",
+            "demo", "datasets")
 
 for _name in COMMANDS:
     importlib.import_module(f".{_name}", __package__)

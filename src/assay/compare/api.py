@@ -101,17 +101,22 @@ class Requirement:
                     + ("certified" if ok else "not certified"))
 
 
-_REQ = re.compile(r"^\s*(?P<a>.+?)\s*(?P<op>>=|>)\s*(?P<b>.+?)\s*(?:-\s*(?P<m>\d+(?:\.\d*)?|\.\d+))?\s*$")
+_REQ = re.compile(r"^\s*(?P<a>.+?)\s*(?P<op>>=|>)\s*(?P<rhs>.+?)\s*$")
+_MARGIN = re.compile(r"^(?P<b>.+?)\s*-\s*(?P<m>\d+(?:\.\d*)?|\.\d+)$")
 
 
 def parse_require(text: str, models: Sequence[str]) -> Requirement:
-    """Parse ``A>B`` or ``A>=B-0.01`` against the models' names."""
+    """Parse ``A>B`` or ``A>=B-0.01`` against the models' names (a name may itself contain ``-``)."""
     m = _REQ.match(str(text))
     if not m:
         raise AssayInputError(f"--require {text!r}: write A>B (A certified better than B) or A>=B-0.01 (A not worse "
                               "than B by more than 0.01)")
-    a, b, op = m.group("a"), m.group("b"), m.group("op")
-    margin = float(m.group("m")) if m.group("m") else 0.0
+    a, op, rhs = m.group("a"), m.group("op"), m.group("rhs")
+    b, margin = rhs, 0.0
+    if rhs not in models:
+        mm = _MARGIN.match(rhs)
+        if mm and mm.group("b") in models:
+            b, margin = mm.group("b"), float(mm.group("m"))
     for name in (a, b):
         if name not in models:
             raise AssayInputError(f"--require {text!r}: no model {name!r}; the models are {', '.join(models)}")

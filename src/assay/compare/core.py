@@ -12,10 +12,12 @@ Two guarantees:
   cluster of s_ki - m_k; every question its own cluster when none are given); a pair's variance is
   Sigma_aa + Sigma_bb - 2 Sigma_ab (paired: what two models share on a question cancels). The family of all K model
   intervals and K (K - 1) / 2 pair intervals holds together by a studentized max-t critical value from the Gaussian
-  multiplier bootstrap of the cluster sums (whose law given the data is N(0, Sigma), drawn as such), turned into a
-  Student t one with C - 1 degrees of freedom (few clusters). Cautions: a pseudo-observation of the largest possible
-  deviation keeps every standard error at least (range / n) (two models that agree on every sampled question, or a
-  model scoring 1 everywhere, still get an interval of positive width).
+  multiplier bootstrap of the cluster sums (whose law given the data is N(0, Sigma), drawn as such). Cautions for
+  small samples: each claim's critical value is the same per-claim level taken from Student t with the claim's
+  effective degrees of freedom (Satterthwaite's, from its cluster sums, at most C - 1: few clusters, or a few that
+  carry most of the variance, widen it), and a pseudo-observation of the largest possible deviation keeps every
+  standard error at least range / n (two models that agree on every sampled question, or a model scoring 1
+  everywhere, still get an interval of positive width).
 * ``finite`` (Waudby-Smith and Ramdas 2024, "Estimating means of bounded random variables by betting", the
   predictable plug-in empirical-Bernstein confidence sequence, their eqs. 13-15): for each claim the units (questions,
   or clusters) are read in one seeded order shared by every model, and the running intersection of the sequence at
@@ -104,13 +106,36 @@ def asymptotic(S: np.ndarray, clusters: np.ndarray | None, *, delta: float, low:
             t = np.maximum(t, np.max(np.abs((G[:, a[sl]] - G[:, b[sl]]) / se_d[sl]), axis=1))
         mx[s:e] = t
     crit = float(np.quantile(mx, 1.0 - delta))
-    # few clusters: the same per-claim level with Student t's C - 1 degrees of freedom (never below the Gaussian)
+    # few clusters, or a few clusters that carry most of a claim's variance: each claim's critical value at the same
+    # per-claim level from Student t with the claim's effective degrees of freedom (Satterthwaite: (sum_c u_c^2)^2
+    # / sum_c u_c^4 over its cluster sums u_c, at most C - 1), never below the Gaussian value
     per_claim = 2.0 * stats.norm.sf(crit)
-    crit = max(crit, float(stats.t.isf(per_claim / 2.0, C - 1)))
+    crit_m = _t_crit(per_claim, _eff_df(Z, C))
+    crit_d = np.empty(len(a))
+    for p in range(0, len(a), chunk):
+        sl = slice(p, p + chunk)
+        crit_d[sl] = _t_crit(per_claim, _eff_df(Z[a[sl]] - Z[b[sl]], C))
+    crit_m, crit_d = np.maximum(crit_m, crit), np.maximum(crit_d, crit)
     d = m[a] - m[b]
-    half = crit * se_d
-    return CompareCore(est=m, lo=np.clip(m - crit * se_m, low, high), hi=np.clip(m + crit * se_m, low, high), d=d,
-                       d_lo=np.clip(d - half, -R, R), d_hi=np.clip(d + half, -R, R), half=half, crit=crit, units=C)
+    half = crit_d * se_d
+    return CompareCore(est=m, lo=np.clip(m - crit_m * se_m, low, high), hi=np.clip(m + crit_m * se_m, low, high),
+                       d=d, d_lo=np.clip(d - half, -R, R), d_hi=np.clip(d + half, -R, R), half=half, crit=crit,
+                       units=C)
+
+
+def _eff_df(U: np.ndarray, C: int) -> np.ndarray:
+    """Satterthwaite's effective degrees of freedom of a variance that is a sum of the rows' squared cluster sums:
+    (sum u^2)^2 / sum u^4, at most C - 1 (C for C equal contributions; 1 when one cluster carries everything)."""
+    u2 = U * U
+    num = u2.sum(axis=1) ** 2
+    den = (u2 * u2).sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        df = np.where(den > 0, num / den, C - 1.0)
+    return np.clip(df, 1.0, C - 1.0)
+
+
+def _t_crit(per_claim: float, df: np.ndarray) -> np.ndarray:
+    return stats.t.isf(per_claim / 2.0, df)
 
 
 def eb_confidence_sequence(Y: np.ndarray, alpha: float, *, cap: float = 0.5, block: int = 512

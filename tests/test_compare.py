@@ -1,0 +1,303 @@
+"""assay compare (issue 38): the data layer's refusals, the verdicts, ranks and tiers, the CLI, and seeded Monte Carlo
+on a real item matrix (Open LLM Leaderboard, MMLU-Pro math: 755 models x 1,351 questions, ../shared/data): both
+guarantees hold for every claim at once, and the naive procedures fail where the literature says they fail."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from assay import compare
+from assay.cli import app
+from assay.compare import core
+from assay.errors import AssayInputError
+
+runner = CliRunner()
+MATRIX = Path(__file__).resolve().parents[2] / "shared" / "data" / "openllm_v2_items" / "mmlu_pro_math_8b_models.csv"
+
+
+def long_table(S: np.ndarray, models=None, clusters=None) -> pd.DataFrame:
+    K, n = S.shape
+    models = models or [f"m{k}" for k in range(K)]
+    t = pd.DataFrame({"model": np.repeat(models, n), "item": np.tile([f"q{i}" for i in range(n)], K),
+                      "score": S.ravel()})
+    if clusters is not None:
+        t["cluster"] = np.tile([f"c{c}" for c in clusters], K)
+    return t
+
+
+def simulated(K=3, n=400, ps=(0.8, 0.6, 0.58), seed=0):
+    rng = np.random.default_rng(seed)
+    return (rng.random((K, n)) < np.asarray(ps)[:, None]).astype(float)
+
+
+# -- the data layer ----------------------------------------------------------------------------------------------
+
+
+def test_bad_tables_are_refused_with_the_rows_named():
+    t = long_table(simulated())
+    bad = t.copy()
+    bad.loc[5, "score"] = np.nan
+    with pytest.raises(AssayInputError, match="missing"):
+        compare.evaluate(bad)
+    bad = t.copy()
+    bad.loc[7, "score"] = 1.5
+    with pytest.raises(AssayInputError, match=r"outside \[0, 1\]"):
+        compare.evaluate(bad)
+    with pytest.raises(AssayInputError, match="duplicate"):
+        compare.evaluate(pd.concat([t, t.iloc[[3]]]))
+    with pytest.raises(AssayInputError, match="at least 2 models"):
+        compare.evaluate(t[t["model"] == "m0"])
+    apart = pd.concat([t[t["model"] == "m0"].iloc[:200], t[t["model"] == "m1"].iloc[200:]])
+    with pytest.raises(AssayInputError, match="no question in common"):
+        compare.evaluate(apart)
+    with pytest.raises(AssayInputError, match="bounds"):
+        compare.evaluate(t, bounds=(1, 0))
+    with pytest.raises(AssayInputError, match="guarantee"):
+        compare.evaluate(t, guarantee="exact")
+    with pytest.raises(AssayInputError, match="delta"):
+        compare.evaluate(t, delta=1.5)
+    c = long_table(simulated(), clusters=np.arange(400) // 10)
+    c.loc[(c["model"] == "m1") & (c["item"] == "q0"), "cluster"] = "other"
+    with pytest.raises(AssayInputError, match="more than one cluster"):
+        compare.evaluate(c)
+
+
+def test_models_are_compared_on_shared_questions_and_require_complete_refuses():
+    t = long_table(simulated())
+    partial = t[~((t["model"] == "m2") & t["item"].isin([f"q{i}" for i in range(50)]))]
+    res = compare.evaluate(partial, seed=0)
+    assert res.n == 350
+    pairs = res.pairs.set_index(["model_a", "model_b"])
+    assert pairs.loc[("m0", "m1"), "n_items"] == 400 and pairs.loc[("m0", "m2"), "n_items"] == 350
+    assert any("350 of 400 questions" in w for w in res.warnings)
+    with pytest.raises(AssayInputError, match="require-complete"):
+        compare.evaluate(partial, require_complete=True)
+
+
+def test_epochs_are_averaged_per_question_and_bounds_rescale():
+    S = simulated()
+    t = long_table(S)
+    twice = pd.concat([t.assign(epoch=0), t.assign(epoch=1, score=1 - t["score"])])
+    res = compare.evaluate(twice, seed=0)
+    assert np.allclose(res.models["estimate"], 0.5)  # each question's two epochs average to 1/2
+    ten = t.assign(score=t["score"] * 10)
+    a, b = compare.evaluate(t, seed=3), compare.evaluate(ten, bounds=(0, 10), seed=3)
+    assert np.allclose(b.models["estimate"], 10 * a.models["estimate"])
+    assert list(b.pairs["verdict"]) == list(a.pairs["verdict"])
+
+
+# -- verdicts, ranks, tiers ------------------------------------------------------------------------------------
+
+
+def test_ranks_tiers_and_verdicts_follow_the_certified_pairs():
+    est = np.array([0.9, 0.7, 0.65, 0.3])
+    a, b = core.pair_index(4)
+    d = est[a] - est[b]
+    # certified: 0 > everyone, 1 > 3, 2 > 3; 1 vs 2 unresolved
+    lo = np.array([0.1, 0.1, 0.5, -0.05, 0.2, 0.2])
+    hi = np.array([0.3, 0.4, 0.7, 0.15, 0.6, 0.5])
+    rank_low, rank_high, tier = core.ranks_and_tiers(est, lo, hi)
+    assert list(rank_low) == [1, 2, 2, 4] and list(rank_high) == [1, 3, 3, 4]
+    assert list(tier) == [1, 2, 2, 3]
+    v, inside = core.verdicts(lo, hi, margin=0.2)
+    assert list(v) == ["a better", "a better", "a better", "equivalent", "a better", "a better"]
+    assert list(inside) == [False, False, False, True, False, False]
+    v, _ = core.verdicts(-hi, -lo, margin=None)
+    assert list(v) == ["b better"] * 3 + ["unresolved"] + ["b better"] * 2
+    assert np.all(np.isfinite(d))
+
+
+def test_a_clear_order_is_found_and_a_tie_is_not_called_an_order():
+    res = compare.evaluate(long_table(simulated(ps=(0.8, 0.6, 0.6), n=600)), seed=1, margin=0.08)
+    p = res.pairs.set_index(["model_a", "model_b"])
+    assert p.loc[("m0", "m1"), "verdict"] == "a better" and p.loc[("m0", "m2"), "verdict"] == "a better"
+    assert p.loc[("m1", "m2"), "verdict"] in ("unresolved", "equivalent")
+    m = res.models.set_index("model")
+    assert m.loc["m0", "may_be_best"] and not m.loc["m1", "may_be_best"]
+    assert (m.loc["m1", "rank_low"], m.loc["m1", "rank_high"]) == (2, 3)
+    assert math.isfinite(p.loc[("m1", "m2"), "items_to_resolve"]) or p.loc[("m1", "m2"), "verdict"] == "equivalent"
+
+
+def test_identical_models_get_an_interval_of_positive_width():
+    S = simulated(K=2, ps=(0.7, 0.7))
+    S[1] = S[0]
+    for g in compare.GUARANTEES:
+        res = compare.evaluate(long_table(S), guarantee=g, seed=0)
+        p = res.pairs.iloc[0]
+        assert p["ci_low"] < 0 < p["ci_high"] and p["verdict"] == "unresolved"
+        assert p["items_to_resolve"] == np.inf  # no difference observed: nothing would resolve it
+
+
+def test_the_result_round_trips_and_states_itself():
+    res = compare.evaluate(long_table(simulated()), seed=0, margin=0.05)
+    back = compare.CompareResult.from_json(res.to_json())
+    pd.testing.assert_frame_equal(back.models, res.models, check_dtype=False)
+    pd.testing.assert_frame_equal(back.pairs, res.pairs, check_dtype=False)
+    s = res.statements()
+    assert len(s) == 4 and "every claim at once at 95%" in s[-1] and "rank 1" in s[0]
+    assert "random sample" in res.info["estimand"]
+
+
+def test_the_finite_estimand_with_unequal_clusters_is_the_mean_over_clusters():
+    S = simulated(n=400)
+    clusters = np.r_[np.repeat(np.arange(20), 15), np.arange(20, 120)]
+    res = compare.evaluate(long_table(S, clusters=clusters), guarantee="finite", seed=0)
+    assert "each cluster weighted equally" in res.info["estimand"] and res.info["units"] == 120
+
+
+def test_require_parses_names_with_dashes_and_margins():
+    models = ["gpt-4", "llama-3"]
+    r = compare.parse_require("gpt-4>=llama-3-0.01", models)
+    assert (r.a, r.b, r.margin, r.strict) == ("gpt-4", "llama-3", 0.01, False)
+    r = compare.parse_require("llama-3 > gpt-4", models)
+    assert (r.a, r.b, r.margin, r.strict) == ("llama-3", "gpt-4", 0.0, True)
+    with pytest.raises(AssayInputError, match="no model"):
+        compare.parse_require("gpt-5>gpt-4", models)
+    with pytest.raises(AssayInputError, match="write A>B"):
+        compare.parse_require("gpt-4", models)
+
+
+def test_the_cli_prints_reads_tool_logs_and_gates(tmp_path):
+    t = long_table(simulated(), models=["a", "b", "c"])
+    t.to_csv(tmp_path / "s.csv", index=False)
+    r = runner.invoke(app, ["compare", str(tmp_path / "s.csv"), "--seed", "0", "--require", "a>b"])
+    assert r.exit_code == 0, r.output
+    assert "require ok: a>b" in r.output and "estimand:" in r.output
+    r = runner.invoke(app, ["compare", str(tmp_path / "s.csv"), "--seed", "0", "--require", "b>c", "--json"])
+    assert r.exit_code == 1
+    out = json.loads(r.stdout)
+    assert out["method"] == "compare" and out["require"][0]["certified"] is False
+    assert {"models", "pairs"} <= set(out) and out["seed"] == 0
+    renamed = t.rename(columns={"model": "system", "item": "qid", "score": "acc"})
+    renamed.to_parquet(tmp_path / "r.parquet")
+    r = runner.invoke(app, ["compare", str(tmp_path / "r.parquet"), "--model-col", "system", "--item-col", "qid",
+                            "--score-col", "acc", "--guarantee", "finite", "--seed", "1", "--json"])
+    assert r.exit_code == 0, r.output and json.loads(r.stdout)["params"]["guarantee"] == "finite"
+    r = runner.invoke(app, ["compare", str(tmp_path / "r.parquet")])
+    assert r.exit_code == 2 and "--model-col" in r.output
+    # two lm-eval --log_samples runs (real tool output): each run a model, each (task, doc_id) a question
+    logs = Path(__file__).parent / "fixtures" / "ingest" / "lmeval"
+    r = runner.invoke(app, ["compare", str(logs / "18fkbj3g"), str(logs / "wnnhj7xv"), "--seed", "0", "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert {m["model"] for m in out["models"]} == {"18fkbj3g", "wnnhj7xv"} and out["n"] == 14
+
+
+# -- Monte Carlo on a real item matrix --------------------------------------------------------------------------
+
+
+def _real(K=8, seed=0):
+    """K models of the real MMLU-Pro math matrix with distinct accuracies (truth: their mean over its 1,351
+    questions), and the 0/1 matrix."""
+    if not MATRIX.exists():
+        pytest.skip(f"{MATRIX} is not beside the repository")
+    M = pd.read_csv(MATRIX, index_col=0).to_numpy(dtype=float)
+    acc = M.mean(axis=1)
+    order = np.argsort(acc)
+    pick = order[np.linspace(len(order) * 0.2, len(order) - 1, K).astype(int)]
+    return M[pick], acc[pick]
+
+
+def _true_order(truth):
+    a, b = core.pair_index(len(truth))
+    return np.sign(truth[a] - truth[b])
+
+
+def _covers_all(res, truth) -> tuple[bool, bool, bool]:
+    """(every model and pair interval covers, no wrong order, every rank interval covers the true rank)."""
+    m, p = res.models, res.pairs
+    a, b = core.pair_index(len(truth))
+    d = truth[a] - truth[b]
+    cov = bool(((m["ci_low"] <= truth) & (truth <= m["ci_high"])).all()
+               and ((p["ci_low"] <= d) & (d <= p["ci_high"])).all())
+    wrong = bool(((p["ci_low"] > 0) & (d <= 0)).any() or ((p["ci_high"] < 0) & (d >= 0)).any())
+    K = len(truth)
+    better = (truth[:, None] < truth[None, :]).sum(axis=1)
+    worse = (truth[:, None] > truth[None, :]).sum(axis=1)
+    true_low, true_high = 1 + better, K - worse
+    rank_ok = bool(((m["rank_low"] <= true_low) & (true_high <= m["rank_high"])).all())
+    return cov, not wrong, rank_ok
+
+
+def _mc_se(p, n):
+    return math.sqrt(p * (1 - p) / n)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("guarantee, trials", [("asymptotic", 400), ("finite", 200)])
+def test_every_claim_holds_at_once_on_a_real_matrix(guarantee, trials):
+    """8 real models, 300 questions drawn with replacement from the 1,351 (so the truth is each model's mean over
+    the bank): all 8 model intervals, all 28 pair intervals, the order claims and the rank intervals hold together
+    in at least 95% of the trials, less 3 Monte Carlo standard errors."""
+    S, truth = _real()
+    rng = np.random.default_rng(2026)
+    ok = np.zeros((trials, 3), bool)
+    for t in range(trials):
+        idx = rng.integers(0, S.shape[1], 300)
+        res = compare.evaluate(long_table(S[:, idx]), guarantee=guarantee, seed=t, n_boot=1000)
+        ok[t] = _covers_all(res, truth)
+    rates = ok.mean(axis=0)
+    floor = 0.95 - 3 * _mc_se(0.95, trials)
+    assert (rates >= floor).all(), (rates, floor)
+
+
+@pytest.mark.slow
+def test_naive_procedures_fail_where_they_fail():
+    """On the same real matrix: per-pair 95% intervals without multiplicity miss some claim far more often than 5%;
+    the unpaired z-test, which ignores that two models answer the same questions, orders fewer pairs than the paired
+    simultaneous intervals; item-level standard errors under-cover when whole clusters of questions are sampled
+    (clusters built from the real matrix: questions grouped by how the 755 models answered them), where the
+    cluster-robust intervals cover."""
+    from scipy import stats
+
+    S, truth = _real()
+    K = S.shape[0]
+    a, b = core.pair_index(K)
+    d_true = truth[a] - truth[b]
+    rng = np.random.default_rng(7)
+    trials, n = 300, 300
+    naive_ok = np.zeros(trials, bool)
+    paired_resolved = unpaired_resolved = 0
+    z = stats.norm.isf(0.025)
+    for t in range(trials):
+        X = S[:, rng.integers(0, S.shape[1], n)]
+        D = X[a] - X[b]
+        se = D.std(axis=1, ddof=1) / math.sqrt(n)
+        lo, hi = D.mean(1) - z * se, D.mean(1) + z * se
+        naive_ok[t] = ((lo <= d_true) & (d_true <= hi)).all()
+        se_un = np.sqrt(X[a].var(axis=1, ddof=1) / n + X[b].var(axis=1, ddof=1) / n)
+        crit = compare.evaluate(long_table(X), seed=t, n_boot=1000)
+        paired_resolved += int((crit.pairs["verdict"] != "unresolved").sum())
+        # the unpaired test at the same simultaneous critical value
+        unpaired_resolved += int((np.abs(D.mean(1)) > crit.info["critical"] * se_un).sum())
+    assert naive_ok.mean() < 0.95 - 3 * _mc_se(0.95, trials), naive_ok.mean()
+    assert unpaired_resolved < paired_resolved, (unpaired_resolved, paired_resolved)
+
+    # clusters of questions that the models answer alike: the first principal component of the real answers,
+    # cut into groups of 12 neighbouring questions
+    M = pd.read_csv(MATRIX, index_col=0).to_numpy(dtype=float)
+    vt = np.linalg.svd(M - M.mean(0), full_matrices=False)[2]
+    order = np.argsort(vt[0])
+    groups = [order[i:i + 12] for i in range(0, len(order) - 11, 12)]
+    # whole clusters are the sampled units: the truth is each model's mean over the grouped questions
+    truth = S[:, np.concatenate(groups)].mean(axis=1)
+    item_ok = np.zeros(trials, bool)
+    cluster_ok = np.zeros(trials, bool)
+    for t in range(trials):
+        pick = rng.integers(0, len(groups), 30)
+        cols = np.concatenate([groups[g] for g in pick])
+        cl = np.repeat(np.arange(30), 12)
+        X = S[:, cols]
+        it = compare.evaluate(long_table(X), seed=t, n_boot=1000)
+        cr = compare.evaluate(long_table(X, clusters=cl), seed=t, n_boot=1000)
+        item_ok[t] = _covers_all(it, truth)[0]
+        cluster_ok[t] = _covers_all(cr, truth)[0]
+    assert item_ok.mean() < cluster_ok.mean() - 0.05, (item_ok.mean(), cluster_ok.mean())
+    assert cluster_ok.mean() >= 0.95 - 3 * _mc_se(0.95, trials), cluster_ok.mean()
