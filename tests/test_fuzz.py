@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from assay import autoeval, faq, psdme, siren
+from assay import autoeval, compare, faq, psdme, siren
 from assay.cli import app
 from assay.errors import AssayError
 
@@ -158,6 +158,18 @@ def test_autoeval_certify(df, risk, select):
        method=st.sampled_from(["ps-dme", "ss-dme", "bonferroni", "naive", "auto", "other"]))
 def test_psdme_bands(df, select, method):
     call(psdme.bands, df, select=select, method=method, seed=0, tradeoff_points=3)
+
+
+@FUZZ
+@given(df=st.one_of(tables(["model", "item", "score", "cluster", "epoch"]),
+                    plausible(["model", "item", "score", "cluster", "epoch"],
+                              {"model": ["a", "b", "c"], "item": [f"q{j}" for j in range(5)], "cluster": ["x", "y"],
+                               "epoch": [0, 1]}, SCORE)),
+       guarantee=st.sampled_from(["asymptotic", "finite", "exact"]),
+       margin=st.sampled_from([None, 0.05, 0, -1, float("nan"), "x"]),
+       bounds=st.sampled_from([(0, 1), (1, 0), (0, 10), ("a", 1), (0,)]))
+def test_compare_evaluate(df, guarantee, margin, bounds):
+    call(compare.evaluate, df, guarantee=guarantee, margin=margin, bounds=bounds, seed=0, n_boot=200)
 
 
 @FUZZ
@@ -305,9 +317,11 @@ def _rubric(template):
 @FUZZ
 @given(df=tables(["system", "budget", "artifact", "item", "score", "candidate", "loss_human", "loss_judge",
                   "config", "kpi", "model"], max_rows=8),
-       command=st.sampled_from(["siren", "autoeval", "psdme", "faq", "ingest", "report", "eval", "eval-resume"]),
+       command=st.sampled_from(["siren", "autoeval", "psdme", "faq", "ingest", "report", "eval", "eval-resume",
+                                "compare"]),
        extra=st.lists(st.sampled_from(["--seed", "0", "--json", "--risk-target", "0.1", "-2", "nan", "--select",
-                                       "top:2", "--budget", "0.5", "7", "--calibrator-tau", "1e-300", "--temperature", "1e-300", "--uniform-mix", "2", "--delta", "2"]),
+                                       "top:2", "--budget", "0.5", "7", "--calibrator-tau", "1e-300", "--temperature", "1e-300", "--uniform-mix", "2", "--delta", "2",
+                                       "--guarantee", "finite", "--require", "a>b", "--margin"]),
                       max_size=4))
 def test_cli_commands_on_small_files(df, command, extra):
     with tempfile.TemporaryDirectory() as d:

@@ -85,5 +85,5 @@ def test_wheel_installed_in_a_fresh_venv_runs_the_demo(dist, tmp_path):
                        env=env, cwd=tmp_path, timeout=900)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     results = json.loads((out / "results.json").read_text())
-    assert set(results) == {"siren", "autoeval", "psdme", "faq", "quickscope"}
+    assert set(results) == {"siren", "autoeval", "psdme", "faq", "quickscope", "compare"}
     assert (out / "report.html").stat().st_size > 10_000

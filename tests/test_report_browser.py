@@ -78,7 +78,7 @@ def test_demo_results_report_and_chromium(tmp_path):
     assert console == [], console
     dom = p.stdout
     sections = re.findall(r'<section id="([a-z-]+)"', dom)
-    assert sections == ["siren", "autoeval", "psdme", "faq", "quickscope"]
+    assert sections == ["siren", "autoeval", "psdme", "faq", "quickscope", "compare"]
     for sec in re.split(r"<section ", dom)[1:]:
         assert "<svg" in sec and "<figcaption>" in sec and "<table" in sec
     shot = tmp_path / "report.png"

@@ -131,13 +131,23 @@ def _scope_run(seed):
                journal=None)
 
 
+def _compare(seed):
+    from assay import compare
+
+    rng = np.random.default_rng(4)
+    t = pd.DataFrame({"model": np.repeat(["a", "b", "c"], 60), "item": np.tile(np.arange(60), 3),
+                      "score": (rng.random(180) < 0.6).astype(float)})
+    return compare.evaluate(t, seed=seed, n_boot=500)
+
+
 def _numbers(res) -> pd.DataFrame:
     t = res.table
     return t.select_dtypes(include=[np.number])
 
 
 ENTRIES = {"siren.evaluate": _siren, "autoeval.certify": _autoeval, "psdme.bands": _psdme, "faq.evaluate": _faq,
-           "faq.protocol": _faq_protocol, "quickscope.simulate": _simulate, "quickscope.run": _scope_run}
+           "faq.protocol": _faq_protocol, "quickscope.simulate": _simulate, "quickscope.run": _scope_run,
+           "compare.evaluate": _compare}
 
 
 @pytest.mark.parametrize("name", sorted(ENTRIES))

@@ -14,6 +14,7 @@ from .autoeval import _print_autoeval
 from .psdme import _print_psdme
 from .faq import _print_faq
 from .scope import _print_scope
+from .compare import _print_compare
 
 
 @app.command()
@@ -27,7 +28,7 @@ def demo(
     import time
 
 
-    from .. import autoeval as ae, faq as faq_mod, psdme as ps, siren as siren_mod
+    from .. import autoeval as ae, compare as cmp, faq as faq_mod, psdme as ps, siren as siren_mod
     from ..datasets import load_llmperf, load_siren_law, simulated_faq, synthetic_autoeval
     from ..benchmarks.worlds import get_world
     from ..quickscope.simulate import simulate as qs_simulate
@@ -35,7 +36,7 @@ def demo(
 
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    steps = 5
+    steps = 6
 
     def step(k: int, what: str) -> None:
         sys.stderr.write(f"demo {k}/{steps}: {what} ({time.perf_counter() - t0:.0f} s)\n")
@@ -60,9 +61,13 @@ def demo(
     step(5, "QuickScope on a simulated model over the DyVal space (known error rates)")
     qres = qs_simulate(get_world("dyval-ceiling"), budget=3000, batch=20, seed=seed, certify=0.9)
     qres.info["data"] = "simulation: a model whose error rate on each DyVal template is a known function (no LLM)"
-    allres = [sres, ares, pres, fres, qres]
+    step(6, "compare: 3 models, each with its default prompt and a DSPy-tuned one, on MMLU-Pro Law (shipped, MIT)")
+    cres = cmp.evaluate(_law_configurations(load_siren_law()), seed=seed, margin=0.02)
+    cres.info["data"] = ("the shipped SIREN release (MMLU-Pro Law, 1,001 questions): each model's default prompt and "
+                         "its first DSPy-tuned prompt at the largest budget, scored on the same questions")
+    allres = [sres, ares, pres, fres, qres, cres]
     results = {"siren": sres.to_dict(), "autoeval": ares.to_dict(), "psdme": pres.to_dict(), "faq": fres.to_dict(),
-               "quickscope": qres.to_dict()}
+               "quickscope": qres.to_dict(), "compare": cres.to_dict()}
     (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     (out / "report.html").write_text(render_html(allres, title="assay demo"))
     sys.stderr.write(f"demo done in {time.perf_counter() - t0:.0f} s\n")
@@ -80,4 +85,18 @@ def demo(
     _print_faq(fres)
     _out.print("\nQuickScope: certified-hard DyVal templates of a SIMULATED model (3,000 calls)", style="bold")
     _print_scope(qres, rows=10)
+    _out.print("\ncompare: 3 models x (default prompt, a DSPy-tuned prompt) on 1,001 MMLU-Pro Law questions (shipped "
+               "data)", style="bold")
+    _print_compare(cres, [])
     _out.print(f"\nwrote {out / 'results.json'}\nreport: {(out / 'report.html').resolve()}")
+
+
+def _law_configurations(law):
+    """Six configurations of the shipped law table: each model's default prompt (budget 0) and its first tuned prompt
+    at the largest budget, as a long table model / item / score."""
+    import pandas as pd
+
+    top = law["budget"].max()
+    default = law[law["budget"] == 0].assign(model=lambda t: t["system"] + " (default)")
+    tuned = law[(law["budget"] == top) & (law["artifact"] == "a0")].assign(model=lambda t: t["system"] + " (tuned)")
+    return pd.concat([default, tuned])[["model", "item", "score"]]

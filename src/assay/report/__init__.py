@@ -23,6 +23,7 @@ from typing import Iterable
 from ..results import Result
 from ._common import _CSS, _md_table, _table_html
 from .autoeval import _autoeval_section
+from .compare import _compare_section
 from .faq import _faq_protocol_section, _faq_section
 from .psdme import _psdme_section
 from .quickscope import _quickscope_section
@@ -31,6 +32,7 @@ from .siren import _siren_section
 # importable from assay.report as before the split (assay.cli.study uses integral_columns)
 from ._common import integral_columns  # noqa: F401
 from .autoeval import autoeval_figure  # noqa: F401
+from .compare import compare_figure  # noqa: F401
 from .faq import faq_figure, faq_protocol_figure  # noqa: F401
 from .psdme import psdme_figure  # noqa: F401
 from .quickscope import quickscope_figure  # noqa: F401
@@ -40,7 +42,7 @@ __all__ = ["render_html", "render_markdown", "load_results", "siren_figure", "fa
 
 
 _SECTIONS = {"siren": _siren_section, "autoeval": _autoeval_section, "psdme": _psdme_section, "faq": _faq_section,
-             "faq-protocol": _faq_protocol_section, "quickscope": _quickscope_section}
+             "faq-protocol": _faq_protocol_section, "quickscope": _quickscope_section, "compare": _compare_section}
 
 
 def render_html(results: Iterable[Result], title: str = "assay report") -> str:
@@ -90,11 +92,12 @@ _MD_TITLES = {"siren": "SIREN: selection-aware scores of tune-then-deploy proced
               "faq": "FAQ: accuracy from actively chosen questions",
               "faq-protocol": "FAQ protocol: coverage and efficiency on held-out models",
               "quickscope": "QuickScope: certified weak regions",
+              "compare": "compare: which models are better, which are tied, where each ranks",
               "study": "Simulation study"}
 
 
 #: further tables a Markdown section keeps besides the main one
-_MD_EXTRA = {"siren": ("contrasts",), "psdme": ("best",), "quickscope": ("certified",)}
+_MD_EXTRA = {"siren": ("contrasts",), "psdme": ("best",), "quickscope": ("certified",), "compare": ("pairs",)}
 
 
 def render_markdown(results: Iterable[Result], heading: bool = True) -> str:

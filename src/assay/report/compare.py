@@ -1,0 +1,95 @@
+"""The compare section: the models ranked with their intervals, rank intervals and tiers, and the pairwise verdicts
+as a matrix."""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+
+from ..results import Result
+from ._common import _open, _svg, _table_html
+
+#: colours of the verdict matrix: row better, row worse, equivalent, unresolved
+_COLOURS = {"better": "#2c7fb8", "worse": "#d95f0e", "equivalent": "#78c679", "unresolved": "#e0e0e0"}
+
+
+def _order(result: Result):
+    m = result.tables["models"]
+    return m.sort_values(["tier", "estimate"], ascending=[True, False]).reset_index(drop=True)
+
+
+def compare_figure(result: Result) -> str:
+    """Left: the models, best first, with their simultaneous intervals, tiers (shaded bands) and rank intervals.
+    Right: the pairwise verdicts, row against column."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import ListedColormap
+
+    m = _order(result)
+    K = len(m)
+    show = min(K, 40)
+    m = m.head(show)
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, max(3.0, 0.32 * show + 1.2)),
+                                 gridspec_kw={"width_ratios": [1.3, 1]})
+    y = np.arange(show)[::-1]
+    shades = ["#f7f7f7", "#ffffff"]
+    for i, (yy, tier) in enumerate(zip(y, m["tier"])):
+        a1.axhspan(yy - 0.5, yy + 0.5, color=shades[int(tier) % 2], zorder=0)
+    a1.hlines(y, m["ci_low"], m["ci_high"], color="#2c7fb8", lw=2.5)
+    a1.plot(m["estimate"], y, "k|", ms=10)
+    labels = [f"{str(r.model)[:32]}  (rank {r.rank_low}{'' if r.rank_low == r.rank_high else f'-{r.rank_high}'}, "
+              f"tier {r.tier})" for r in m.itertuples(index=False)]
+    a1.set_yticks(y)
+    a1.set_yticklabels(labels, fontsize=7)
+    a1.set_xlabel("mean score (simultaneous interval)")
+    a1.grid(axis="x", alpha=0.3)
+    a1.set_title("models by tier, best first", fontsize=9)
+    names = list(m["model"])
+    idx = {n: i for i, n in enumerate(names)}
+    code = np.full((show, show), 3)
+    for r in result.tables["pairs"].itertuples(index=False):
+        if r.model_a not in idx or r.model_b not in idx:
+            continue
+        i, j = idx[r.model_a], idx[r.model_b]
+        v = {"a better": (0, 1), "b better": (1, 0), "equivalent": (2, 2)}.get(r.verdict, (3, 3))
+        code[i, j], code[j, i] = v
+    np.fill_diagonal(code, 3)
+    cmap = ListedColormap([_COLOURS[k] for k in ("better", "worse", "equivalent", "unresolved")])
+    a2.imshow(code, cmap=cmap, vmin=0, vmax=3)
+    a2.set_xticks(range(show))
+    a2.set_xticklabels([str(n)[:16] for n in names], rotation=90, fontsize=6)
+    a2.set_yticks(range(show))
+    a2.set_yticklabels([str(n)[:16] for n in names], fontsize=6)
+    a2.set_title("row vs column: better (blue), worse (orange), equivalent (green), unresolved (grey)", fontsize=8)
+    fig.tight_layout()
+    return _svg(fig)
+
+
+def _compare_section(result: Result, heading: bool = True) -> str:
+    p, lv, i = result.params, result.level, result.info
+    m = result.tables["models"]
+    pairs = result.tables["pairs"]
+    counts = pairs["verdict"].value_counts().to_dict()
+    parts = [
+        _open("compare", "compare: which models are better, which are tied, where each ranks", heading),
+        f"<p class='meta'>{len(m)} models on {result.n} questions every model answered; {html.escape(p['guarantee'])} "
+        f"guarantee, delta {lv['delta']:g}" + (f", equivalence margin {p['margin']:g}" if p.get("margin") else "")
+        + f"; {counts.get('a better', 0) + counts.get('b better', 0)} of {len(pairs)} pairs ordered, "
+        f"{counts.get('equivalent', 0)} equivalent, {counts.get('unresolved', 0)} unresolved; seed {result.seed}.</p>",
+        f"<p class='meta'>Estimand: {html.escape(str(i.get('estimand')))}.</p>",
+        f"<figure>{compare_figure(result)}<figcaption>Left: each model's mean score with its interval; the guarantee: "
+        f"{html.escape(str(lv.get('meaning')))}. A rank interval runs from 1 + the number of models certified better "
+        "to the number of models less those certified worse; a tier is 1 + the longest chain of certified "
+        "'better' above the model (shaded bands alternate by tier). Right: each pair's verdict. An unresolved pair is "
+        "not a tie: the data cannot tell them apart at this level; only a pair inside the equivalence margin is "
+        "shown equivalent.</figcaption></figure>",
+        _table_html(_order(result)),
+        _table_html(pairs, floats="{:.4f}"),
+    ]
+    for w in result.warnings:
+        parts.append(f"<p class='meta'>note: {html.escape(w)}</p>")
+    parts.append("</section>")
+    return "\n".join(parts)
