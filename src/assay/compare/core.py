@@ -138,13 +138,15 @@ def _t_crit(per_claim: float, df: np.ndarray) -> np.ndarray:
     return stats.t.isf(per_claim / 2.0, df)
 
 
-def eb_confidence_sequence(Y: np.ndarray, alpha: float, *, cap: float = 0.5, block: int = 512
-                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def eb_confidence_sequence(Y: np.ndarray, alpha: float, *, horizon: int | None = None, cap: float = 0.5,
+                           block: int = 512) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The predictable plug-in empirical-Bernstein confidence sequence of each row of ``Y`` (values in [0, 1], read
     left to right; Waudby-Smith and Ramdas 2024, eqs. 13-15), as the running intersection at the last column.
 
     mu_t = (1/2 + sum_{i<=t} y_i) / (t + 1), s2_t = (1/4 + sum_{i<=t} (y_i - mu_i)^2) / (t + 1),
-    lambda_t = min(sqrt(2 log(2/alpha) / (s2_{t-1} t log(1 + t))), cap), v_t = 4 (y_t - mu_{t-1})^2,
+    lambda_t = min(sqrt(2 log(2/alpha) / (s2_{t-1} h_t)), cap) with h_t = t log(1 + t) (the anytime schedule) or
+    the ``horizon`` when the number of units is known in advance (tightest there; any predictable bet keeps the
+    sequence valid at every t, so the horizon only moves where it is narrowest), v_t = 4 (y_t - mu_{t-1})^2,
     psi(l) = (-log(1 - l) - l) / 4, and the set at t is
     sum lambda_i y_i / sum lambda_i +- (log(2/alpha) + sum v_i psi(lambda_i)) / sum lambda_i.
     Returns (lower, upper, the radius at the last column), each per row, clipped to [0, 1]."""
@@ -171,7 +173,8 @@ def eb_confidence_sequence(Y: np.ndarray, alpha: float, *, cap: float = 0.5, blo
         cum_sq = sum_sq[:, None] + np.cumsum(sq, axis=1)
         s2 = (0.25 + cum_sq) / (t + 1.0)
         s2_before = np.concatenate([s2_prev[:, None], s2[:, :-1]], axis=1)
-        lam = np.minimum(np.sqrt(2.0 * log2a / (s2_before * t * np.log1p(t))), cap)
+        h = float(horizon) if horizon is not None else t * np.log1p(t)
+        lam = np.minimum(np.sqrt(2.0 * log2a / (s2_before * h)), cap)
         v = 4.0 * (y - mu_before) ** 2
         psi = (-np.log1p(-lam) - lam) / 4.0
         c_l = sum_l[:, None] + np.cumsum(lam, axis=1)
@@ -197,9 +200,10 @@ def _unit_means(S: np.ndarray, clusters: np.ndarray | None) -> np.ndarray:
 
 
 def finite(S: np.ndarray, clusters: np.ndarray | None, *, delta: float, low: float, high: float,
-           rng: np.random.Generator, pair_chunk: int = 2048) -> CompareCore:
+           rng: np.random.Generator, horizon: int | None = None, pair_chunk: int = 2048) -> CompareCore:
     """Anytime-valid intervals for every model and pair, all at once (module docstring). The units (questions, or
-    cluster means) are read in one order drawn from ``rng``."""
+    cluster means) are read in one order drawn from ``rng``; the bets are tuned to be tightest at ``horizon`` units
+    (default: all of them; valid at every sample size whatever it is)."""
     K = S.shape[0]
     U = _unit_means(S, clusters)
     n_units = U.shape[1]
@@ -209,7 +213,8 @@ def finite(S: np.ndarray, clusters: np.ndarray | None, *, delta: float, low: flo
     P = len(a)
     alpha = delta / (K + P)  # a union bound over every claim, each a two-sided sequence
     Ym = (U - low) / R
-    lo_m, hi_m, _ = eb_confidence_sequence(Ym, alpha)
+    h = n_units if horizon is None else horizon
+    lo_m, hi_m, _ = eb_confidence_sequence(Ym, alpha, horizon=h)
     est = U.mean(axis=1)
     d_lo = np.empty(P)
     d_hi = np.empty(P)
@@ -217,9 +222,9 @@ def finite(S: np.ndarray, clusters: np.ndarray | None, *, delta: float, low: flo
     for s in range(0, P, pair_chunk):
         sl = slice(s, s + pair_chunk)
         Yd = ((U[a[sl]] - U[b[sl]]) + R) / (2.0 * R)
-        l, h, rad = eb_confidence_sequence(Yd, alpha)
+        l, hh, rad = eb_confidence_sequence(Yd, alpha, horizon=h)
         d_lo[sl] = l * 2.0 * R - R
-        d_hi[sl] = h * 2.0 * R - R
+        d_hi[sl] = hh * 2.0 * R - R
         half[sl] = rad * 2.0 * R
     d = est[a] - est[b]
     return CompareCore(est=est, lo=lo_m * R + low, hi=hi_m * R + low, d=d, d_lo=d_lo, d_hi=d_hi, half=half,
