@@ -110,11 +110,17 @@ def asymptotic(S: np.ndarray, clusters: np.ndarray | None, *, delta: float, low:
     # per-claim level from Student t with the claim's effective degrees of freedom (Satterthwaite: (sum_c u_c^2)^2
     # / sum_c u_c^4 over its cluster sums u_c, at most C - 1), never below the Gaussian value
     per_claim = 2.0 * stats.norm.sf(crit)
-    crit_m = _t_crit(per_claim, _eff_df(Z, C))
-    crit_d = np.empty(len(a))
-    for p in range(0, len(a), chunk):
-        sl = slice(p, p + chunk)
-        crit_d[sl] = _t_crit(per_claim, _eff_df(Z[a[sl]] - Z[b[sl]], C))
+    Z2 = Z * Z
+    m2 = Z2.sum(axis=1)
+    m4 = (Z2 * Z2).sum(axis=1)
+    crit_m = _t_crit(per_claim, _eff_df(m2, m4, C))
+    # a pair's sums u = z_a - z_b: sum u^2 and sum u^4 from K x K cross-moment matrices (no pairs x clusters array)
+    m31 = (Z2 * Z) @ Z.T  # sum_c z_ic^3 z_jc
+    m22 = Z2 @ Z2.T  # sum_c z_ic^2 z_jc^2
+    m11 = Z @ Z.T
+    u2 = m2[a] - 2.0 * m11[a, b] + m2[b]
+    u4 = m4[a] - 4.0 * m31[a, b] + 6.0 * m22[a, b] - 4.0 * m31[b, a] + m4[b]
+    crit_d = _t_crit(per_claim, _eff_df(u2, np.maximum(u4, 0.0), C))
     crit_m, crit_d = np.maximum(crit_m, crit), np.maximum(crit_d, crit)
     d = m[a] - m[b]
     half = crit_d * se_d
@@ -123,14 +129,12 @@ def asymptotic(S: np.ndarray, clusters: np.ndarray | None, *, delta: float, low:
                        units=C)
 
 
-def _eff_df(U: np.ndarray, C: int) -> np.ndarray:
-    """Satterthwaite's effective degrees of freedom of a variance that is a sum of the rows' squared cluster sums:
-    (sum u^2)^2 / sum u^4, at most C - 1 (C for C equal contributions; 1 when one cluster carries everything)."""
-    u2 = U * U
-    num = u2.sum(axis=1) ** 2
-    den = (u2 * u2).sum(axis=1)
+def _eff_df(sum2: np.ndarray, sum4: np.ndarray, C: int) -> np.ndarray:
+    """Satterthwaite's effective degrees of freedom of a variance that is a sum of squared cluster sums u_c, from
+    sum u^2 and sum u^4: (sum u^2)^2 / sum u^4, at most C - 1 (C for C equal contributions; 1 when one cluster
+    carries everything)."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        df = np.where(den > 0, num / den, C - 1.0)
+        df = np.where(sum4 > 0, sum2 ** 2 / sum4, C - 1.0)
     return np.clip(df, 1.0, C - 1.0)
 
 
@@ -200,7 +204,8 @@ def _unit_means(S: np.ndarray, clusters: np.ndarray | None) -> np.ndarray:
 
 
 def finite(S: np.ndarray, clusters: np.ndarray | None, *, delta: float, low: float, high: float,
-           rng: np.random.Generator, horizon: int | None = None, pair_chunk: int = 2048) -> CompareCore:
+           rng: np.random.Generator, horizon: int | None = None, pair_chunk: int = 2048,
+           threads: int | None = None) -> CompareCore:
     """Anytime-valid intervals for every model and pair, all at once (module docstring). The units (questions, or
     cluster means) are read in one order drawn from ``rng``; the bets are tuned to be tightest at ``horizon`` units
     (default: all of them; valid at every sample size whatever it is)."""
@@ -219,13 +224,28 @@ def finite(S: np.ndarray, clusters: np.ndarray | None, *, delta: float, low: flo
     d_lo = np.empty(P)
     d_hi = np.empty(P)
     half = np.empty(P)
-    for s in range(0, P, pair_chunk):
+
+    def chunk(s: int) -> None:  # each chunk of pairs computed the same way on any number of threads
         sl = slice(s, s + pair_chunk)
         Yd = ((U[a[sl]] - U[b[sl]]) + R) / (2.0 * R)
         l, hh, rad = eb_confidence_sequence(Yd, alpha, horizon=h)
         d_lo[sl] = l * 2.0 * R - R
         d_hi[sl] = hh * 2.0 * R - R
         half[sl] = rad * 2.0 * R
+
+    starts = list(range(0, P, pair_chunk))
+    if threads is None:
+        from ..stats.bootstrap import default_threads
+
+        threads = default_threads()
+    if threads > 1 and len(starts) > 1:
+        import concurrent.futures
+
+        with concurrent.futures.ThreadPoolExecutor(min(threads, len(starts))) as pool:
+            list(pool.map(chunk, starts))  # numpy releases the GIL in the chunks' array work
+    else:
+        for s in starts:
+            chunk(s)
     d = est[a] - est[b]
     return CompareCore(est=est, lo=lo_m * R + low, hi=hi_m * R + low, d=d, d_lo=d_lo, d_hi=d_hi, half=half,
                        crit=alpha, units=n_units)
