@@ -301,3 +301,61 @@ def test_naive_procedures_fail_where_they_fail():
         cluster_ok[t] = _covers_all(cr, truth)[0]
     assert item_ok.mean() < cluster_ok.mean() - 0.05, (item_ok.mean(), cluster_ok.mean())
     assert cluster_ok.mean() >= 0.95 - 3 * _mc_se(0.95, trials), cluster_ok.mean()
+
+
+# -- asking until resolved -----------------------------------------------------------------------------------------
+
+
+def _bank(n=200):
+    return pd.DataFrame({"id": [f"q{i}" for i in range(n)], "prompt": [f"What is {i} + 1?" for i in range(n)],
+                         "reference": [str(i + 1) for i in range(n)]})
+
+
+def _answering(accuracy: float, name: str):
+    """A model that answers question i right when a fixed function of (name, i) falls below its accuracy."""
+    from assay.models import CallableModel
+
+    def fn(prompt: str) -> str:
+        i = int(prompt.split()[2])
+        right = ((i * 7919 + len(name) * 104729) % 1000) / 1000 < accuracy  # deterministic, spread over questions
+        return f"Answer: {i + 1 if right else 0}"
+
+    return CallableModel(fn, name=name)
+
+
+def test_asking_until_resolved_stops_early_is_journaled_and_resumes(tmp_path):
+    from assay.compare.live import query_until_resolved
+
+    models = {"strong": _answering(0.95, "strong"), "weak": _answering(0.1, "weak"), "mid": _answering(0.55, "mid")}
+    seen = []
+    res = query_until_resolved(models, _bank(), scorer="numeric", journal=tmp_path / "j.sqlite", run_id="c1",
+                               budget=200, batch=20, seed=3, progress=lambda a, t, u: seen.append((a, u)))
+    assert res.params["resolved"] and res.params["queried"] < 200  # stopped as soon as every pair was ordered
+    assert seen[-1] == (res.params["queried"], 0) and all(u > 0 for _, u in seen[:-1])
+    assert set(res.pairs["verdict"]) <= {"a better", "b better"} and res.params["guarantee"] == "finite"
+    assert "without replacement" in res.info["estimand"] and res.info["live"]["stopped"] == "every pair resolved"
+    assert sum(res.info["live"]["requests"].values()) == 3 * res.params["queried"]
+    again = query_until_resolved(models, _bank(), scorer="numeric", journal=tmp_path / "j.sqlite", run_id="c1",
+                                 budget=200, batch=20, seed=3)
+    assert sum(again.info["live"]["requests"].values()) == 0  # every answer read from the journal
+    pd.testing.assert_frame_equal(again.pairs, res.pairs)
+    # two models as good as each other: the budget is spent, the pair stays unresolved
+    tie = {"a": _answering(0.6, "aa"), "b": _answering(0.6, "bb")}
+    res = query_until_resolved(tie, _bank(60), scorer="numeric", budget=60, batch=30, seed=0)
+    assert not res.params["resolved"] and res.params["queried"] == 60 and res.info["live"]["stopped"] == "budget spent"
+
+
+def test_the_finite_sequence_without_replacement_covers_the_bank_mean():
+    """Reading a bank of 300 without replacement: the sequence covers the bank's own mean (its miss rate at most
+    delta, within 3 Monte Carlo standard errors) and is narrower than the with-replacement one."""
+    rng = np.random.default_rng(5)
+    N, rows = 300, 400
+    pop = (rng.random((rows, N)) < rng.uniform(0.1, 0.9, (rows, 1))).astype(float)
+    truth = pop.mean(axis=1)
+    perm = np.argsort(rng.random((rows, N)), axis=1)
+    Y = np.take_along_axis(pop, perm, axis=1)[:, :250]
+    lo, hi, _ = core.eb_confidence_sequence(Y, 0.05, horizon=250, population=N)
+    lo2, hi2, _ = core.eb_confidence_sequence(Y, 0.05, horizon=250)
+    miss = float(((truth < lo) | (truth > hi)).mean())
+    assert miss <= 0.05 + 3 * _mc_se(0.05, rows), miss
+    assert (hi - lo).mean() < 0.7 * (hi2 - lo2).mean()

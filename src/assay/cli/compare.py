@@ -143,7 +143,16 @@ def compare(
     margin: Optional[float] = typer.Option(None, "--margin", help="Equivalence margin: a pair whose interval contains 0 and lies inside +-margin is 'equivalent'."),
     require: Optional[List[str]] = typer.Option(None, "--require", help="A claim that must be certified, or exit 1: 'A>B', or 'A>=B-0.01' (A not worse than B by more than 0.01). Several allowed."),
     require_complete: bool = typer.Option(False, "--require-complete", help="Refuse when some model lacks questions another answered."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="Seed of every random draw (the bootstrap; the finite guarantee's reading order)."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Seed of every random draw (the bootstrap; the finite guarantee's reading order; live, the order the bank is asked in)."),
+    endpoint: Optional[List[str]] = typer.Option(None, "--endpoint", help="Live: ask the models (--model, several) questions of --bank until every pair is resolved; one endpoint for all, or one per --model."),
+    model: Optional[List[str]] = typer.Option(None, "--model", help="Live: a model name as its endpoint knows it (several)."),
+    completions: Optional[List[str]] = typer.Option(None, "--completions", help="Live: a --model to ask through /v1/completions (a pretrained model)."),
+    budget: int = typer.Option(100, "--budget", help="Live: at most this many questions per model."),
+    batch: int = typer.Option(10, "--batch", help="Live: questions asked per round before checking whether every pair is resolved."),
+    max_tokens: int = typer.Option(64, "--max-tokens", help="Live: completion tokens per answer."),
+    api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="Live: the NAME of the environment variable holding the key."),
+    run_id: str = typer.Option("compare", "--run-id", help="Live: the journal run (rerun to resume; answers already paid for are read)."),
+    policy: str = typer.Option("wrong", "--policy", help="Live: what an unparseable, too long or refused answer counts as: wrong or correct."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout."),
     out: Optional[Path] = typer.Option(None, "-o", "--out", help="Also write the JSON result to this file."),
     report: Optional[Path] = typer.Option(None, "--report", help="Also write a self-contained HTML report."),
@@ -153,6 +162,15 @@ def compare(
 
     if bounds is not None and len(bounds) != 2:
         raise AssayInputError(f"--bounds takes two numbers, LOW and HIGH (--bounds 0 --bounds 10); got {bounds}")
+    if endpoint or model:
+        res = _live(endpoint or [], model or [], completions or [], bank=bank, scorer=scorer, budget=budget,
+                    batch=batch, max_tokens=max_tokens, api_key_env=api_key_env, journal=journal, run_id=run_id,
+                    delta=delta, margin=margin, seed=0 if seed is None else seed, policy=policy)
+        checks = cmp.check_require(res, list(require or []))
+        _emit(res, as_json, out, report, lambda: _print_compare(res, checks))
+        if not all(ok for ok, _ in checks):
+            raise typer.Exit(1)
+        return
     table = read_scores(list(sources or []), model_col=model_col, item_col=item_col, score_col=score_col,
                         cluster_col=cluster_col, epoch_col=epoch_col, runs=list(run or []), journal=journal,
                         bank=bank, scorer=scorer)
@@ -164,3 +182,44 @@ def compare(
     _emit(res, as_json, out, report, lambda: _print_compare(res, checks))
     if not all(ok for ok, _ in checks):
         raise typer.Exit(1)
+
+
+def _live(endpoints: list[str], models: list[str], completions: list[str], *, bank, scorer, budget, batch, max_tokens,
+          api_key_env, journal, run_id, delta, margin, seed, policy):
+    """``assay compare --endpoint ... --model A --model B --bank FILE``: ask until every pair is resolved."""
+    import sys
+
+    from ..compare.live import query_until_resolved
+    from ..models import OpenAIChatModel
+    from ..models.journal import default_path
+    from ..models.openai_model import OpenAICompletionModel, check_model
+
+    if bank is None:
+        raise AssayInputError("live: give --bank FILE, the questions to ask (id, prompt, reference)")
+    if len(models) < 2:
+        raise AssayInputError("live: give at least two --model")
+    if len(set(models)) != len(models):
+        raise AssayInputError(f"live: each --model once; got {', '.join(models)}")
+    if len(endpoints) not in (1, len(models)):
+        raise AssayInputError(f"live: give one --endpoint for every model, or one per --model ({len(models)}); got "
+                              f"{len(endpoints)}")
+    unknown = [c for c in completions if c not in models]
+    if unknown:
+        raise AssayInputError(f"--completions {', '.join(unknown)}: not a --model")
+    urls = endpoints * len(models) if len(endpoints) == 1 else endpoints
+    made = {}
+    for name, url in zip(models, urls):
+        cls = OpenAICompletionModel if name in completions else OpenAIChatModel
+        made[name] = cls(name, base_url=url, api_key_env=api_key_env, max_tokens=max_tokens, temperature=0.0)
+        check_model(made[name])
+
+    def progress(asked: int, total: int, unresolved: int) -> None:
+        sys.stderr.write(f"compare: {asked}/{total} questions asked of each model, {unresolved} pair(s) unresolved\n")
+        sys.stderr.flush()
+
+    from ..data import read_plain
+
+    table = read_plain(bank, text_columns=("id",))
+    return query_until_resolved(made, table, scorer=scorer, policy=policy, journal=journal or default_path(),
+                                run_id=run_id, delta=delta, margin=margin, budget=budget, batch=batch, seed=seed,
+                                progress=progress)

@@ -142,7 +142,8 @@ def _t_crit(per_claim: float, df: np.ndarray) -> np.ndarray:
     return stats.t.isf(per_claim / 2.0, df)
 
 
-def eb_confidence_sequence(Y: np.ndarray, alpha: float, *, horizon: int | None = None, cap: float = 0.5,
+def eb_confidence_sequence(Y: np.ndarray, alpha: float, *, horizon: int | None = None,
+                           population: int | None = None, cap: float = 0.5,
                            block: int = 512) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The predictable plug-in empirical-Bernstein confidence sequence of each row of ``Y`` (values in [0, 1], read
     left to right; Waudby-Smith and Ramdas 2024, eqs. 13-15), as the running intersection at the last column.
@@ -153,6 +154,11 @@ def eb_confidence_sequence(Y: np.ndarray, alpha: float, *, horizon: int | None =
     sequence valid at every t, so the horizon only moves where it is narrowest), v_t = 4 (y_t - mu_{t-1})^2,
     psi(l) = (-log(1 - l) - l) / 4, and the set at t is
     sum lambda_i y_i / sum lambda_i +- (log(2/alpha) + sum v_i psi(lambda_i)) / sum lambda_i.
+    With a finite ``population`` of N values read without replacement, the target is their mean mu and the i-th
+    value's conditional mean is (N mu - S_{i-1}) / (N - i + 1) (S: the sum read before it; Waudby-Smith and Ramdas,
+    "Confidence sequences for sampling without replacement"), affine in mu, so the set is
+    sum lambda_i (y_i + S_{i-1} / (N - i + 1)) / sum lambda_i w_i +- (log(2/alpha) + sum v_i psi(lambda_i)) /
+    sum lambda_i w_i with w_i = N / (N - i + 1).
     Returns (lower, upper, the radius at the last column), each per row, clipped to [0, 1]."""
     rows, T = Y.shape
     log2a = float(np.log(2.0 / alpha))
@@ -181,8 +187,14 @@ def eb_confidence_sequence(Y: np.ndarray, alpha: float, *, horizon: int | None =
         lam = np.minimum(np.sqrt(2.0 * log2a / (s2_before * h)), cap)
         v = 4.0 * (y - mu_before) ** 2
         psi = (-np.log1p(-lam) - lam) / 4.0
-        c_l = sum_l[:, None] + np.cumsum(lam, axis=1)
-        c_ly = sum_ly[:, None] + np.cumsum(lam * y, axis=1)
+        if population is None:
+            lw, ly = lam, lam * y
+        else:  # without replacement: each value's conditional mean given the ones read before it
+            left = float(population) - t + 1.0
+            before = cum_y - y  # S_{i-1}
+            lw, ly = lam * (float(population) / left), lam * (y + before / left)
+        c_l = sum_l[:, None] + np.cumsum(lw, axis=1)
+        c_ly = sum_ly[:, None] + np.cumsum(ly, axis=1)
         c_vpsi = sum_vpsi[:, None] + np.cumsum(v * psi, axis=1)
         centre = c_ly / c_l
         rad = (log2a + c_vpsi) / c_l
@@ -204,22 +216,25 @@ def _unit_means(S: np.ndarray, clusters: np.ndarray | None) -> np.ndarray:
 
 
 def finite(S: np.ndarray, clusters: np.ndarray | None, *, delta: float, low: float, high: float,
-           rng: np.random.Generator, horizon: int | None = None, pair_chunk: int = 2048,
-           threads: int | None = None) -> CompareCore:
+           rng: np.random.Generator | None, horizon: int | None = None, population: int | None = None,
+           pair_chunk: int = 2048, threads: int | None = None) -> CompareCore:
     """Anytime-valid intervals for every model and pair, all at once (module docstring). The units (questions, or
-    cluster means) are read in one order drawn from ``rng``; the bets are tuned to be tightest at ``horizon`` units
-    (default: all of them; valid at every sample size whatever it is)."""
+    cluster means) are read in one order drawn from ``rng`` (``None``: in the columns' order, the order a bank was
+    queried in); the bets are tuned to be tightest at ``horizon`` units (default: all of them; valid at every sample
+    size whatever it is). ``population``: the columns were drawn without replacement from a bank of that many
+    questions, whose own mean is the target."""
     K = S.shape[0]
     U = _unit_means(S, clusters)
     n_units = U.shape[1]
-    U = U[:, rng.permutation(n_units)]
+    if rng is not None:  # None: the columns are already in the order they were drawn (a bank queried live)
+        U = U[:, rng.permutation(n_units)]
     R = high - low
     a, b = pair_index(K)
     P = len(a)
     alpha = delta / (K + P)  # a union bound over every claim, each a two-sided sequence
     Ym = (U - low) / R
     h = n_units if horizon is None else horizon
-    lo_m, hi_m, _ = eb_confidence_sequence(Ym, alpha, horizon=h)
+    lo_m, hi_m, _ = eb_confidence_sequence(Ym, alpha, horizon=h, population=population)
     est = U.mean(axis=1)
     d_lo = np.empty(P)
     d_hi = np.empty(P)
@@ -228,7 +243,7 @@ def finite(S: np.ndarray, clusters: np.ndarray | None, *, delta: float, low: flo
     def chunk(s: int) -> None:  # each chunk of pairs computed the same way on any number of threads
         sl = slice(s, s + pair_chunk)
         Yd = ((U[a[sl]] - U[b[sl]]) + R) / (2.0 * R)
-        l, hh, rad = eb_confidence_sequence(Yd, alpha, horizon=h)
+        l, hh, rad = eb_confidence_sequence(Yd, alpha, horizon=h, population=population)
         d_lo[sl] = l * 2.0 * R - R
         d_hi[sl] = hh * 2.0 * R - R
         half[sl] = rad * 2.0 * R

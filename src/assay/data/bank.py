@@ -1,0 +1,42 @@
+"""A bank of questions to ask models: ids, prompts, references and optionally each question's scorer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..errors import AssayInputError
+
+__all__ = ["read_bank"]
+
+
+def read_bank(bank: Any, *, id_col: str = "id", prompt_col: str = "prompt", reference_col: str = "reference",
+              scorer_col: str | None = None) -> pd.DataFrame:
+    """The item bank as a DataFrame indexed by item id (str) with ``prompt`` and ``reference`` columns (and
+    ``scorer`` when ``scorer_col`` names a column holding each item's scorer)."""
+    if isinstance(bank, (str, Path)):
+        from . import read_table
+
+        bank = read_table(bank, text_columns=(id_col,))
+    if not isinstance(bank, pd.DataFrame):
+        raise AssayInputError(f"the item bank must be a table with {id_col}, {prompt_col}, {reference_col} columns")
+    missing = [c for c in (id_col, prompt_col, reference_col) if c not in bank.columns]
+    if missing:
+        raise AssayInputError(f"the item bank has no column(s) {', '.join(map(repr, missing))}; columns: "
+                              f"{', '.join(map(str, bank.columns))} (name yours with id_col= / prompt_col= / reference_col=)")
+    ids = bank[id_col].astype(str)
+    dup = ids[ids.duplicated()]
+    if len(dup):
+        raise AssayInputError(f"the item bank has duplicate ids, e.g. {dup.iloc[0]!r} ({len(dup)} duplicates)")
+    if bank[prompt_col].isna().any():
+        raise AssayInputError(f"the item bank has empty prompts for ids {', '.join(ids[bank[prompt_col].isna()].head(3))}")
+    out = pd.DataFrame({"prompt": bank[prompt_col].astype(str).to_numpy(), "reference": bank[reference_col].to_numpy()},
+                       index=ids.to_numpy())
+    if scorer_col is not None:
+        if bank[scorer_col].isna().any():
+            raise AssayInputError(f"the item bank's scorer column {scorer_col!r} is empty for ids "
+                                  f"{', '.join(ids[bank[scorer_col].isna()].head(3))}")
+        out["scorer"] = bank[scorer_col].astype(str).to_numpy()
+    return out

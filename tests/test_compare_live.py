@@ -1,0 +1,46 @@
+"""assay compare asking real models until every pair is resolved (issue 38): two configurations of SmolLM2-135M and
+the pretrained Gemma 3 270M through /v1/completions, served by llama.cpp on 127.0.0.1. At most 16 questions a model:
+the test checks the mechanics (every answer journaled, the stopping rule, a rerun that asks nothing), not who wins."""
+
+from __future__ import annotations
+
+import pytest
+
+# slow (make check leaves it out): a real model server; with the other live tests, on one worker
+pytestmark = [pytest.mark.slow, pytest.mark.live, pytest.mark.xdist_group("live")]
+
+
+def test_real_models_are_asked_until_resolved_and_a_rerun_asks_nothing(live_model, live_judge, tmp_path):
+    from assay.compare.live import query_until_resolved
+    from assay.datasets import load_basics
+    from assay.models import OpenAIChatModel
+    from assay.models.openai_model import OpenAICompletionModel
+
+    bank = load_basics()
+    bank = bank[bank["shape"].isin(["number", "choice"])]  # short answers: a few tokens each
+    models = {
+        "smollm2-plain": OpenAIChatModel(live_model.alias, base_url=live_model.base_url, max_tokens=6,
+                                         api_key_env=None),
+        "smollm2-brief": OpenAIChatModel(live_model.alias, base_url=live_model.base_url, max_tokens=6,
+                                         api_key_env=None, system_prompt="Answer with the answer only."),
+        "gemma3": OpenAICompletionModel(live_judge.alias, base_url=live_judge.base_url, max_tokens=6,
+                                        api_key_env=None),
+    }
+    rounds = []
+    kw = dict(scorer="scorer", journal=tmp_path / "j.sqlite", run_id="live-cmp", budget=16, batch=8, seed=1,
+              margin=0.3, concurrency=2, timeout=120)
+    res = query_until_resolved(models, bank, progress=lambda a, t, u: rounds.append((a, u)), **kw)
+    asked = res.params["queried"]
+    assert 8 <= asked <= 16 and asked % 8 == 0 and [a for a, _ in rounds] == list(range(8, asked + 1, 8))
+    resolved = (res.pairs["verdict"] != "unresolved").all()
+    # the run stops exactly when every pair is resolved, or when the budget is spent
+    assert res.params["resolved"] == resolved and (resolved or asked == 16)
+    assert all(u > 0 for _, u in rounds[:-1])
+    live = res.info["live"]
+    assert live["questions"] == asked and all(sum(c.values()) == asked for c in live["outcomes"].values())
+    assert sum(live["requests"].values()) == 3 * asked  # every question asked once of each model
+    lo, hi = res.models["ci_low"], res.models["ci_high"]
+    assert ((lo <= res.models["estimate"]) & (res.models["estimate"] <= hi)).all()
+    again = query_until_resolved(models, bank, **kw)
+    assert sum(again.info["live"]["requests"].values()) == 0  # resumed: every answer read from the journal
+    assert again.pairs.equals(res.pairs)
