@@ -216,3 +216,39 @@ def test_the_requests_a_finite_kpi_guarantee_needs():
         eps = lambda k: math.sqrt(math.log(2 / delta) / (2 * k))  # noqa: E731
         assert eps(n) < 1 - target <= eps(n - 1)
     assert dkw_needed(0.05, 0.9) == 185
+
+
+def test_a_compare_section_asks_until_resolved_and_reports_it(tmp_path):
+    """[compare]: the [[model]] blocks asked the bank in one seeded order until every pair is resolved or equivalent
+    within the margin; journaled per model and section (a rerun asks nothing), priced by --plan, summarised, and
+    titled once in the report."""
+    from assay.eval.plan import plan
+
+    with FakeOpenAIServer(retry_after=0) as srv:
+        # both configurations answer every question right (the fake server's rule): equivalent within 0.5
+        c = _campaign(tmp_path, srv.base_url, faq=None, judge=None, kpi=None, siren=None,
+                      compare={"budget": 40, "margin": 0.5, "batch": 10})
+        p = plan(c)
+        assert {(r.model, r.section, r.requests) for r in p.rows} == {("short", "compare", 40), ("long", "compare", 40)}
+        res = camp.run(c, journal=tmp_path / "j.sqlite")
+        paid = srv.total
+        again = camp.run(c, journal=tmp_path / "j.sqlite")
+        assert srv.total == paid  # every answer read from the journal
+        # [bank].policy "missing" cannot hold in a paired design: an unscored answer counts as wrong, and it is said
+        c_missing = _campaign(tmp_path, srv.base_url, faq=None, judge=None, kpi=None, siren=None,
+                              compare={"budget": 40, "margin": 0.5, "batch": 10},
+                              bank={"path": "bank.csv", "scorer": "numeric", "sample": 30, "policy": "missing"})
+        missing = camp.run(c_missing, journal=tmp_path / "j2.sqlite").sections["compare"].results["all"]
+    assert any("counts as wrong" in w for w in missing.warnings)
+    assert not any("counts as wrong" in w for w in again.sections["compare"].results["all"].warnings)
+    cmp = res.sections["compare"].results["all"]
+    asked = int(cmp.params["queried"])
+    assert cmp.pairs["verdict"].tolist() == ["equivalent"] and asked < 40 and asked % 10 == 0
+    assert paid == 2 * asked and cmp.info["live"]["stopped"] == "every pair resolved"
+    assert again.sections["compare"].results["all"].pairs.equals(cmp.pairs)
+    s = res.summary[res.summary["section"] == "compare"]
+    assert len(s) == 3 and s["statement"].str.contains("equivalent").any()
+    assert (res.costs[(res.costs["section"] == "compare")]["requests"] == asked).all()
+    html_page = camp.write_report(res, tmp_path / "rep")
+    page = (html_page / "report.html").read_text()
+    assert page.count("compare: which configurations are better") == 1 and "<svg" in page

@@ -50,7 +50,8 @@ def test_the_example_plan_counts_every_request_before_any_is_sent():
     assert rows[("sampled", "scope")].requests == 200 and rows[("sampled", "scope")].prompt_tokens == 0
     # no human labels: the judge section is skipped with its reason, and the rest still runs
     assert "judge" in p.skipped and "human labels" in p.skipped["judge"] and p.judge_requests == 0
-    assert p.totals()["greedy"]["requests"] == 350
+    assert rows[("greedy", "compare")].requests == 40  # at most: compare stops once every pair is resolved
+    assert p.totals()["greedy"]["requests"] == 390
     d = p.to_dict()
     assert d["fingerprint"] == c.fingerprint() and "LOCAL_API_KEY" not in str(d["rows"])
 

@@ -18,6 +18,7 @@ from assay.eval import (
     BankSpec,
     Budget,
     Campaign,
+    CompareSpec,
     FaqSpec,
     JudgeSpec,
     KpiSpec,
@@ -134,6 +135,11 @@ band = "dkw"
 configurations = "models"
 budgets = [1, 2]
 splits = 10
+
+[compare]
+budget = 60
+margin = 0.05
+batch = 5
 """
 
 MINIMAL = """
@@ -177,6 +183,7 @@ def test_full_file_loads_every_key(inputs, monkeypatch):
     assert c.kpi == KpiSpec(metrics=("latency_s", "ttft_s", "prompt_tokens", "completion_tokens", "cost"),
                             select="top_k", k=2, target=0.99, band="dkw")
     assert c.siren == SirenSpec(budgets=(1, 2), splits=10)
+    assert c.compare == CompareSpec(budget=60, margin=0.05, batch=5)
     assert c.sections() == list(SECTIONS)
     assert c.source == (inputs / "campaign.toml").resolve()
 
@@ -431,7 +438,7 @@ def test_paths_resolve_against_the_campaign_folder_not_the_cwd(inputs, tmp_path_
 
 # -- properties: garbage in, AssayInputError out ------------------------------------------------------------------
 
-_CLASSES = (Campaign, Budget, ModelSpec, BankSpec, FaqSpec, ScopeSpec, JudgeSpec, KpiSpec, SirenSpec)
+_CLASSES = (Campaign, Budget, ModelSpec, BankSpec, FaqSpec, ScopeSpec, JudgeSpec, KpiSpec, SirenSpec, CompareSpec)
 _NAMES = sorted({f.name for cls in _CLASSES for f in dataclasses.fields(cls)}
                 | {"campaign", "budget", "model", "bank", *SECTIONS})
 _LEAVES = st.one_of(st.none(), st.booleans(), st.integers(), st.integers(min_value=-(2**70), max_value=2**70),

@@ -66,7 +66,7 @@ def test_a_screenshot_per_section(report):
     exe = _chromium()
     html = report.read_text()
     sections = re.findall(r"<section id='([a-z-]+)'>", html)
-    assert sections == ["siren", "autoeval", "psdme", "faq", "quickscope"]
+    assert sections == ["siren", "autoeval", "psdme", "faq", "quickscope", "compare"]
     out = Path(os.environ.get("ASSAY_TEST_ARTIFACTS", ROOT / "test-artifacts")) / "report"
     out.mkdir(parents=True, exist_ok=True)
     import matplotlib.image as mpimg

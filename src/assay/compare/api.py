@@ -39,20 +39,26 @@ class CompareResult(Result):
     def pairs(self) -> pd.DataFrame:
         return self.tables["pairs"]
 
-    def statements(self) -> list[str]:
-        """The result's headline, one plain sentence per claim a reader acts on."""
+    def headline(self) -> list[tuple[str, str]]:
+        """The result's headline as (subject, sentence): one per model, best first, then ``("all", ...)`` for the
+        pairs."""
         p, lv = self.pairs, self.level
         level = f"{1 - float(lv['delta']):.0%}"
         out = []
         for r in self.models.sort_values(["rank_low", "estimate"], ascending=[True, False]).itertuples(index=False):
             rank = f"rank {r.rank_low}" if r.rank_low == r.rank_high else f"rank {r.rank_low}-{r.rank_high}"
-            out.append(f"{r.model}: {r.estimate:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}], {rank}, tier {r.tier}"
-                       + (", may be the best" if r.may_be_best else ""))
+            out.append((str(r.model), f"{r.model}: {r.estimate:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}], {rank}, "
+                                      f"tier {r.tier}" + (", may be the best" if r.may_be_best else "")))
         counts = p["verdict"].value_counts().to_dict()
-        out.append(f"{len(p)} pairs: {counts.get('a better', 0) + counts.get('b better', 0)} ordered, "
-                   f"{counts.get('equivalent', 0)} equivalent within the margin, {counts.get('unresolved', 0)} "
-                   f"unresolved; every claim at once at {level} ({self.params['guarantee']})")
+        out.append(("all", f"{len(p)} pairs: {counts.get('a better', 0) + counts.get('b better', 0)} ordered, "
+                           f"{counts.get('equivalent', 0)} equivalent within the margin, "
+                           f"{counts.get('unresolved', 0)} unresolved; every claim at once at {level} "
+                           f"({self.params['guarantee']})"))
         return out
+
+    def statements(self) -> list[str]:
+        """The result's headline, one plain sentence per claim a reader acts on."""
+        return [text for _, text in self.headline()]
 
     def summary(self) -> str:
         p = self.params

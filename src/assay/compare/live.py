@@ -46,6 +46,8 @@ def query_until_resolved(
     concurrency: int = 4,
     timeout: float | None = 60.0,
     progress: Callable[[int, int, int], None] | None = None,
+    banks: Mapping[str, Any] | None = None,
+    run_ids: Mapping[str, str] | None = None,
 ) -> CompareResult:
     """Ask ``models`` (name -> :class:`~assay.models.Model`) questions of ``bank`` until every pair is resolved.
 
@@ -60,6 +62,8 @@ def query_until_resolved(
     delta, margin : the error level of every claim at once and the equivalence margin.
     budget : at most this many questions per model (at most the bank); ``batch``: questions asked per round.
     progress : called as ``progress(questions asked, budget, pairs unresolved)`` after each round.
+    banks : optional per model (name -> table), the same questions (ids, references, scorers) with that model's own
+        prompts (a campaign's templates); ``run_ids``: optional per model journal runs (default ``run_id/<model>``).
 
     Returns
     -------
@@ -82,6 +86,12 @@ def query_until_resolved(
     b = read_bank(bank, scorer_col=scorer if by_column else None)
     scorers = ({name: make_scorer(name) for name in b["scorer"].unique()} if by_column else None)
     one = None if by_column else make_scorer(scorer)
+    prompts_of = {}
+    for name in models:
+        own = b if banks is None or name not in banks else read_bank(banks[name])
+        if list(own.index) != list(b.index):
+            raise AssayInputError(f"the bank of model {name!r} does not hold the same questions, in the same order")
+        prompts_of[str(name)] = own["prompt"]
     N = len(b)
     if N < 2:
         raise AssayInputError("the bank needs at least 2 questions")
@@ -100,12 +110,13 @@ def query_until_resolved(
         ids = [b.index[i] for i in take]
         block = np.empty((K, len(take)))
         for k, name in enumerate(names):
-            res = run_prompts(models[name], [b.at[i, "prompt"] for i in ids], journal=journal,
-                              run_id=f"{run_id}/{name}", concurrency=concurrency, timeout=timeout, seed=0)
+            res = run_prompts(models[name], [prompts_of[name][i] for i in ids], journal=journal,
+                              run_id=(run_ids or {}).get(name, f"{run_id}/{name}"), concurrency=concurrency,
+                              timeout=timeout, seed=0)
             requests[name] += int(res.stats.get("requests", 0))
             for j, (i, resp) in enumerate(zip(ids, res.responses)):
                 sc = scorers[b.at[i, "scorer"]] if scorers else one
-                o = score(resp, b.at[i, "reference"], sc, policy=policy, prompt=b.at[i, "prompt"])
+                o = score(resp, b.at[i, "reference"], sc, policy=policy, prompt=prompts_of[name][i])
                 if o.final_score is None:
                     raise AssayInputError(f"question {i!r} of model {name!r} has no score ({o.status})")
                 block[k, j] = o.final_score

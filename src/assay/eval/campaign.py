@@ -373,6 +373,37 @@ def _judge_section(c: Campaign, rows: pd.DataFrame, journal: str, judge_model, p
     return sec
 
 
+def _compare_section(c: Campaign, journal: str, make, progress) -> Section:
+    """compare: every [[model]] asked questions of the bank in one seeded order, without replacement, until every pair
+    is resolved (or equivalent within [compare].margin) or [compare].budget questions a model are spent."""
+    from ..compare.live import query_until_resolved
+    from ..faq.api import resolve_budget
+
+    bank = load_bank(c)
+    budget, _ = resolve_budget(c.compare.budget, len(bank))
+    made = {m.name: (make or (lambda spec: make_model(spec, c.seed)))(m) for m in c.models}
+    banks = {m.name: _bank_for(c, m, bank) for m in c.models}
+
+    def rounds(asked: int, total: int, unresolved: int) -> None:
+        _emit(progress, section="compare", subject="all", done=asked, total=total,
+              note=f"{unresolved} pair(s) unresolved")
+
+    # the paired design needs a score for every question of every model: under [bank].policy = "missing" an unscored
+    # answer counts as wrong here, and the result says so
+    policy = "wrong" if c.bank.policy == "missing" else c.bank.policy
+    res = query_until_resolved(made, banks[c.models[0].name], scorer="scorer", policy=policy, journal=journal,
+                               delta=c.delta, margin=c.compare.margin, budget=budget, batch=c.compare.batch,
+                               seed=c.seed, concurrency=min(m.concurrency for m in c.models),
+                               timeout=max(m.timeout for m in c.models), progress=rounds, banks=banks,
+                               run_ids={m.name: section_run_id(c, m.name, "compare") for m in c.models})
+    if c.bank.policy == "missing":
+        res.info.setdefault("warnings", []).append("[bank].policy is 'missing', but every question needs a score for every model in a paired "
+                                                   "comparison: here an unparseable, too long or refused answer counts as wrong")
+    _emit(progress, section="compare", subject="all", done=int(res.params["queried"]), total=budget, status="done",
+          note=res.info["live"]["stopped"])
+    return Section("compare", {"all": res})
+
+
 def _siren_section(c: Campaign, rows: pd.DataFrame) -> Section:
     from .. import siren
 
@@ -409,7 +440,7 @@ def _costs(c: Campaign, journal: str) -> pd.DataFrame:
     rows = []
     prices = {m.name: (m.price_in, m.price_out) for m in c.models}
     with Journal(journal) as j:
-        runs = [(m.name, s, section_run_id(c, m.name, s)) for m in c.models for s in PER_MODEL]
+        runs = [(m.name, s, section_run_id(c, m.name, s)) for m in c.models for s in (*PER_MODEL, "compare")]
         runs.append(("judge", "judge", f"{campaign_run_id(c)}/judge"))
         per_model: dict[str, list] = {}
         for name, section, rid in runs:
@@ -531,6 +562,14 @@ def summary_rows(c: Campaign, sections: dict[str, Section], costs: pd.DataFrame)
                     rows.append({"subject": str(r["config"]), "section": "kpi", "statement": st,
                                  "level": f"false-coverage rate <= {c.delta:g} (selection: {c.kpi.select})",
                                  **cost(str(r["config"]), "sample")})
+            elif name == "compare":
+                live = res.info.get("live", {})
+                for subject, st in res.headline():
+                    rows.append({"subject": subject, "section": "compare",
+                                 "statement": st + (f" ({live.get('questions')} questions each, "
+                                                    f"{live.get('stopped')})" if subject == "all" else ""),
+                                 "level": f"every claim at once, at least {conf} at any sample size",
+                                 **cost(subject, "compare")})
             elif name == "siren":
                 names = [m.name for m in c.models]
                 for _, r in res.tables["cells"].iterrows():
@@ -591,6 +630,8 @@ def run(c: Campaign, *, journal: str | Path | None = None, backend: str = "seria
             sections["kpi"] = _guarded("kpi", kpi, progress)
         if "siren" in sections:
             sections["siren"] = _guarded("siren", lambda: _siren_section(c, rows), progress)
+        if "compare" in sections:
+            sections["compare"] = _guarded("compare", lambda: _compare_section(c, jpath, models, progress), progress)
         costs = _costs(c, jpath)
         result = CampaignResult(rid, c.to_dict(), c.fingerprint(), c.seed, c.delta, sections, rows, costs,
                                 summary_rows(c, sections, costs), _versions(), jpath)

@@ -144,6 +144,11 @@ def plan(c: Campaign) -> Plan:
                 note = (f"one uniform sample shared by {', '.join(shared)}"
                         + ("; questions FAQ already asked are read from the journal" if c.faq is not None else ""))
                 p.rows.append(_row(m, "sample", n_u, lens, note))
+        if c.compare is not None:
+            from ..faq.api import resolve_budget
+
+            n_c, _ = resolve_budget(c.compare.budget, p.bank_size)
+            p.rows.append(_row(m, "compare", n_c, lens, "at most: stops once every pair is resolved"))
         if c.scope is not None:
             # generated questions: their length is unknown before generation, so only the requests are planned
             p.rows.append(_row(m, "scope", c.scope.budget, None, "generated questions (prompt tokens not estimated)"))

@@ -12,6 +12,7 @@ A campaign file names the models (or configurations of one model) under test and
     [judge]      endpoint, model, api_key_env, completions, rubric, human_labels, human_col, risk_target, loss
     [kpi]        metrics, select, k, target, band
     [siren]      configurations, budgets, splits
+    [compare]    budget, margin, batch
 
 ``examples/campaign.toml`` documents every key. Each dataclass field carries its check (what it accepts, how a raw
 TOML value becomes the stored one) in its metadata, so the dataclasses are the schema. Relative paths are resolved
@@ -41,11 +42,11 @@ from ..errors import AssayInputError
 from ..models.outcomes import DEFAULT_POLICY, POLICIES
 from ..models.scoring import SCORERS
 
-__all__ = ["GENERATORS", "KPI_METRICS", "SECTIONS", "BankSpec", "Budget", "Campaign", "FaqSpec", "JudgeSpec", "KpiSpec",
+__all__ = ["GENERATORS", "KPI_METRICS", "SECTIONS", "BankSpec", "Budget", "Campaign", "CompareSpec", "FaqSpec", "JudgeSpec", "KpiSpec",
            "ModelSpec", "ScopeSpec", "SirenSpec", "load_campaign", "parse_campaign"]
 
 #: the method sections, in the order a campaign runs and reports them
-SECTIONS: tuple[str, ...] = ("faq", "scope", "judge", "kpi", "siren")
+SECTIONS: tuple[str, ...] = ("faq", "scope", "judge", "kpi", "siren", "compare")
 #: QuickScope generators (as ``assay scope --generator`` lists them). Kept here rather than read from assay.benchmarks'
 #: registry, whose loading imports every generator and its optional extras; a test checks that the two agree.
 GENERATORS: tuple[str, ...] = ("dyval", "grid", "reasoning_gym")
@@ -330,6 +331,15 @@ class KpiSpec:
 
 
 @dataclass(frozen=True, kw_only=True)
+class CompareSpec:
+    """compare: the [[model]] blocks asked questions of the bank, in one seeded order without replacement, until every
+    pair is ordered or equivalent within ``margin``, or ``budget`` questions a model are spent."""
+    budget: float | int = _key(_Check("a fraction in (0, 1] or a whole number of questions >= 2", _faq_budget), 0.25)
+    margin: float | None = _key(_OPEN01, None)
+    batch: int = _key(_integer(1), 10)
+
+
+@dataclass(frozen=True, kw_only=True)
 class SirenSpec:
     """SIREN: the score of the configuration a search picked, with the search accounted for."""
     configurations: str = _key(_choice(("models",)), "models")
@@ -357,6 +367,7 @@ class Campaign:
     judge: JudgeSpec | None = None
     kpi: KpiSpec | None = None
     siren: SirenSpec | None = None
+    compare: CompareSpec | None = None
     source: Path | None = field(default=None, compare=False)
     delta: float = field(init=False)
 
@@ -410,7 +421,7 @@ def _plain(value: Any) -> Any:
 
 
 _PARTS: dict[str, type] = {"bank": BankSpec, "faq": FaqSpec, "scope": ScopeSpec, "judge": JudgeSpec,
-                           "kpi": KpiSpec, "siren": SirenSpec}
+                           "kpi": KpiSpec, "siren": SirenSpec, "compare": CompareSpec}
 
 
 # -- Reading and validating -------------------------------------------------------------------------------------------
@@ -545,6 +556,9 @@ class _Reader:
                 if "cost" in kpi.metrics and m.price_in <= 0 and m.price_out <= 0:
                     raise self.error(f"[kpi].metrics has 'cost', but [[model]] #{i} ({m.name!r}) has no price: give "
                                      "its price_in / price_out (dollars per million tokens) or drop 'cost'")
+        if parts.get("compare") is not None and len(models) < 2:
+            raise self.error("[compare] compares the [[model]] blocks: it needs at least 2 [[model]] blocks; got "
+                             f"{len(models)}")
         siren = parts.get("siren")
         if siren is not None and len(models) < 2:
             raise self.error("[siren] searches over the [[model]] configurations: it needs at least 2 [[model]] "

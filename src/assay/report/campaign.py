@@ -24,7 +24,8 @@ SECTION_TITLES = {"faq": "FAQ: accuracy on the whole bank from a few adaptively 
                   "scope": "QuickScope: certified weak regions of a generated benchmark",
                   "judge": "R-AutoEval+: risk certificates from an LLM judge and a few human labels",
                   "kpi": "PS-DME: guaranteed KPIs after the declared selection",
-                  "siren": "SIREN: the configuration a search picks, with the search accounted for"}
+                  "siren": "SIREN: the configuration a search picks, with the search accounted for",
+                  "compare": "compare: which configurations are better, which are tied, asked until resolved"}
 
 
 def _slug(key: str) -> str:
