@@ -19,7 +19,8 @@ from typer.testing import CliRunner
 
 from assay.errors import AssayInputError
 from assay.cli.runs import runs_app
-from assay.models.journal import DEFAULT_PATH, RECORD_COLUMNS, Journal, default_path, request_key
+from assay.models.journal import (DEFAULT_PATH, RECORD_COLUMNS, Bump, Claim, Finish, Journal, Put, Release,
+                                  default_path, request_key)
 
 runner = CliRunner()
 SRC = str(Path(__file__).resolve().parents[1] / "src")
@@ -74,6 +75,27 @@ def test_first_answer_wins_and_errors_are_retryable(jpath):
         j.put(run, k2, r2, {"error": "late error"})
         assert j.get(run, k2) == resp2
         assert j.runs()[0]["n_errors"] == 0
+
+
+def test_operations_are_typed_and_put_is_a_one_operation_batch(jpath):
+    """put says what a batch's Put says; a Finish releases its owner's claim only for an error and adds its counters;
+    a Claim on an answered key is "done"; anything but an operation object is refused by name."""
+    with Journal(jpath) as j:
+        key, request, response = req(1)
+        assert j.put("r", key, request, response) == "stored"
+        assert j.put("r", key, request, {"text": "later"}) == "duplicate"
+        k2, r2, _ = req(2)
+        assert j.batch([Claim("r", k2, "me:1:a", 60.0), Claim("r", key, "me:1:a", 60.0)]) == ["claimed", "done"]
+        assert j.batch([Claim("r", k2, "other:2:b", 60.0)]) == ["busy"]
+        # an error: stored for the record, counted, and the claim released for the next asker
+        assert j.batch([Finish("r", k2, r2, {"error": "timeout"}, {"requests": 2, "timeouts": 1}, "me:1:a")]) == [
+            "stored"]
+        assert j.batch([Claim("r", k2, "other:2:b", 60.0)]) == ["claimed"]
+        j.batch([Release("r", k2, "other:2:b"), Bump("r", {"requests": 1})])
+        assert j.batch([Claim("r", k2, "third:3:c", 60.0)]) == ["claimed"]
+        assert j.counters("r") == {"duplicates": 1, "requests": 3, "timeouts": 1}
+        with pytest.raises(AssayInputError, match="unknown journal operation .*Put, Finish"):
+            j.batch([("put", "r", key, request, response)])
 
 
 def test_resume_by_id_keeps_records(jpath):

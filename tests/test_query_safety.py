@@ -20,7 +20,8 @@ from fake_openai_server import FakeOpenAIServer, question  # noqa: E402
 
 from assay.cli import app  # noqa: E402
 from assay.models import Journal, OpenAIChatModel, run  # noqa: E402
-from assay.models.journal import mask_secrets, redact_url  # noqa: E402
+from assay.models.journal import Put  # noqa: E402
+from assay.models.secrets import mask_secrets, redact_url  # noqa: E402
 
 runner = CliRunner()
 URL_KEY = "urlpassword-7Q2X"
@@ -188,6 +189,6 @@ def test_cost_of_thrown_away_requests_is_shown(tmp_path):
         # a duplicate answer (another process answered first) is counted, never stored over the first
         with Journal(db) as j:
             key = j.records("cost")["key"].iloc[0]
-            assert j.batch([("put", "cost", key, {"prompt": "x"}, {"text": "late"})]) == ["duplicate"]
+            assert j.batch([Put("cost", key, {"prompt": "x"}, {"text": "late"})]) == ["duplicate"]
             assert j.counters("cost")["duplicates"] == 1
             assert j.get("cost", key)["text"] != "late"

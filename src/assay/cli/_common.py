@@ -80,7 +80,7 @@ def fmt_budget(b: Any) -> str:
 def emit(result, as_json: bool, out_path: Optional[Path], report: Optional[Path], human: Callable[[], None]) -> None:
     """Write the result where it was asked for: ``--out`` (JSON), ``--report`` (HTML), ``--json`` (stdout), else
     the human summary ``human()`` on stdout."""
-    from ..models.journal import mask_secrets
+    from ..models.secrets import mask_secrets
 
     text = mask_secrets(result.to_json())  # the model's key and URL credentials never reach a file or stdout
     if out_path is not None:

@@ -162,7 +162,7 @@ def eval_(
     from ..eval import campaign as camp
     from ..eval.plan import plan as make_plan
     from ..eval.spec import load_campaign
-    from ..models.journal import mask_secrets
+    from ..models.secrets import mask_secrets
     from ..progress import interactive
 
     if (campaign is None) == (resume is None):

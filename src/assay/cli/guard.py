@@ -59,7 +59,7 @@ class _MaskingStream:
         self._stream = stream
 
     def write(self, text: str) -> int:
-        from ..models.journal import mask_secrets
+        from ..models.secrets import mask_secrets
 
         return self._stream.write(mask_secrets(text))
 
@@ -100,7 +100,7 @@ def guard(fn: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         import warnings
 
-        from ..models.journal import mask_secrets
+        from ..models.secrets import mask_secrets
 
         # Python warnings (a file path and line, advice in Python's terms) never reach a CLI user raw: assay's own
         # are printed once each as "warning: ..." in the CLI's words; third-party numerical chatter is dropped

@@ -42,7 +42,8 @@ def judge(
     """Ask a judge model to grade answers against references (journaled, resumable) and write R-AutoEval+ labels."""
     from .. import data as d
     from ..models import OpenAIChatModel, OpenAICompletionModel
-    from ..models.journal import default_path, mask_secrets
+    from ..models.journal import default_path
+    from ..models.secrets import mask_secrets
     from ..models.judge import Rubric, judge as run_judge
     from ..models.openai_model import check_model
     from ..progress import progress_reporter

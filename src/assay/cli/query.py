@@ -116,7 +116,7 @@ def query(
     if as_json:
         from ..results import to_jsonable
 
-        from ..models.journal import mask_secrets
+        from ..models.secrets import mask_secrets
 
         sys.stdout.write(mask_secrets(json.dumps(to_jsonable({**summary, "rows": rows}), indent=2)) + "\n")
     else:

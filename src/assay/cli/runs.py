@@ -17,7 +17,8 @@ from rich.text import Text
 
 from ..errors import AssayInputError
 from .guard import guard as _guard, masked_console
-from ..models.journal import Journal, default_path, mask_secrets
+from ..models.journal import Journal, default_path
+from ..models.secrets import mask_secrets
 
 __all__ = ["runs_app"]
 

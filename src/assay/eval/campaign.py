@@ -695,7 +695,8 @@ def write_report(res: CampaignResult, folder: str | Path) -> Path:
     ``folder``, and record where in the campaign's journal run."""
     import json
 
-    from ..models.journal import Journal, mask_secrets
+    from ..models.journal import Journal
+    from ..models.secrets import mask_secrets
     from ..report.campaign import render_campaign_html, render_campaign_markdown
 
     folder = Path(folder)

@@ -90,13 +90,9 @@ class LiveAnswerer:
         return list(self.bank.index)
 
     def _journal(self):
-        from ..models.journal import Journal
+        from ..models.journal import open_journal
 
-        if self.journal is None:
-            return None, False
-        if hasattr(self.journal, "put"):
-            return self.journal, False
-        return Journal(Path(self.journal)), True
+        return open_journal(self.journal)
 
     def recorded_meta(self) -> dict | None:
         """The FAQ settings recorded when this run was started (None for a new run or no journal)."""

@@ -14,9 +14,9 @@ import asyncio
 import inspect
 import time
 from dataclasses import dataclass, fields
-from typing import Any, Callable, Mapping, Protocol, Union, runtime_checkable
+from typing import Any, Callable, Mapping, Protocol, Sequence, Union, runtime_checkable
 
-__all__ = ["Prompt", "Response", "RetryableError", "Model", "CallableModel"]
+__all__ = ["Prompt", "Response", "RetryableError", "Model", "CallableModel", "RequestJournal"]
 
 #: A prompt is either a plain user message or a list of chat messages ``{"role": ..., "content": ...}``.
 Prompt = Union[str, list]
@@ -110,6 +110,32 @@ class Model(Protocol):
     def params(self) -> dict[str, Any]: ...
 
     async def generate(self, prompt: Prompt) -> Response: ...
+
+
+@runtime_checkable
+class RequestJournal(Protocol):
+    """What the runner needs of a journal of requests; :class:`assay.models.journal.Journal` (SQLite) is the
+    implementation. Writes are operations (:class:`~assay.models.journal.Put`, ``Finish``, ``Claim``, ``Release``,
+    ``Bump``) run in one transaction by :meth:`batch`; :meth:`batch_start` stops before the commit, so the runner
+    commits on its event loop and makes the commits durable later with one :meth:`sync` for many."""
+
+    def start_run(self, run_id: str | None = None, meta: Mapping | None = None) -> str: ...
+
+    def completed_keys(self, run_id: str, keys: Sequence[str]) -> set: ...
+
+    def get(self, run_id: str, key: str) -> dict | None: ...
+
+    def lookup_any(self, key: str) -> dict | None: ...
+
+    def prepare(self, op: Any) -> Any: ...
+
+    def batch(self, ops: Sequence[Any]) -> list[Any]: ...
+
+    def batch_start(self, ops: Sequence[Any]) -> tuple[list[Any], Callable[[], None]]: ...
+
+    def sync(self) -> None: ...
+
+    def finish_run(self, run_id: str, status: str = "done") -> None: ...
 
 
 class CallableModel:

@@ -14,10 +14,9 @@ a killed process loses nothing it had received, and a power loss at most the ans
 (paid for, asked again on resume). An fsync takes 0.1-5 ms, which at a local server's 5 ms per answer would halve
 the throughput if every answer waited for its own (bench/query.py).
 
-Secrets: parameters, metadata, requests and responses are scrubbed before hashing and storing: keys
-named like ``api_key`` / ``authorization`` / ``token`` (case-insensitive, at any depth) are dropped,
-and values of secret-looking environment variables (``*API_KEY*``, ``*TOKEN*``, ...) are masked in
-whatever is stored. So the API key never reaches the journal file, and it never changes the hash.
+Secrets: parameters, metadata, requests and responses pass :mod:`assay.models.secrets` before they are hashed or
+stored (keys named like secrets dropped, secret values masked), so an API key never reaches the journal file and
+never changes a request's hash.
 
 Errors: a response whose ``error`` field is set is stored for the record but is not a completed
 answer: :meth:`Journal.get` and :meth:`Journal.lookup_any` ignore it and a later :meth:`Journal.put`
@@ -32,24 +31,26 @@ Recognised response fields (all optional; the whole response is kept as JSON): `
 from __future__ import annotations
 
 import datetime as _dt
-import functools
 import json
 import math
 import os
-import re
 import secrets as _secrets
 import sqlite3
 import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 if TYPE_CHECKING:  # pandas is imported where used: a runner that only gets / puts stays light
     import pandas as pd
 
-from ..errors import AssayInputError
+    from .base import RequestJournal
 
-__all__ = ["DEFAULT_PATH", "default_path", "request_key", "scrub", "Journal", "RECORD_COLUMNS", "register_secret",
-           "redact_url", "mask_secrets", "SCHEMA", "SCHEMA_VERSION"]
+from ..errors import AssayInputError
+from .secrets import mask_secrets, scrub
+
+__all__ = ["DEFAULT_PATH", "default_path", "request_key", "Journal", "open_journal", "Put", "Finish", "Claim",
+           "Release", "Bump", "Prepared", "RECORD_COLUMNS", "SCHEMA", "SCHEMA_VERSION"]
 
 SCHEMA_VERSION = 2
 
@@ -99,128 +100,6 @@ def default_path() -> Path:
 
 DEFAULT_PATH: Path = default_path()
 
-# -- secrets -----------------------------------------------------------------------------------------
-
-# Matched against the key lower-cased with '-' and ' ' turned into '_'. 'max_tokens', 'prompt_tokens'
-# and the like are ordinary parameters and must NOT match (they change the answer, so they are hashed).
-_SECRET_KEY = re.compile(
-    r"^(?:x_)?(?:[a-z0-9]+_)*(?:api_?key|apikey|secret(?:_key)?|client_secret|password|passwd)$"
-    r"|^(?:proxy_)?(?:authorization|auth|bearer|cookie|set_cookie)$"
-    r"|^(?:(?:access|auth|bearer|api|refresh|id|session|hf|github|openai|x)_)?token$"
-)
-_SECRET_ENV = re.compile(r"API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD", re.IGNORECASE)
-# token-looking strings only (a digit, 16+ characters), so prose such as "Bearer bonds" is left alone
-_BEARER = re.compile(r"\b(Bearer|bearer|BEARER)\s+(?=[A-Za-z0-9._~+/=-]*\d)[A-Za-z0-9._~+/=-]{16,}")
-_SK_KEY = re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}")
-_MASK = "***"
-
-
-def _is_secret_key(name: Any) -> bool:
-    if not isinstance(name, str):
-        return False
-    return _is_secret_name(name)
-
-
-@functools.lru_cache(maxsize=4096)
-def _is_secret_name(name: str) -> bool:
-    return bool(_SECRET_KEY.match(re.sub(r"[\s-]+", "_", name.strip().lower())))
-
-
-_SCALARS = (str, int, float, bool, type(None))
-
-
-def scrub(obj: Any) -> Any:
-    """A copy of ``obj`` with every mapping key named like a secret dropped, at any depth."""
-    t = type(obj)
-    if t in _SCALARS:  # the common case first: no abstract-class checks (they dominated the cost of a write)
-        return obj
-    if t is dict or isinstance(obj, Mapping):
-        return {str(k): scrub(v) for k, v in obj.items() if not _is_secret_key(k)}
-    if t is list or t is tuple or isinstance(obj, (list, tuple)):
-        return [scrub(v) for v in obj]
-    return obj
-
-
-def _env_secrets() -> list[str]:
-    vals = {v for k, v in os.environ.items() if _SECRET_ENV.search(k) and isinstance(v, str) and len(v) >= 8}
-    return sorted(vals, key=len, reverse=True)
-
-
-# values that are secret whatever their environment variable is called: a model registers its own key here
-_REGISTERED: set[str] = set()
-
-
-def register_secret(value: str | None) -> None:
-    """Mask ``value`` in everything assay stores or prints from now on (journal, logs, results, errors).
-
-    The model's API key is registered when the model reads it, so masking no longer depends on the name of the
-    environment variable that held it (``--api-key-env MY_LLM_CRED``). Values shorter than 6 characters are not
-    registered (masking them would garble ordinary text).
-    """
-    if isinstance(value, str) and len(value) >= 6:
-        _REGISTERED.add(value)
-
-
-# credentials inside URLs: user:password@ and query parameters named like secrets
-_URL_USERINFO = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<userinfo>[^/\s@]+)@")
-_URL_QUERY_SECRET = re.compile(
-    r"(?P<name>[?&;](?:api[-_]?key|apikey|key|access[-_]?token|token|auth|authorization|sig|signature|password|"
-    r"passwd|secret|client[-_]?secret|code)=)(?P<value>[^&#\s\"']+)", re.IGNORECASE)
-
-
-def redact_url(url: str | None) -> str | None:
-    """``url`` without credentials: ``user:KEY@`` removed, secret-looking query values (``api-key``, ``key``,
-    ``token``, ``sig``, ...) masked. What is hashed, stored and printed; the client alone keeps the raw URL."""
-    if url is None:
-        return None
-    out = _URL_USERINFO.sub(lambda m: m.group("scheme"), str(url))
-    return _URL_QUERY_SECRET.sub(lambda m: m.group("name") + _MASK, out)
-
-
-def _secret_pattern() -> "re.Pattern | None":
-    """One regex matching every registered secret and every value of a secret-looking environment variable
-    (longest first), rebuilt only when that set changes: masking runs on every stored record. The environment is
-    rescanned only when it changed (a fingerprint of its raw bytes; scanning it for every record cost more than the
-    rest of the write); a newly registered secret takes effect at once."""
-    try:
-        stamp = hash(frozenset(os.environ._data.items()))  # type: ignore[attr-defined]
-    except AttributeError:  # pragma: no cover - not CPython's os.environ
-        stamp = hash(frozenset(os.environ.items()))
-    env = _PATTERN_CACHE.get("env")
-    if env is None or env[0] != stamp:
-        env = (stamp, frozenset(_env_secrets()))
-        _PATTERN_CACHE["env"] = env
-    values = tuple(sorted(_REGISTERED | env[1], key=len, reverse=True))
-    cached = _PATTERN_CACHE.get("key")
-    if cached is None or cached[0] != values:
-        pat = re.compile("|".join(re.escape(v) for v in values)) if values else None
-        _PATTERN_CACHE["key"] = cached = (values, pat)
-    return cached[1]
-
-
-_PATTERN_CACHE: dict[str, tuple] = {}
-
-
-def mask_secrets(text: str) -> str:
-    """Mask registered secrets, values of secret-looking environment variables, bearer tokens, ``sk-...`` keys
-    and credentials inside URLs in ``text``."""
-    pat = _secret_pattern()
-    if pat is not None:
-        text = pat.sub(_MASK, text)
-    if "earer" in text or "EARER" in text:
-        text = _BEARER.sub(lambda m: f"{m.group(1)} {_MASK}", text)
-    if "://" in text:
-        text = _URL_USERINFO.sub(lambda m: m.group("scheme") + _MASK + "@", text)
-    if "=" in text:
-        text = _URL_QUERY_SECRET.sub(lambda m: m.group("name") + _MASK, text)
-    if "sk-" in text:
-        text = _SK_KEY.sub(_MASK, text)
-    return text
-
-
-_mask_secrets = mask_secrets
-
-
 # -- canonical JSON and the request key ------------------------------------------------------------------
 
 
@@ -244,7 +123,7 @@ def _canonical(obj: Any) -> str:
 
 
 def _dumps(obj: Any) -> str:
-    return _mask_secrets(_canonical(scrub(obj)))
+    return mask_secrets(_canonical(scrub(obj)))
 
 
 def request_key(model: str, prompt: Any, params: Mapping[str, Any] | None) -> str:
@@ -264,6 +143,17 @@ def request_key(model: str, prompt: Any, params: Mapping[str, Any] | None) -> st
 
 
 # -- helpers ------------------------------------------------------------------------------------------------
+
+
+def open_journal(journal: "RequestJournal | str | os.PathLike | None") -> "tuple[RequestJournal | None, bool]":
+    """``(journal, owned)``: a path is opened as a :class:`Journal` (``owned``: the caller closes it), a journal
+    object (anything that implements :class:`~assay.models.base.RequestJournal`) is used as it is, ``None`` stays
+    ``None``."""
+    from .base import RequestJournal
+
+    if journal is None or isinstance(journal, RequestJournal):
+        return journal, False
+    return Journal(Path(journal)), True
 
 
 def _private_file(path: Path) -> None:
@@ -342,7 +232,7 @@ def _response_fields(response: Mapping) -> dict[str, Any]:
         "latency_s": _float_or_none(latency),
         "prompt_tokens": _int_or_none(usage.get("prompt_tokens", response.get("prompt_tokens"))),
         "completion_tokens": _int_or_none(usage.get("completion_tokens", response.get("completion_tokens"))),
-        "error": (_mask_secrets(err) if err else None),
+        "error": (mask_secrets(err) if err else None),
     }
 
 
@@ -393,20 +283,72 @@ def _many(c: sqlite3.Connection, head: str, tail: str, rows: list[tuple], chunk:
 # INSERT ... RETURNING reports which rows an upsert wrote (SQLite 3.35, 2021); older libraries read first
 _RETURNING = sqlite3.sqlite_version_info >= (3, 35, 0)
 
-_UPSERT_RECORD = (
-    "INSERT INTO records (run_id, key, created, request, response, latency_s, prompt_tokens,"
-    " completion_tokens, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
-    " ON CONFLICT(run_id, key) DO UPDATE SET created = excluded.created, request = excluded.request,"
-    " response = excluded.response, latency_s = excluded.latency_s,"
-    " prompt_tokens = excluded.prompt_tokens, completion_tokens = excluded.completion_tokens,"
-    " error = excluded.error WHERE records.error IS NOT NULL")
-
 RECORD_COLUMNS = [
     "run_id", "key", "created", "model", "prompt", "text", "finish_reason", "latency_s",
     "prompt_tokens", "completion_tokens", "total_tokens", "error", "params", "request", "response",
     "ttft_s", "outcome",
 ]
 
+
+
+# -- the write operations of Journal.batch ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Put:
+    """Record an answer. Result ``"stored"``, or ``"duplicate"`` when a completed answer was there already: the first
+    completed answer wins (the new one, paid for, is thrown away and counted); a stored error may be replaced."""
+    run_id: str
+    key: str
+    request: Mapping[str, Any]
+    response: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Finish(Put):
+    """The runner's :class:`Put`: also adds the request's counters (``requests``, ``timeouts``) and, when the response
+    is an error, releases ``owner``'s claim on the key (a claim on an answered key is spent: it yields ``"done"``, and
+    :meth:`Journal.finish_run` deletes it)."""
+    counts: Mapping[str, int] = field(default_factory=dict)
+    owner: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """Take ``key`` for ``owner`` for ``ttl_s`` seconds, so two processes on one run never pay twice for it. Result
+    ``"claimed"``, ``"done"`` (answered already) or ``"busy"`` (another live owner holds it). A claim whose owner is a
+    dead process on this host, or whose lease expired, is taken over."""
+    run_id: str
+    key: str
+    owner: str
+    ttl_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class Release:
+    """Give back ``owner``'s claim on ``key``."""
+    run_id: str
+    key: str
+    owner: str
+
+
+@dataclass(frozen=True, slots=True)
+class Bump:
+    """Add ``counts`` (counter name -> n) to the run's counters."""
+    run_id: str
+    counts: Mapping[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A :class:`Put` or :class:`Finish` with its record serialised (:meth:`Journal.prepare`): the row to write and
+    whether it is a completed answer (not an error)."""
+    op: Put
+    row: tuple
+    ok: bool
+
+
+Operation = Put | Claim | Release | Bump | Prepared
 
 
 def _checked_record(key: Any, request: Any, response: Any) -> tuple[dict, dict]:
@@ -608,25 +550,11 @@ class Journal:
                            "ORDER BY created, rowid LIMIT 1", (key,))
         return json.loads(rows[0][0]) if rows else None
 
-    def _put_statements(self, run_id: str, key: str, request: Mapping, response: Mapping) -> list[tuple[str, tuple]]:
-        self._check_id(run_id)
-        clean, f = _checked_record(key, request, response)
-        now = _now()
-        return [
-            ("INSERT OR IGNORE INTO runs (run_id, created, updated, meta, status) VALUES (?, ?, ?, '{}', 'running')",
-             (run_id, now, now)),
-            # first answer wins: only a stored *error* is replaced, never a completed answer
-            (_UPSERT_RECORD, (run_id, key, now, _dumps(dict(request)), _mask_secrets(_canonical(clean)),
-                              f["latency_s"], f["prompt_tokens"], f["completion_tokens"], f["error"])),
-            ("UPDATE runs SET updated = ? WHERE run_id = ?", (now, run_id)),
-        ]
-
-    def put(self, run_id: str, key: str, request: Mapping, response: Mapping) -> None:
-        """Record an answer and commit at once. First completed answer wins; a stored error may be replaced.
-
-        A run id that was never started is created on the fly.
-        """
-        self._write(self._put_statements(run_id, key, request, response))
+    def put(self, run_id: str, key: str, request: Mapping, response: Mapping) -> str:
+        """Record one answer, durable when it returns: a one-operation :meth:`batch` of a :class:`Put` (``"stored"``
+        or ``"duplicate"``). First completed answer wins; a stored error may be replaced. A run id that was never
+        started is created on the fly."""
+        return self.batch([Put(run_id, key, request, response)])[0]
 
     # -- the runner's batched writes (claims, answers, counters) ------------------------------------------
 
@@ -659,16 +587,10 @@ class Journal:
         finally:
             os.close(fd)
 
-    def batch(self, ops: list[tuple]) -> list[Any]:
-        """Run several operations in ONE transaction (one fsync for all) and return one result per operation.
-
-        Operations: ``("put", run_id, key, request, response)`` -> ``"stored"``, or ``"duplicate"`` when a completed
-        answer was already there (the new one, paid for, is thrown away and counted); ``("finish", run_id, key,
-        request, response, counts, owner)``: the same, plus the counters ``counts`` and, for an error, the owner's
-        claim released (a claim on an answered key is spent: it yields "done"; :meth:`finish_run` deletes it);
-        ``("claim", run_id, key, owner, ttl_s)`` -> ``"done"`` (answered already), ``"busy"`` (another live owner
-        holds the key) or ``"claimed"``; ``("release", run_id, key, owner)``; ``("bump", run_id, {name: n})``
-        (counters). A claim whose owner is a dead process on this host, or whose lease expired, is taken over.
+    def batch(self, ops: Sequence[Operation]) -> list[Any]:
+        """Run several operations (:class:`Put`, :class:`Finish`, :class:`Claim`, :class:`Release`, :class:`Bump`,
+        or :class:`Prepared` ones) in ONE transaction, one fsync for all, and return one result per operation (each
+        operation's class says what it returns).
 
         The work is set-based: a handful of SQLite calls per batch whatever its size (answers: one upsert that
         returns the keys it wrote, one counters statement). Durable against power loss when it returns (with
@@ -679,7 +601,7 @@ class Journal:
         self.sync()
         return out
 
-    def batch_start(self, ops: list[tuple]) -> tuple[list[Any], Callable[[], None]]:
+    def batch_start(self, ops: Sequence[Operation]) -> tuple[list[Any], Callable[[], None]]:
         """:meth:`batch` up to its COMMIT: ``(results, commit)``. The results hold once ``commit()`` has returned
         (call it exactly once, from any thread); until then the journal's writer is held and other writers wait.
 
@@ -694,9 +616,6 @@ class Journal:
         if not ops:
             return [], _nothing
         out: list[Any] = [None] * len(ops)
-        for op in ops:
-            if op[0] not in ("put", "finish", "claim", "release", "bump"):
-                raise AssayInputError(f"unknown journal operation {op[0]!r}")
         # serialise outside the write lock (the runner does it as each answer arrives: see prepare())
         ops = [self.prepare(op) for op in ops]
         self._wlock.acquire()
@@ -709,34 +628,33 @@ class Journal:
         try:
             now_t, now = time.time(), _now()
             # -- answers ---------------------------------------------------------------------------------
-            puts = [(i, op) for i, op in enumerate(ops) if op[0] in ("put", "finish")]
+            puts = [(i, p) for i, p in enumerate(ops) if isinstance(p, Prepared)]
             if puts:
                 by_run: dict[str, list] = {}
-                for i, op in puts:
-                    self._check_id(op[1])
-                    by_run.setdefault(op[1], []).append((i, op))
+                for i, p in puts:
+                    by_run.setdefault(p.op.run_id, []).append((i, p))
                 counts: dict[str, dict[str, int]] = {}
                 for run_id, items in by_run.items():
                     rows, release = [], []
-                    for i, op in items:
-                        rows.append(op[3][:2] + (now,) + op[3][3:])
-                        if not op[4] and op[0] == "finish" and len(op) > 6:
-                            release.append((run_id, op[2], op[6]))
+                    for i, p in items:
+                        rows.append(p.row[:2] + (now,) + p.row[3:])
+                        if not p.ok and isinstance(p.op, Finish) and p.op.owner is not None:
+                            release.append((run_id, p.op.key, p.op.owner))
                     if run_id not in self._known_runs:
                         c.execute("INSERT OR IGNORE INTO runs (run_id, created, updated, meta, status) "
                                   "VALUES (?, ?, ?, '{}', 'running')", (run_id, now, now))
                     written = self._upsert(c, run_id, rows)
                     seen: set = set()
                     cnt = counts.setdefault(run_id, {})
-                    for i, op in items:
-                        key, ok = op[2], op[4]
+                    for i, p in items:
+                        key, ok = p.op.key, p.ok
                         # a completed answer that changed no row met one stored before it (or earlier in this
                         # batch): paid for, thrown away, counted
                         dup = ok and (key not in written or key in seen)
                         if ok:
                             seen.add(key)
-                        if op[0] == "finish" and len(op) > 5 and op[5]:
-                            for name, n in op[5].items():
+                        if isinstance(p.op, Finish):
+                            for name, n in p.op.counts.items():
                                 cnt[name] = cnt.get(name, 0) + int(n)
                         if dup:
                             cnt["duplicates"] = cnt.get("duplicates", 0) + 1
@@ -749,19 +667,19 @@ class Journal:
                         c.executemany("DELETE FROM claims WHERE run_id = ? AND key = ? AND owner = ?", release)
                 self._bump_all(c, counts)
             # -- claims ----------------------------------------------------------------------------------
-            claims = [(i, op) for i, op in enumerate(ops) if op[0] == "claim"]
+            claims = [(i, op) for i, op in enumerate(ops) if isinstance(op, Claim)]
             if claims:
                 host = socket.gethostname()
                 by_run = {}
                 for i, op in claims:
-                    by_run.setdefault(op[1], []).append((i, op))
+                    by_run.setdefault(op.run_id, []).append((i, op))
                 for run_id, items in by_run.items():
-                    keys = [op[2] for _, op in items]
+                    keys = [op.key for _, op in items]
                     done = self._completed(c, run_id, keys)
                     held = self._claims(c, run_id, keys)
                     grant = []
                     for i, op in items:
-                        _, _, key, owner, ttl = op
+                        key, owner, ttl = op.key, op.owner, op.ttl_s
                         if key in done:
                             out[i] = "done"
                             continue
@@ -780,14 +698,14 @@ class Journal:
                     if grant:
                         _many(c, "INSERT OR REPLACE INTO claims (run_id, key, owner, expires) VALUES ", "", grant)
             # -- releases and counters ---------------------------------------------------------------------
-            rel = [op[1:4] for op in ops if op[0] == "release"]
+            rel = [(op.run_id, op.key, op.owner) for op in ops if isinstance(op, Release)]
             if rel:
                 c.executemany("DELETE FROM claims WHERE run_id = ? AND key = ? AND owner = ?", rel)
             bumps: dict[str, dict[str, int]] = {}
             for op in ops:
-                if op[0] == "bump":
-                    cnt = bumps.setdefault(op[1], {})
-                    for name, n in op[2].items():
+                if isinstance(op, Bump):
+                    cnt = bumps.setdefault(op.run_id, {})
+                    for name, n in op.counts.items():
                         cnt[name] = cnt.get(name, 0) + int(n)
             self._bump_all(c, bumps)
         except BaseException:
@@ -796,7 +714,7 @@ class Journal:
             finally:
                 self._wlock.release()
             raise
-        runs = {op[1] for op in ops if op[0] in ("put", "finish")}
+        runs = {p.op.run_id for p in ops if isinstance(p, Prepared)}
         state = {"open": True}
 
         def commit() -> None:
@@ -837,18 +755,22 @@ class Journal:
         # a key answered before is not written, whatever the row; an error row meeting it is not written either
         return {row[1] for row in rows if row[1] not in done_before}
 
-    def prepare(self, op: tuple) -> tuple:
-        """An operation with its record serialised: ``("put"|"finish", run_id, key, row, ok, counts, owner)``.
+    def prepare(self, op: Operation) -> Operation:
+        """A :class:`Put` or :class:`Finish` with its record serialised, as a :class:`Prepared`; other operations
+        are returned as they are, anything else is refused.
 
         The runner calls this on the event loop's thread before handing the operation to its writer thread, so the
         writer holds the GIL only for SQLite calls (which release it): a writer busy with JSON while the loop
         waits for the GIL after every socket read cost 40% of the runner's throughput (the convoy effect).
         Already prepared operations pass through."""
-        if op[0] in ("put", "finish") and isinstance(op[3], Mapping):
-            self._check_id(op[1])
-            row = self._record_row(op[1], op[2], op[3], op[4], "")
-            return (op[0], op[1], op[2], row, op[4].get("error") is None, *op[5:])
-        return op
+        if isinstance(op, Put):
+            self._check_id(op.run_id)
+            row = self._record_row(op.run_id, op.key, op.request, op.response, "")
+            return Prepared(op, row, op.response.get("error") is None)
+        if isinstance(op, (Prepared, Claim, Release, Bump)):
+            return op
+        raise AssayInputError(f"unknown journal operation {op!r}: give a Put, Finish, Claim, Release or Bump "
+                              "(assay.models.journal)")
 
     @staticmethod
     def _completed(c: sqlite3.Connection, run_id: str, keys: list[str]) -> set:
@@ -872,7 +794,7 @@ class Journal:
     @staticmethod
     def _record_row(run_id: str, key: str, request: Mapping, response: Mapping, now: str) -> tuple:
         clean, f = _checked_record(key, request, response)
-        return (run_id, key, now, _dumps(dict(request)), _mask_secrets(_canonical(clean)), f["latency_s"],
+        return (run_id, key, now, _dumps(dict(request)), mask_secrets(_canonical(clean)), f["latency_s"],
                 f["prompt_tokens"], f["completion_tokens"], f["error"])
 
     @staticmethod
@@ -883,13 +805,6 @@ class Journal:
             c.execute("INSERT INTO counters (run_id, name, value) VALUES " + ",".join(["(?, ?, ?)"] * len(rows)) +
                       " ON CONFLICT(run_id, name) DO UPDATE SET value = value + excluded.value",
                       [v for row in rows for v in row])
-
-    @staticmethod
-    def _bump(c: sqlite3.Connection, run_id: str, counts: Mapping[str, int]) -> None:
-        for name, n in counts.items():
-            if n:
-                c.execute("INSERT INTO counters (run_id, name, value) VALUES (?, ?, ?) ON CONFLICT(run_id, name) "
-                          "DO UPDATE SET value = value + excluded.value", (run_id, str(name), int(n)))
 
     def counters(self, run_id: str) -> dict[str, int]:
         """The run's counters: requests sent, and answers paid for but thrown away (timeouts, duplicates)."""

@@ -212,7 +212,7 @@ class OpenAIChatModel:
             raise AssayInputError(f"timeout must be a positive number of seconds, got {timeout!r}")
         if max_tokens is not None and (not isinstance(max_tokens, int) or max_tokens < 1):
             raise AssayInputError(f"max_tokens must be a positive integer or None, got {max_tokens!r}")
-        from .journal import redact_url, register_secret
+        from .secrets import redact_url, register_secret
 
         self.name = model
         raw = (base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL).rstrip("/")
@@ -506,7 +506,7 @@ class OpenAIChatModel:
         )
 
     def _scrub(self, text: str) -> str:
-        from .journal import mask_secrets
+        from .secrets import mask_secrets
 
         key = self._key.get()
         if key and key != DUMMY_KEY and len(key) >= 4:
@@ -524,7 +524,7 @@ class OpenAIChatModel:
         return state
 
     def __setstate__(self, state):
-        from .journal import register_secret
+        from .secrets import register_secret
 
         self.__dict__.update(state)
         self.__dict__.setdefault("stream", False)

@@ -64,11 +64,11 @@ import socket
 import time
 import uuid
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 from ..errors import AssayInputError
-from .base import Model, Response, RetryableError
+from .base import Model, RequestJournal, Response, RetryableError
+from .journal import Claim, Finish, open_journal
 from .outcomes import REFUSED, TIMEOUT, TOO_LONG, TRANSPORT
 
 __all__ = ["run_prompts", "run", "RunResult", "AdaptiveLimiter", "RateLimiter"]
@@ -109,7 +109,7 @@ class _LoopCommitter:
     disk and 4 ms on a busy one; committing on a thread held every answer's slot for the hand-off and the fsync
     (46 ms median in bursts of 64 answers), which starved the next requests."""
 
-    def __init__(self, journal, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, journal: RequestJournal, loop: asyncio.AbstractEventLoop) -> None:
         import concurrent.futures
 
         self.journal = journal
@@ -123,7 +123,6 @@ class _LoopCommitter:
         self._sync_timer: asyncio.TimerHandle | None = None  # the next fsync, waiting for SYNC_EVERY_S
         self._last_sync = -1e9  # loop time the last fsync started
         self._closing = False
-        self._can_sync = hasattr(journal, "sync") and hasattr(journal, "batch_start")
         self.latency_s = 0.0  # running mean time per request (0: none seen yet)
         self.cpu_s = 0.0  # running mean CPU time of this process per answer
         self._cpu_at: float | None = None
@@ -176,11 +175,8 @@ class _LoopCommitter:
             return
         ops = [op for op, _ in batch]
         try:
-            if self._can_sync:
-                results, commit = self.journal.batch_start(ops)
-                commit()
-            else:
-                results = self.journal.batch(ops)
+            results, commit = self.journal.batch_start(ops)
+            commit()
         except BaseException as exc:  # the transaction rolled back: every caller hears of it
             results = [exc] * len(batch)
         else:
@@ -195,7 +191,7 @@ class _LoopCommitter:
     def _sync_soon(self) -> None:
         """An fsync on the thread for what was just committed: now, or ``SYNC_EVERY_S`` after the last one started
         (each hand-off to the thread costs the loop the GIL a few times), or right after the one in flight."""
-        if not self._can_sync or self._closing:  # closing: _drain syncs once, at the end
+        if self._closing:  # closing: _drain syncs once, at the end
             return
         if self._syncing is not None or self._sync_timer is not None:
             self._dirty = True
@@ -241,11 +237,10 @@ class _LoopCommitter:
                 self._sync_error = self._sync_error or exc
             self._syncing = None
         self._pool.shutdown(wait=True)
-        if self._can_sync:
-            try:
-                self.journal.sync()
-            except BaseException as exc:
-                self._sync_error = self._sync_error or exc
+        try:
+            self.journal.sync()
+        except BaseException as exc:
+            self._sync_error = self._sync_error or exc
 
     async def close(self) -> None:
         """Commit everything queued (and run its callbacks) and make it durable before returning; an fsync that
@@ -461,16 +456,8 @@ def _check_arguments(model: Model, prompts: Sequence, *, concurrency, max_retrie
                               recover_after=recover_after, reuse=reuse, lease_s=lease_s, seed=seed, jitter=jitter)
 
 
-def _open_journal(journal) -> tuple[Any, bool]:
-    """``(journal, owned)``: a path is opened here (and closed by the caller), a journal object is used as is."""
-    from .journal import Journal
-
-    if journal is not None and not hasattr(journal, "put"):
-        return Journal(Path(journal)), True
-    return journal, False
-
-
-def _start_run(journal, run_id: str | None, model: Model, params: Mapping[str, Any], n_prompts: int) -> str:
+def _start_run(journal: RequestJournal | None, run_id: str | None, model: Model, params: Mapping[str, Any],
+               n_prompts: int) -> str:
     """Start (or resume) the journal run; without a journal, a fresh id when none is given."""
     if journal is not None:
         return journal.start_run(run_id, meta={"model": model.name, "params": params, "n_prompts": n_prompts})
@@ -498,8 +485,8 @@ class _Session:
     retries), :meth:`commit` (journal first) and :meth:`finalize` (the answer is used and counted). Answers already
     in the journal are served by :meth:`serve_completed` before anything is claimed."""
 
-    def __init__(self, model: Model, batch: _Batch, params: Mapping[str, Any], journal, run_id: str,
-                 cfg: _Settings, progress: Callable[[dict], None] | None) -> None:
+    def __init__(self, model: Model, batch: _Batch, params: Mapping[str, Any], journal: RequestJournal | None,
+                 run_id: str, cfg: _Settings, progress: Callable[[dict], None] | None) -> None:
         self.model = model
         self.batch = batch
         self.params = params
@@ -515,7 +502,7 @@ class _Session:
             "duplicates_thrown_away": 0, "too_long": 0, "refused": 0,
         }
         self.writer: _LoopCommitter | None = (_LoopCommitter(journal, asyncio.get_running_loop())
-                                              if (journal is not None and hasattr(journal, "batch")) else None)
+                                              if journal is not None else None)
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
         self.lease = float(cfg.lease_s) if cfg.lease_s is not None else (
             (cfg.timeout or 600.0) * (cfg.max_retries + 1) + cfg.backoff_max * cfg.max_retries + 60.0)
@@ -583,7 +570,7 @@ class _Session:
         j = self.journal
         # one query for the keys this run already answered; only those are read back (and, with reuse, every key)
         known = (j.completed_keys(self.run_id, list(self.batch.groups))
-                 if (j is not None and hasattr(j, "completed_keys") and not self.cfg.reuse) else None)
+                 if (j is not None and not self.cfg.reuse) else None)
         todo: list[tuple[str, list[int]]] = []
         for key, idx in self.batch.groups.items():
             hit = self.from_journal(key) if (known is None or key in known) else None
@@ -612,7 +599,7 @@ class _Session:
                 self.stats["waited_for_other_process"] += 1
             await asyncio.sleep(pause)
             pause = min(pause * 2, 1.0)
-            st = await self.writer.submit(("claim", self.run_id, key, self.owner, self.lease))
+            st = await self.writer.submit(Claim(self.run_id, key, self.owner, self.lease))
         return False
 
     async def send(self, key: str, idx: list[int]) -> tuple[Response, int, int]:
@@ -702,32 +689,24 @@ class _Session:
     def commit(self, key: str, idx: list[int], resp: Response, n_sent: int, n_timeouts: int) -> None:
         """Journal the answer, then :meth:`finalize` it (with the writer: in the callback after its commit) and
         hand back the limiter slot the answer held."""
-        j = self.journal
-        if j is not None:
-            # committed before the prompt counts as done; an error is kept for the record only
-            # (the journal does not serve it, so a resumed run asks again)
-            request = {"model": self.model.name, "prompt": self.batch.prompts[idx[0]], "params": self.params}
-            if self.writer is not None:
-                if resp.latency_s and resp.latency_s > 0:
-                    self.writer.seen(float(resp.latency_s))
-                self.writer.submit_then(j.prepare(("finish", self.run_id, key, request, resp.to_dict(),
-                                                   {"requests": n_sent, "timeouts": n_timeouts}, self.owner)),
-                                        functools.partial(self._committed, key, idx, resp))
-                lim = self.limiter
-                if key in self.held and (len(self.held) >= lim.limit or (lim.waiting and (
-                        not self.writer.client_bound(lim.limit) or len(self.held) >= FLUSH_AT * lim.limit))):
-                    # requests wait for the slots these answers hold: commit now, not after the linger; when this
-                    # process is the bottleneck (fast local endpoints), only once half the slots wait on the journal
-                    self.writer.flush()
-                return
-            try:
-                j.put(self.run_id, key, request, resp.to_dict())
-            finally:
-                self._free(key)
+        if self.writer is None:  # no journal
+            self._free(key)
             self.finalize(idx, resp)
             return
-        self._free(key)
-        self.finalize(idx, resp)
+        # committed before the prompt counts as done; an error is kept for the record only (the journal does not
+        # serve it, so a resumed run asks again)
+        request = {"model": self.model.name, "prompt": self.batch.prompts[idx[0]], "params": self.params}
+        if resp.latency_s and resp.latency_s > 0:
+            self.writer.seen(float(resp.latency_s))
+        self.writer.submit_then(self.journal.prepare(Finish(self.run_id, key, request, resp.to_dict(),
+                                                            {"requests": n_sent, "timeouts": n_timeouts}, self.owner)),
+                                functools.partial(self._committed, key, idx, resp))
+        lim = self.limiter
+        if key in self.held and (len(self.held) >= lim.limit or (lim.waiting and (
+                not self.writer.client_bound(lim.limit) or len(self.held) >= FLUSH_AT * lim.limit))):
+            # requests wait for the slots these answers hold: commit now, not after the linger; when this process is
+            # the bottleneck (fast local endpoints), only once half the slots wait on the journal
+            self.writer.flush()
 
     def _committed(self, key: str, idx: list[int], resp: Response, done: Any = None) -> None:
         self._free(key)
@@ -771,7 +750,7 @@ class _Session:
             if self.writer is not None and todo:
                 # claim every key this run still needs in one transaction; keys another live process holds wait
                 claimed = dict(zip((k for k, _ in todo),
-                                   self.journal.batch([("claim", self.run_id, k, self.owner, self.lease)
+                                   self.journal.batch([Claim(self.run_id, k, self.owner, self.lease)
                                                        for k, _ in todo])))
             if todo:
                 async with asyncio.TaskGroup() as tg:
@@ -861,7 +840,7 @@ async def run_prompts(
                                     adaptive=adaptive, recover_after=recover_after, reuse=reuse, lease_s=lease_s,
                                     seed=resolved)
     params = model.params()  # before the journal is opened: a model that cannot say its parameters leaves no file open
-    journal, own_journal = _open_journal(journal)
+    journal, own_journal = open_journal(journal)
     try:
         run_id = _start_run(journal, run_id, model, params, len(prompts))
         session = _Session(model, _group_prompts(model, prompts, params), params, journal, run_id, cfg, progress)
