@@ -210,7 +210,7 @@ def test_autoeval_two_files_and_bad_input(tmp_path):
     assert res.exit_code == 2 and "only in the human-label file: q8" in res.stderr
     res = run(["autoeval", str(tmp_path / "h.csv"), "--judge", str(tmp_path / "j.csv"), "--risk-target", "0.1",
                "--delta", "1.5"])
-    assert res.exit_code == 2 and "--alpha (--delta) must be strictly between 0 and 1" in res.stderr
+    assert res.exit_code == 2 and "--alpha (--delta) must be a number strictly between 0 and 1" in res.stderr
     res = run(["autoeval", str(tmp_path / "h.csv"), "--judge", str(tmp_path / "j.csv"), "--risk-target", "0.1",
                "--reliance-levels", "1"])
     assert res.exit_code == 2 and "--reliance-levels must be at least 2" in res.stderr

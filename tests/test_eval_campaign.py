@@ -252,3 +252,22 @@ def test_a_compare_section_asks_until_resolved_and_reports_it(tmp_path):
     html_page = camp.write_report(res, tmp_path / "rep")
     page = (html_page / "report.html").read_text()
     assert page.count("compare: which configurations are better") == 1 and "<svg" in page
+
+
+def test_each_section_and_model_draws_from_its_own_child_seed(tmp_path):
+    """DESIGN's seed rule: a (section, model) seed is a child of the campaign seed, the same on every run, different
+    across sections and models, and unchanged for the first model when a model is added after it."""
+    from assay.eval.sample import section_seed
+
+    c = _campaign(tmp_path, "http://127.0.0.1:9/v1")
+    seeds = {(s, m): section_seed(c, s, m) for s in ("faq", "scope", "judge", "kpi", "siren", "compare")
+             for m in (None, "short", "long")}
+    assert len(set(seeds.values())) == len(seeds)
+    assert seeds == {(s, m): section_seed(c, s, m) for s, m in seeds}
+    assert section_seed(c, "faq", "short") != c.seed
+    url = "http://127.0.0.1:9/v1"
+    more = _campaign(tmp_path, url, model=[{"name": m.name, "endpoint": url, "model": "fake"} for m in c.models]
+                     + [{"name": "third", "endpoint": url, "model": "fake"}])
+    assert section_seed(more, "faq", "short") == seeds[("faq", "short")]
+    other = _campaign(tmp_path, "http://127.0.0.1:9/v1", campaign={"name": "t", "seed": 6})
+    assert section_seed(other, "faq", "short") != seeds[("faq", "short")]

@@ -85,6 +85,23 @@ def test_the_shared_sample_and_the_judge(tmp_path):
     assert plan(c2).sample_size == 50
 
 
+
+def test_one_budget_rule_for_the_sample_faq_and_compare(tmp_path):
+    """[bank].sample, [faq].budget and [compare].budget resolve by one rule (assay.checks.fraction_or_count): a
+    fraction that leaves fewer than 2 of the 50 questions is refused with the key named (the sample used to round it
+    up to 2 where FAQ refused it), and an integral float above 1 is a count in the file as in the library."""
+    c, *_ = _campaign(tmp_path, bank_keys={"sample": 0.03}, kpi={"metrics": ["latency_s"]})
+    with pytest.raises(AssayInputError, match=r"\[bank\]\.sample 0.03 of 50 questions is 1; at least 2"):
+        plan(c)
+    c, *_ = _campaign(tmp_path, faq={"history": str(tmp_path / "hist.csv"), "budget": 0.03})
+    with pytest.raises(AssayInputError, match=r"\[faq\]\.budget 0.03 of 50 questions is 1; at least 2"):
+        plan(c)
+    c, *_ = _campaign(tmp_path, compare={"budget": 12.0})
+    assert c.compare.budget == 12.0 and {r.requests for r in plan(c).rows if r.section == "compare"} == {12}
+    c, *_ = _campaign(tmp_path, bank_keys={"sample": 0.04}, kpi={"metrics": ["latency_s"]})
+    assert plan(c).sample_size == 2
+
+
 def test_a_plan_over_a_budget_cap_is_refused_before_any_request(tmp_path):
     c, *_ = _campaign(tmp_path, faq={"history": str(tmp_path / "hist.csv"), "budget": 10}, kpi={"metrics": ["latency_s"]},
                               budget={"questions": 25})

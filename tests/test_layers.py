@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "assay"
-BELOW = ["siren.py", "autoeval.py", "psdme.py", "faq", "quickscope", "compare", "models", "data", "stats", "benchmarks",
-         "results.py", "seeds.py", "errors.py", "parallel.py"]
+BELOW = ["siren", "autoeval.py", "psdme", "faq", "quickscope", "compare", "models", "data", "stats", "benchmarks",
+         "results.py", "seeds.py", "errors.py", "checks.py", "parallel.py"]
 #: what each layer may not import
 FORBIDDEN = {**{name: ("eval", "cli", "report", "studies") for name in BELOW}, "eval": ("cli", "studies"),
              "report": ("cli", "eval")}

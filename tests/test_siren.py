@@ -498,8 +498,10 @@ def test_grid_core_streams_cells_of_mixed_k_like_repeated_split_per_cell():
     M = 3001
     Zs = [(rng.random((M, k)) < rng.random(k)).astype(float) for k in (6, 1, 3, 6, 2, 6, 1)]
     D = siren.split_design(M, 7, 0.5, rng)
-    old = siren._BLOCK_ELEMS
-    siren._BLOCK_ELEMS = 5000  # blocks of a few hundred items: many block boundaries
+    from assay.siren import array_core  # where _grid_split reads its block size
+
+    old = array_core._BLOCK_ELEMS
+    array_core._BLOCK_ELEMS = 5000  # blocks of a few hundred items: many block boundaries
     try:
         for selector in ("softmax", "hard", "adaptive"):
             fit = siren.core(Zs, D, rng=1, n_boot=200, selector=selector)
@@ -512,7 +514,7 @@ def test_grid_core_streams_cells_of_mixed_k_like_repeated_split_per_cell():
                 assert np.allclose(fit.psi_selection[:, j], ref["psi_selection"][0], rtol=0, atol=1e-11)
                 assert fit.naive_max[j] == pytest.approx(Z.mean(axis=0).max(), abs=1e-15)
     finally:
-        siren._BLOCK_ELEMS = old
+        array_core._BLOCK_ELEMS = old
 
 
 def test_zero_one_scores_held_as_int8_or_bool_give_the_same_result_without_a_float_copy():

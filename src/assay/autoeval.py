@@ -45,6 +45,7 @@ from typing import Any, Mapping, NamedTuple, Sequence
 import numpy as np
 import pandas as pd
 
+from . import checks
 from .data.autoeval import AUTOEVAL_COLUMNS, prepare
 from .errors import AssayInputError
 from .results import Result, build
@@ -161,12 +162,6 @@ class Certificate(NamedTuple):
     ci_high: float  #: upper end of that interval
 
 
-def _check_level(name: str, v: Any) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not (0 < float(v) < 1):
-        raise AssayInputError(f"{name} must be a number strictly between 0 and 1, got {v!r}")
-    return float(v)
-
-
 def _check_betting(betting: Any, grid: Any) -> None:
     if betting not in ("wsr", "up"):
         raise AssayInputError(f"betting must be 'wsr' or 'up', got {betting!r}")
@@ -239,8 +234,8 @@ def core(
     -------
     Certificate
     """
-    risk_target = _check_level("risk_target", risk_target)
-    delta = _check_level("delta", delta)
+    risk_target = checks.level(risk_target, "risk_target")
+    delta = checks.level(delta, "delta")
     _check_betting(betting, grid)
     rhos = reliance_factors(method, factors)
     human = _losses("loss_human", loss_human)
@@ -398,8 +393,8 @@ def certify(
         weights), ``order`` (item ids in processing order).
     """
     # 1. parameters
-    risk_target = _check_level("risk_target", risk_target)
-    delta = _check_level("delta", delta)
+    risk_target = checks.level(risk_target, "risk_target")
+    delta = checks.level(delta, "delta")
     _check_betting(betting, grid)
     if select is not None and select not in SELECTIONS:
         raise AssayInputError(f"select must be one of {', '.join(SELECTIONS)} or None, got {select!r}")

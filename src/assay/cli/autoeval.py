@@ -8,6 +8,7 @@ from typing import Optional
 import typer
 from rich.table import Table
 
+from .. import checks
 from ..errors import AssayInputError
 from ._common import app, emit as _emit, guard as _guard, out as _out
 
@@ -86,8 +87,7 @@ def autoeval(
     from ..errors import GateFailed
 
     # the two renamed options are checked here so that a refusal names the option that was typed
-    if not 0 < alpha < 1:
-        raise AssayInputError(f"--alpha (--delta) must be strictly between 0 and 1, got {alpha:g}")
+    checks.level(alpha, "--alpha (--delta)")
     if reliance_levels < 2:
         raise AssayInputError(f"--reliance-levels must be at least 2 (it includes rho = 0 and 1), got {reliance_levels}")
     text = (candidate_col, item_col)

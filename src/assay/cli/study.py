@@ -7,6 +7,7 @@ from typing import Any, Optional
 
 import typer
 
+from .. import checks
 from ..errors import AssayInputError
 from ._common import app, emit as _emit, guard as _guard, out as _out
 
@@ -162,9 +163,9 @@ def _floats(text: Optional[str]) -> Optional[list[float]]:
         vals = [float(v) for v in text.split(",") if v.strip()]
     except ValueError:
         raise AssayInputError(f"--deltas takes comma-separated numbers such as 0.1,0.05; got {text!r}") from None
-    if not vals or not all(0.0 < v < 1.0 for v in vals):
-        raise AssayInputError(f"--deltas must be numbers in (0, 1); got {text!r}")
-    return vals
+    if not vals:
+        raise AssayInputError(f"--deltas takes comma-separated numbers such as 0.1,0.05; got {text!r}")
+    return [checks.level(v, "each of --deltas") for v in vals]
 
 
 def _cells(name: str, given: dict[str, Optional[list]]) -> dict[str, Any]:

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ..data.compare import CompareDesign, prepare_compare
+from .. import checks
 from ..errors import AssayInputError
 from ..results import Result, build
 from ..seeds import resolve_seed
@@ -187,8 +188,7 @@ def evaluate(
     """
     if guarantee not in core.GUARANTEES:
         raise AssayInputError(f"guarantee must be one of {', '.join(core.GUARANTEES)}; got {guarantee!r}")
-    if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not 0.0 < float(delta) < 1.0:
-        raise AssayInputError(f"delta must be a number in (0, 1); got {delta!r}")
+    delta = checks.level(delta)
     if margin is not None and (isinstance(margin, bool) or not isinstance(margin, (int, float))
                                or not (math.isfinite(margin) and margin > 0)):
         raise AssayInputError(f"margin must be a positive number; got {margin!r}")

@@ -17,6 +17,7 @@ import pandas as pd
 
 from ..data.bank import read_bank
 from ..data.compare import CompareDesign
+from .. import checks
 from ..errors import AssayInputError
 from ..seeds import resolve_seed
 from . import core
@@ -80,8 +81,7 @@ def query_until_resolved(
     for name, v in (("budget", budget), ("batch", batch)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
             raise AssayInputError(f"{name} must be a positive integer; got {v!r}")
-    if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not 0.0 < float(delta) < 1.0:
-        raise AssayInputError(f"delta must be a number in (0, 1); got {delta!r}")
+    delta = checks.level(delta)
     by_column = isinstance(scorer, str) and isinstance(bank, pd.DataFrame) and scorer in bank.columns
     b = read_bank(bank, scorer_col=scorer if by_column else None)
     scorers = ({name: make_scorer(name) for name in b["scorer"].unique()} if by_column else None)

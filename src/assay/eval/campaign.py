@@ -39,10 +39,11 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
+from .. import checks
 from ..errors import AssayInputError
 from .plan import NO_HUMAN_LABELS
 from .prompts import render
-from .sample import campaign_run_id, kpi_section, load_bank, make_model, run_sample, section_run_id
+from .sample import campaign_run_id, kpi_section, load_bank, make_model, run_sample, section_run_id, section_seed
 from .spec import Campaign, ModelSpec, parse_campaign
 
 __all__ = ["CampaignResult", "Section", "run", "resume", "load_campaign_of_run", "Event", "write_report",
@@ -199,8 +200,8 @@ def _faq_one(c: Campaign, m: ModelSpec, journal: str, make, progress) -> Any:
     def width(t: int, w: float) -> None:  # the current anytime-valid width, valid whenever it is read
         _emit(progress, section="faq", subject=m.name, done=t, total=total.get("n"), width=w)
 
-    res = faq.evaluate(hist, ans, budget=c.faq.budget, seed=c.seed, delta=c.delta, until_width=c.faq.until_width,
-                       fallback=c.faq.fallback, calibrate=c.faq.calibrate, progress=rounds,
+    res = faq.evaluate(hist, ans, budget=c.faq.budget, seed=section_seed(c, "faq", m.name), delta=c.delta,
+                       until_width=c.faq.until_width, fallback=c.faq.fallback, calibrate=c.faq.calibrate, progress=rounds,
                        on_expected=expected, on_width=width)
     from ..models.outcomes import headline
 
@@ -235,8 +236,8 @@ def _scope_one(c: Campaign, m: ModelSpec, journal: str, make, progress) -> Any:
         _emit(progress, section="scope", subject=m.name, done=st["answered"], total=st["budget"],
               note=f"{st['certified']} certified so far")
 
-    res = qs.run(space, gen, make(m), budget=s.budget, batch=min(20, s.budget), seed=c.seed, utility=s.utility,
-                 journal=journal, run_id=section_run_id(c, m.name, "scope"), concurrency=m.concurrency,
+    res = qs.run(space, gen, make(m), budget=s.budget, batch=min(20, s.budget), seed=section_seed(c, "scope", m.name),
+                 utility=s.utility, journal=journal, run_id=section_run_id(c, m.name, "scope"), concurrency=m.concurrency,
                  timeout=m.timeout, policy=policy, delta=c.delta, reuse=True, on_status=status, **kw)
     _emit(progress, section="scope", subject=m.name, done=s.budget, total=s.budget, status="done",
           note=f"{res.info.get('n_certified', 0)} certified")
@@ -363,7 +364,7 @@ def _judge_section(c: Campaign, rows: pd.DataFrame, journal: str, judge_model, p
                 table["answer_cost"] = table["candidate"].map(per).to_numpy(float)
                 cols, cost_col = cols + ["answer_cost"], "answer_cost"
                 break
-    res = autoeval.certify(table[cols], risk_target=j.risk_target, delta=c.delta, seed=c.seed,
+    res = autoeval.certify(table[cols], risk_target=j.risk_target, delta=c.delta, seed=section_seed(c, "judge"),
                            select="holm" if several else None, method=method, cost_col=cost_col)
     res.info["judge"] = {"model": j.model, "rubric": str(j.rubric), "run_id": graded.run_id, "cost_col": cost_col,
                          "outcomes": graded.counts, "human_labels": n_lab, "agreement": graded.agreement()}
@@ -377,10 +378,8 @@ def _compare_section(c: Campaign, journal: str, make, progress) -> Section:
     """compare: every [[model]] asked questions of the bank in one seeded order, without replacement, until every pair
     is resolved (or equivalent within [compare].margin) or [compare].budget questions a model are spent."""
     from ..compare.live import query_until_resolved
-    from ..faq.api import resolve_budget
-
     bank = load_bank(c)
-    budget, _ = resolve_budget(c.compare.budget, len(bank))
+    budget, _ = checks.fraction_or_count(c.compare.budget, len(bank), "[compare].budget")
     made = {m.name: (make or (lambda spec: make_model(spec, c.seed)))(m) for m in c.models}
     banks = {m.name: _bank_for(c, m, bank) for m in c.models}
 
@@ -393,7 +392,7 @@ def _compare_section(c: Campaign, journal: str, make, progress) -> Section:
     policy = "wrong" if c.bank.policy == "missing" else c.bank.policy
     res = query_until_resolved(made, banks[c.models[0].name], scorer="scorer", policy=policy, journal=journal,
                                delta=c.delta, margin=c.compare.margin, budget=budget, batch=c.compare.batch,
-                               seed=c.seed, concurrency=min(m.concurrency for m in c.models),
+                               seed=section_seed(c, "compare"), concurrency=min(m.concurrency for m in c.models),
                                timeout=max(m.timeout for m in c.models), progress=rounds, banks=banks,
                                run_ids={m.name: section_run_id(c, m.name, "compare") for m in c.models})
     if c.bank.policy == "missing":
@@ -425,7 +424,7 @@ def _siren_section(c: Campaign, rows: pd.DataFrame) -> Section:
                                         "score": scores[name].to_numpy(float)}))
     table = pd.concat(frames, ignore_index=True)
     contrasts = ["budget-gains"] if len(c.siren.budgets) > 1 else []
-    res = siren.evaluate(table, reps=c.siren.splits, delta=c.delta, seed=c.seed, contrasts=contrasts)
+    res = siren.evaluate(table, reps=c.siren.splits, delta=c.delta, seed=section_seed(c, "siren"), contrasts=contrasts)
     res.info["search"] = {"order": names, "meaning": "budget b: the search tries the first b [[model]] configurations "
                           "in file order and deploys the one it scores best"}
     sec.results["all"] = res

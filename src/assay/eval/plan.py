@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from .. import checks
 from ..errors import AssayInputError
 from .prompts import sample_count
 from .spec import Campaign, ModelSpec
@@ -125,8 +126,6 @@ def plan(c: Campaign) -> Plan:
         if c.bank is not None:
             lens = _render(m.template, prompts, choices)
         if c.faq is not None:
-            from ..faq.api import resolve_budget
-
             if n_hist is None:
                 from ..data.faq import history_items, read_answers
 
@@ -134,7 +133,7 @@ def plan(c: Campaign) -> Plan:
                 if n_hist != p.bank_size:
                     p.notes.append(f"FAQ asks from the {n_hist} questions of the history (the bank has "
                                    f"{p.bank_size}); its budget is a share of those")
-            n_b, _ = resolve_budget(c.faq.budget, n_hist)
+            n_b, _ = checks.fraction_or_count(c.faq.budget, n_hist, "[faq].budget")
             p.rows.append(_row(m, "faq", n_b, lens, "at most: stops early with until_width" if c.faq.until_width
                                else "adaptively chosen questions"))
         if uses_sample:
@@ -145,9 +144,7 @@ def plan(c: Campaign) -> Plan:
                         + ("; questions FAQ already asked are read from the journal" if c.faq is not None else ""))
                 p.rows.append(_row(m, "sample", n_u, lens, note))
         if c.compare is not None:
-            from ..faq.api import resolve_budget
-
-            n_c, _ = resolve_budget(c.compare.budget, p.bank_size)
+            n_c, _ = checks.fraction_or_count(c.compare.budget, p.bank_size, "[compare].budget")
             p.rows.append(_row(m, "compare", n_c, lens, "at most: stops once every pair is resolved"))
         if c.scope is not None:
             # generated questions: their length is unknown before generation, so only the requests are planned

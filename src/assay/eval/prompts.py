@@ -16,6 +16,7 @@ from typing import Sequence
 
 import numpy as np
 
+from .. import checks
 from ..errors import AssayInputError
 
 __all__ = ["render", "uniform_sample", "SAMPLE_STREAM"]
@@ -49,7 +50,6 @@ def uniform_sample(ids: Sequence[str], n: int, seed: int) -> list[str]:
     return [ids[i] for i in pick]
 
 def sample_count(size: float | int, N: int) -> int:
-    """A fraction of the bank or a count -> a count of at most N."""
-    if isinstance(size, float) and size <= 1:
-        return N if size == 1 else max(2, int(np.floor(size * N + 1e-9)))
-    return min(int(size), N)
+    """``[bank].sample`` (a fraction of the bank or a count) -> a count of at most N, by the one budget rule
+    (:func:`assay.checks.fraction_or_count`: fewer than 2 questions is refused)."""
+    return checks.fraction_or_count(size, N, "[bank].sample")[0]

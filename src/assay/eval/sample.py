@@ -18,13 +18,14 @@ from __future__ import annotations
 
 from typing import Callable
 
+import numpy as np
 import pandas as pd
 
 from ..errors import AssayBackendError, AssayInputError
 from .prompts import render, sample_count, uniform_sample
 from .spec import Campaign, ModelSpec
 
-__all__ = ["campaign_run_id", "section_run_id", "make_model", "load_bank", "run_sample", "kpi_section"]
+__all__ = ["campaign_run_id", "section_run_id", "section_seed", "make_model", "load_bank", "run_sample", "kpi_section"]
 
 #: PS-DME's name for each band the campaign file may declare
 _BANDS = {"dkw": "dkw", "bj": "berk-jones"}
@@ -38,6 +39,21 @@ def campaign_run_id(c: Campaign) -> str:
 def section_run_id(c: Campaign, model: str, section: str) -> str:
     """The journal run of one model's part of one section."""
     return f"{campaign_run_id(c)}/{model}/{section}"
+
+
+def section_seed(c: Campaign, section: str, model: str | None = None) -> int:
+    """The seed of one section's draws for one model (or, ``model=None``, for the section as a whole): a child of
+    the campaign seed, spawned by the section's place in :data:`~assay.eval.spec.SECTIONS` and the model's place in
+    the file (DESIGN's seed rule). Sections and models draw independent streams, and adding a section or a model
+    after the others changes nobody else's draws.
+
+    The models' own ``seed`` request parameter stays the campaign seed (:func:`make_model`): it is part of every
+    journaled request, and a new value would make answers already paid for look new."""
+    from .spec import SECTIONS
+
+    key = (SECTIONS.index(section),) if model is None else (
+        SECTIONS.index(section), [m.name for m in c.models].index(model))
+    return int(np.random.SeedSequence(c.seed, spawn_key=key).generate_state(1)[0])
 
 
 def make_model(m: ModelSpec, seed: int | None = None):
@@ -149,6 +165,6 @@ def kpi_section(c: Campaign, rows: pd.DataFrame) -> tuple[dict, dict[str, str]]:
         # the KPI column keeps the metric's name, so the result (its tables, plots and words) says "latency_s"
         table = pd.DataFrame({"config": rows["model"].to_numpy(), metric: vals.to_numpy(float)})
         results[metric] = psdme.bands(table, columns={"kpi": metric}, select=_rule(c), delta=c.delta,
-                                      band=_BANDS[k.band], gammas=(round(1.0 - k.target, 12),), seed=c.seed,
+                                      band=_BANDS[k.band], gammas=(round(1.0 - k.target, 12),), seed=section_seed(c, "kpi"),
                                       tradeoff_points=0)
     return results, skipped

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from .. import checks
 from ..errors import AssayInputError
 from ..models.outcomes import DEFAULT_POLICY, POLICIES
 from ..models.scoring import SCORERS
@@ -88,7 +89,12 @@ def _when(what: str, ok: Callable[[Any], bool]) -> _Check:
 
 
 def _integer(lo: int) -> _Check:
-    return _when(f"a whole number >= {lo}", lambda v: _is_int(v) and v >= lo)
+    def conv(v, base):
+        try:
+            return checks.positive_int(v, "", minimum=lo)
+        except AssayInputError:
+            raise _Bad from None
+    return _Check(f"a whole number >= {lo}", conv)
 
 
 def _text(pattern: str = r"(?s).*\S.*", what: str = "a non-empty string") -> _Check:
@@ -105,13 +111,9 @@ def _number(lo: float, hi: float | None = None, *, lo_open: bool = False, hi_ope
         if not (isinstance(v, float) or _is_int(v)):  # TOML writes 1 for 1.0: whole numbers are numbers too
             raise _Bad
         try:
-            x = float(v)
-        except OverflowError:
+            return checks.number(v, "", low=lo, high=hi, low_open=lo_open, high_open=hi_open)
+        except (AssayInputError, OverflowError):
             raise _Bad from None
-        if not math.isfinite(x) or x < lo or (lo_open and x == lo) or (
-                hi is not None and (x > hi or (hi_open and x == hi))):
-            raise _Bad
-        return x
     return _Check(what, conv)
 
 
@@ -182,12 +184,12 @@ def _template(v: Any, base: Path) -> str:
     return v
 
 
-def _faq_budget(v: Any, base: Path) -> float | int:
-    if _is_int(v) and v >= 2:
-        return v
-    if isinstance(v, float) and math.isfinite(v) and 0 < v <= 1:
-        return v
-    raise _Bad(" (for the whole bank write 1.0)" if _is_int(v) and v == 1 else "")
+def _budget(v: Any, base: Path) -> float | int:
+    """A fraction of the bank or a count, by the one budget rule (:func:`assay.checks.budget`)."""
+    try:
+        return checks.budget(v)
+    except AssayInputError:
+        raise _Bad(" (for the whole bank write 1.0)" if _is_int(v) and v == 1 else "") from None
 
 
 def _generator(v: Any, base: Path) -> str:
@@ -282,14 +284,14 @@ class BankSpec:
     policy: str = _key(_choice(POLICIES), DEFAULT_POLICY)
     # the uniform random sample of the bank that [judge], [kpi] and [siren] share (their guarantees need items
     # drawn at random, which FAQ's adaptively chosen questions are not); a fraction or a count
-    sample: float | int = _key(_Check("a fraction in (0, 1] or a whole number of questions >= 2", _faq_budget), 200)
+    sample: float | int = _key(_Check("a fraction in (0, 1] or a whole number of questions >= 2", _budget), 200)
 
 
 @dataclass(frozen=True, kw_only=True)
 class FaqSpec:
     """FAQ: accuracy on the whole bank from a few questions; ``budget`` is a fraction of the bank or a count."""
     history: Path = _key(_file(_TABLES))
-    budget: float | int = _key(_Check("a fraction in (0, 1] or a whole number of questions >= 2", _faq_budget), 0.05)
+    budget: float | int = _key(_Check("a fraction in (0, 1] or a whole number of questions >= 2", _budget), 0.05)
     until_width: float | None = _key(_OPEN01, None)
     fallback: float = _key(_number(0, 0.5, hi_open=True), 0.05)
     calibrate: bool = _key(_BOOL, True)
@@ -334,7 +336,7 @@ class KpiSpec:
 class CompareSpec:
     """compare: the [[model]] blocks asked questions of the bank, in one seeded order without replacement, until every
     pair is ordered or equivalent within ``margin``, or ``budget`` questions a model are spent."""
-    budget: float | int = _key(_Check("a fraction in (0, 1] or a whole number of questions >= 2", _faq_budget), 0.25)
+    budget: float | int = _key(_Check("a fraction in (0, 1] or a whole number of questions >= 2", _budget), 0.25)
     margin: float | None = _key(_OPEN01, None)
     batch: int = _key(_integer(1), 10)
 

@@ -11,8 +11,8 @@ is also fsynced, so a completed answer survives an OS crash or power loss: by ev
 before it returns; the query runner, which writes an answer as it arrives (:meth:`Journal.batch_start`), fsyncs on a
 thread of its own, one fsync for all the answers committed since the last, and always before ``run()`` returns. So
 a killed process loses nothing it had received, and a power loss at most the answers of the last few milliseconds
-(paid for, asked again on resume). An fsync takes 0.1-5 ms, which at a local server's 5 ms per answer would halve
-the throughput if every answer waited for its own (bench/query.py).
+(paid for, asked again on resume). An fsync can take as long as a fast local server takes to answer, so an answer
+never waits for an fsync of its own (``python bench/query.py``).
 
 Secrets: parameters, metadata, requests and responses pass :mod:`assay.models.secrets` before they are hashed or
 stored (keys named like secrets dropped, secret values masked), so an API key never reaches the journal file and

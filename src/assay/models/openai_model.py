@@ -41,8 +41,8 @@ _TLS_LOCK = threading.Lock()
 def _tls_context():
     """The TLS context every client of this process shares: the one the SDK's HTTP client would build for itself
     (its library's default, which honours ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``), built once. Building it loads the
-    CA bundle, about 50 ms here (timed once), and a client is made per event loop: FAQ asks each question on a loop
-    of its own, so a 300-question run would spend about 15 s on it (300 x 50 ms, computed, not timed)."""
+    CA bundle, and a client is made per event loop: FAQ asks each question on a loop of its own, so building it per
+    client would load the bundle once per question."""
     global _TLS_CONTEXT
     with _TLS_LOCK:
         if _TLS_CONTEXT is None:
@@ -402,9 +402,8 @@ class OpenAIChatModel:
         client, and the reply's JSON as plain Python objects.
 
         The SDK's own ``create`` would check the parameters against its typed schema and build a pydantic object of
-        the reply: at 5 ms answers from a local server that is about a third of this process's CPU per request
-        (``python bench/query.py``, its ``raw`` and ``raw_post`` CPU columns: 4.0 ms against 2.7 ms and 4.1 against
-        2.3 at concurrency 8, 5.8 against 3.7 and 5.9 against 4.0 at 64), and the runner is CPU-bound there. Everything else is
+        the reply: with a fast local server that is a large share of this process's CPU per request, and the runner
+        is CPU-bound there (``python bench/query.py``, its ``raw`` and ``raw_post`` CPU columns). Everything else is
         the SDK's: the URL, the headers and the key, the timeout, and its exceptions for a timeout, a connection
         error or an HTTP error status. A reply that is not JSON raises ``ValueError`` (``malformed`` in
         :meth:`_request`)."""

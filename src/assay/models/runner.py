@@ -21,8 +21,8 @@ and ``LINGER_S``, 25 ms). Everything queued is committed in one transaction, a w
 log that survives ``kill -9`` when it returns. The fsync that makes it survive a power loss too runs on a thread, at
 most every ``SYNC_EVERY_S`` (100 ms) for every commit before it, and once more before ``run()`` returns (see
 :meth:`Journal.batch_start`). An answer is used (stored in the result, counted done) only in the callback that
-runs after its commit. (Measured in bench/query.py: an fsync per commit on the loop, or a commit thread that held
-every answer's slot through the hand-off, cost 10-40% of the throughput at 5 ms answers.)
+runs after its commit. (An fsync per commit on the loop, or a commit thread that held every answer's slot through
+the hand-off, costs a fast endpoint a large share of its throughput: ``python bench/query.py`` measures it.)
 
 Before a key is sent it is *claimed* in the journal (per-request leases): a second process on the same run id
 skips keys another live process holds, works on the others, and waits for the held ones to be answered (or for
@@ -105,9 +105,9 @@ class _LoopCommitter:
     are given back, so a kill re-asks at most ``concurrency`` requests. The fsync that makes them survive a power loss
     too (:meth:`Journal.sync`) runs on a thread, one for every commit before it, and once more before the run ends.
 
-    Measured (bench/query.py, 5 ms answers): an fsync per commit on the loop blocked it 0.3 ms per commit on a quiet
-    disk and 4 ms on a busy one; committing on a thread held every answer's slot for the hand-off and the fsync
-    (46 ms median in bursts of 64 answers), which starved the next requests."""
+    Why not simpler: an fsync per commit blocks the loop for the disk's time on every answer, and committing on a
+    thread holds every answer's slot through the hand-off and the fsync, which starves the next requests
+    (``python bench/query.py`` compares them)."""
 
     def __init__(self, journal: RequestJournal, loop: asyncio.AbstractEventLoop) -> None:
         import concurrent.futures

@@ -62,6 +62,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from .. import checks
 from ..errors import AssayInputError
 from ..seeds import resolve_seed
 from ..stats.bounds import coup_bounds, coup_radius, kl_lcb, kl_ucb, samples_to_certify
@@ -130,8 +131,7 @@ class COUPParams:
         if self.certify is not None and (isinstance(self.certify, bool)
                                          or not isinstance(self.certify, (int, float, np.integer, np.floating))):
             raise AssayInputError(f"certify (tau) must be a number in (0, 1) or None; got {self.certify!r}")
-        if not 0 < self.delta < 1:
-            raise AssayInputError(f"delta must be in (0, 1); got {self.delta!r}")
+        checks.level(self.delta)
         if int(self.n0) != self.n0 or self.n0 < 1:
             raise AssayInputError(f"n0 must be a positive integer; got {self.n0!r}")
         if not self.exploration > 0:
@@ -140,8 +140,8 @@ class COUPParams:
             raise AssayInputError(f"random_prob must be in [0, 1]; got {self.random_prob!r}")
         if self.surrogate not in (None, "rf", "none"):
             raise AssayInputError(f"surrogate must be 'rf' or None; got {self.surrogate!r}")
-        if self.certify is not None and not 0 < self.certify < 1:
-            raise AssayInputError(f"certify (tau) must be in (0, 1); got {self.certify!r}")
+        if self.certify is not None:
+            checks.level(self.certify, "certify (tau)")
         if self.strategy not in ("remove", "adaptive"):
             raise AssayInputError(f"strategy must be 'remove' or 'adaptive'; got {self.strategy!r}")
         if self.strategy == "adaptive" and self.certify is None:

@@ -82,6 +82,8 @@ import numpy as np
 from scipy import optimize
 from scipy.special import gammaln, xlog1py, xlogy
 
+from ..errors import AssayInputError
+
 __all__ = [
     "kl_bernoulli",
     "kl_bounds",
@@ -144,7 +146,7 @@ def kl_bounds(p, c: float) -> tuple[np.ndarray, np.ndarray]:
     ``c`` is the KL threshold on the paper's scale (eq. 40), not multiplied by n."""
     p = np.asarray(p, dtype=float)
     if c < 0:
-        raise ValueError(f"c must be >= 0, got {c}")
+        raise AssayInputError(f"c must be >= 0, got {c}")
     return _lower_root(p, c), 1.0 - _lower_root(1.0 - p, c)
 
 
@@ -180,7 +182,7 @@ class CDFBand:
         (Fhat(g) = #{X <= g}/n). For the left limit at g evaluate at np.nextafter(g, -np.inf)."""
         g = np.asarray(grid, dtype=float)
         if g.ndim != 1 or np.isnan(g).any():
-            raise ValueError("grid must be a 1-D array without NaN")
+            raise AssayInputError("grid must be a 1-D array without NaN")
         x2 = self.x.reshape(-1, self.x.shape[-1])
         counts = _counts_le(x2, g)
         lo, hi = self._bound(counts)
@@ -210,16 +212,16 @@ def _prepare(x) -> tuple[np.ndarray, tuple[int, ...], np.ndarray, np.ndarray, np
     """Sort rows, count non-missing, and the tie-aware counts #{X <= x_(i)} and #{X < x_(i)}."""
     x = np.asarray(x, dtype=float)
     if x.ndim == 0 or x.shape[-1] == 0:
-        raise ValueError("x must have at least one observation per row (last axis)")
+        raise AssayInputError("x must have at least one observation per row (last axis)")
     if np.isinf(x).any():
-        raise ValueError("x contains +-inf; bands need finite observations (use NaN for missing)")
+        raise AssayInputError("x contains +-inf; bands need finite observations (use NaN for missing)")
     lead = x.shape[:-1]
     x2 = np.sort(x.reshape(-1, x.shape[-1]), axis=1)
     K, m = x2.shape
     nan = np.isnan(x2)
     n = m - nan.sum(axis=1)
     if np.any(n == 0):
-        raise ValueError("a row has no observations (all NaN)")
+        raise AssayInputError("a row has no observations (all NaN)")
     idx1 = np.arange(1, m + 1)
     ends = np.empty((K, m), dtype=bool)
     np.not_equal(x2[:, 1:], x2[:, :-1], out=ends[:, :-1])
@@ -259,17 +261,17 @@ def dkw_epsilon(n, alpha, *, side: str = "both") -> np.ndarray:
     two-sided band (``side="both"``, what the paper uses); sqrt(log(1/alpha) / (2n)) for a one-sided
     band (``"lower"``/``"upper"``, needs alpha <= 1/2). Vectorised over ``n`` and ``alpha``."""
     if side not in _SIDES:
-        raise ValueError(f"side must be one of {_SIDES}, got {side!r}")
+        raise AssayInputError(f"side must be one of {_SIDES}, got {side!r}")
     n = np.asarray(n, dtype=float)
     alpha = np.asarray(alpha, dtype=float)
     if np.any(n <= 0):
-        raise ValueError("n must be positive")
+        raise AssayInputError("n must be positive")
     if np.any((alpha <= 0) | (alpha >= 1)):
-        raise ValueError("alpha must be in (0, 1)")
+        raise AssayInputError("alpha must be in (0, 1)")
     if side == "both":
         return np.sqrt(np.log(2.0 / alpha) / (2.0 * n))
     if np.any(alpha > 0.5):
-        raise ValueError("one-sided DKW (Massart) needs alpha <= 1/2")
+        raise AssayInputError("one-sided DKW (Massart) needs alpha <= 1/2")
     return np.sqrt(np.log(1.0 / alpha) / (2.0 * n))
 
 
@@ -373,7 +375,7 @@ def bj_noncrossing_probability(n: int, c: float) -> float:
     ``c`` on the paper's KL scale (the notes' t is n * c)."""
     n = int(n)
     if n < 1:
-        raise ValueError("n must be >= 1")
+        raise AssayInputError("n must be >= 1")
     a, b = bj_boundaries(n, c)
     return math.exp(_log_noncrossing(np.asarray(a[1:]), np.asarray(b[:-1])))
 
@@ -415,10 +417,10 @@ def bj_critical_value(n: int, alpha: float, *, xtol: float = 1e-9) -> float:
     ``xtol / n``, rounded up) with P(S_n^0 > c) <= alpha. Cached by (n, alpha, xtol)."""
     n = int(n)
     if n < 1:
-        raise ValueError("n must be >= 1")
+        raise AssayInputError("n must be >= 1")
     alpha = float(alpha)
     if not (_MIN_ALPHA <= alpha < 1.0):
-        raise ValueError(f"alpha must be in [{_MIN_ALPHA}, 1), got {alpha}")
+        raise AssayInputError(f"alpha must be in [{_MIN_ALPHA}, 1), got {alpha}")
     return _bj_critical_cached(n, alpha, float(xtol))
 
 

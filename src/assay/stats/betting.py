@@ -53,6 +53,8 @@ import math
 import numpy as np
 from scipy.special import logsumexp
 
+from ..errors import AssayInputError
+
 __all__ = [
     "wsr_bets",
     "log_wealth",
@@ -207,7 +209,7 @@ def e_process(
     if betting == "up":
         scale = (hi - lo) if monotone else (hi - target)
         return up_log_wealth(q, target, scale, grid=grid)
-    raise ValueError(f"betting must be 'wsr' or 'up', got {betting!r}")
+    raise AssayInputError(f"betting must be 'wsr' or 'up', got {betting!r}")
 
 
 def mixture_log_wealth(log_e: np.ndarray, weights0: np.ndarray | None = None) -> np.ndarray:
@@ -282,7 +284,7 @@ def _bound_process(
         def f(t: float) -> float:
             return float(mixture_log_wealth(up_log_wealth(q, t, hi - lo, grid=grid)).max())
     else:
-        raise ValueError(f"betting must be 'wsr' or 'up', got {betting!r}")
+        raise AssayInputError(f"betting must be 'wsr' or 'up', got {betting!r}")
     return f
 
 
@@ -329,7 +331,7 @@ def lower_bound(q, lo, hi, *, delta, betting="wsr", horizon=None, grid=10_000, d
     hi = np.broadcast_to(np.asarray(hi, dtype=float), (q.shape[0],))
     total = lo + hi
     if not np.allclose(total, total[0]):
-        raise ValueError("reflection needs lo + hi to be the same for every row")
+        raise AssayInputError("reflection needs lo + hi to be the same for every row")
     c = float(total[0])
     u = upper_bound(c - q, lo, hi, delta=delta, betting=betting, horizon=horizon, grid=grid,
                     domain=(c - domain[1], c - domain[0]), tol=tol)
@@ -376,7 +378,7 @@ def hedged_interval(
             plus = mixture_log_wealth(up_log_wealth(c[:, None] - q, c - m, hi - lo, grid=grid))
             return float(np.logaddexp(math.log(1 - eps) + minus, math.log(eps) + plus).max())
     else:
-        raise ValueError(f"betting must be 'wsr' or 'up', got {betting!r}")
+        raise AssayInputError(f"betting must be 'wsr' or 'up', got {betting!r}")
 
     # F is convex in m: golden-section search for its minimiser, then bisection on both sides.
     a, b = domain

@@ -33,6 +33,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from ..errors import AssayInputError
+
 __all__ = [
     "center",
     "covariance",
@@ -124,7 +126,7 @@ def draw(
             for k in range(len(spans)):
                 block(k)
         return out
-    raise ValueError(f"engine must be 'exact' or 'multipliers', got {engine!r}")
+    raise AssayInputError(f"engine must be 'exact' or 'multipliers', got {engine!r}")
 
 
 def _blas_limited(n: int):

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import checks
 from ..errors import AssayInputError
 
 __all__ = ["kl_bernoulli", "kl_ucb", "kl_lcb", "coup_radius", "coup_bounds", "samples_to_certify", "UNION_CONSTANT"]
@@ -99,8 +100,7 @@ def kl_lcb(mean, radius) -> np.ndarray:
 
 def coup_radius(m, n, delta: float, log: str = "nats") -> np.ndarray:
     """ln(1/delta_i) / m with delta_i = delta / (26.71 n^2 m^2); infinite where m = 0. ``log="bits"``: times ln 2."""
-    if not 0 < delta < 1:
-        raise AssayInputError(f"delta must be in (0, 1); got {delta!r}")
+    delta = checks.level(delta)
     if log not in ("nats", "bits"):
         raise AssayInputError(f"log must be 'nats' or 'bits'; got {log!r}")
     m = np.asarray(m, dtype=float)

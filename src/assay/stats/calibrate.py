@@ -107,7 +107,8 @@ import numpy as np
 from scipy import integrate
 from scipy.special import lambertw
 
-from assay.errors import AssayInputError
+from .. import checks
+from ..errors import AssayInputError
 
 __all__ = [
     "power_calibrator",
@@ -178,13 +179,7 @@ def _check_int(name: str, value, lo: int, hi: int | None = None) -> int:
 def _check_design(K, selected, delta) -> tuple[int, int, float]:
     K = _check_int("K (number of configurations)", K, 1)
     s = _check_int("selected (|S|, number of selected configurations)", selected, 1, K)
-    try:
-        d = float(delta)
-    except (TypeError, ValueError):
-        raise AssayInputError(f"delta must be a number in (0, 1); got {delta!r}") from None
-    if not (0.0 < d < 1.0):
-        raise AssayInputError(f"delta (FCR level) must lie in the open interval (0, 1); got {delta!r}")
-    return K, s, d
+    return K, s, checks.level(delta, "delta (the FCR level)")
 
 
 def _check_n(n) -> np.ndarray:

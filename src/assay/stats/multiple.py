@@ -22,6 +22,7 @@ from typing import Sequence
 
 import numpy as np
 
+from .. import checks
 from ..errors import AssayInputError
 
 __all__ = ["SLACK", "rejects", "bonferroni", "holm", "fixed_sequence", "adjusted"]
@@ -45,12 +46,6 @@ def _pvalues(p) -> np.ndarray:
     return arr
 
 
-def _level(delta) -> float:
-    if isinstance(delta, bool) or not isinstance(delta, (int, float, np.integer, np.floating)) or not 0 < delta < 1:
-        raise AssayInputError(f"delta must be a number strictly between 0 and 1, got {delta!r}")
-    return float(delta)
-
-
 def bonferroni(p: Sequence[float] | np.ndarray, delta: float) -> np.ndarray:
     """Bonferroni: reject H_k when p_k <= delta / K.
 
@@ -67,7 +62,7 @@ def bonferroni(p: Sequence[float] | np.ndarray, delta: float) -> np.ndarray:
         The rejected hypotheses.
     """
     arr = _pvalues(p)
-    delta = _level(delta)
+    delta = checks.level(delta)
     if arr.size == 0:
         return np.zeros(0, dtype=bool)
     return np.asarray(rejects(arr, delta / arr.size), dtype=bool).reshape(arr.shape)
@@ -92,7 +87,7 @@ def holm(p: Sequence[float] | np.ndarray, delta: float) -> np.ndarray:
         The rejected hypotheses, aligned with ``p``.
     """
     arr = _pvalues(p)
-    delta = _level(delta)
+    delta = checks.level(delta)
     K = arr.size
     out = np.zeros(K, dtype=bool)
     for j, k in enumerate(np.argsort(arr, kind="stable")):
@@ -122,7 +117,7 @@ def fixed_sequence(p: Sequence[float] | np.ndarray, delta: float, order: Sequenc
         The rejected hypotheses, aligned with ``p``: a prefix of ``order``.
     """
     arr = _pvalues(p)
-    delta = _level(delta)
+    delta = checks.level(delta)
     K = arr.size
     if order is None:
         idx = np.arange(K)

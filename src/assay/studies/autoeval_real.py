@@ -96,6 +96,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import pandas as pd
 
+from .. import checks
 from ..autoeval import certify, effective_observations, mixture_e_process, reliance_factors
 from ..errors import AssayInputError
 from ..parallel import run_tasks
@@ -426,12 +427,6 @@ def _check_int(name: str, v: Any, low: int = 1) -> int:
     return int(v)
 
 
-def _check_level(name: str, v: Any) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not (0 < float(v) < 1):
-        raise AssayInputError(f"{name} must be a number strictly between 0 and 1, got {v!r}")
-    return float(v)
-
-
 @register("autoeval-quant")
 def study_quant(
     *,
@@ -460,8 +455,8 @@ def study_quant(
     "arrays" or "certify".
     """
     trials = _check_int("trials", trials)
-    alpha = _check_level("alpha", alpha)
-    delta = _check_level("delta", delta)
+    alpha = checks.level(alpha, "alpha")
+    delta = checks.level(delta, "delta")
     if betting not in ("wsr", "up"):
         raise AssayInputError(f"betting must be 'wsr' or 'up', got {betting!r}")
     if splits not in ("seeded", "reference"):
