@@ -56,7 +56,7 @@ from ..data.psdme import prepare
 from .api import PsdmeResult, bands
 from .array_core import PsdmeCore, core
 from .cdf import cdf_bands, guaranteed_kpi
-from .checks import BANDS, CORE_METHODS, DEFAULT_GAMMAS, METHODS
+from .arguments import BANDS, CORE_METHODS, DEFAULT_GAMMAS, METHODS
 from .fcr import levels, narrowest_method
 from .selection import select_configurations, split_samples
 

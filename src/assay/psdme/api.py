@@ -15,15 +15,15 @@ import numpy as np
 import pandas as pd
 
 from ..data.psdme import FAILURE_POLICIES, prepare
+from .. import checks
 from ..errors import AssayInputError
 from ..results import Result, build
 from ..seeds import resolve_seed
 from .array_core import PsdmeCore, core
-from .checks import (
+from .arguments import (
     DEFAULT_GAMMAS,
     METHODS,
     _check_band,
-    _check_delta,
     _check_gammas,
     _is_number,
 )
@@ -199,7 +199,7 @@ def bands(
 
 def _check_arguments(delta, method, band, split, failures, gammas, grid):
     """bands()'s argument checks: (delta, band, gammas, grid) normalised, or an AssayInputError."""
-    delta = _check_delta(delta)
+    delta = checks.level(delta)
     if method not in METHODS:
         raise AssayInputError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
     band = _check_band(band)

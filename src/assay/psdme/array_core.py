@@ -12,15 +12,15 @@ from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
+from .. import checks
 from ..errors import AssayInputError
 from ..stats import bands as bd
 from ..stats import calibrate as cal
 from .cdf import cdf_bands, guaranteed_kpi
-from .checks import (
+from .arguments import (
     CORE_METHODS,
     DEFAULT_GAMMAS,
     _check_band,
-    _check_delta,
     _check_gammas,
     _check_samples,
 )
@@ -108,7 +108,7 @@ def core(
     -------
     PsdmeCore
     """
-    delta = _check_delta(delta)
+    delta = checks.level(delta)
     if method not in CORE_METHODS:
         raise AssayInputError(f"method must be one of {', '.join(CORE_METHODS)} (bands() also takes 'auto'), "
                               f"got {method!r}")

@@ -20,7 +20,7 @@ from typing import Sequence
 import numpy as np
 
 from ..stats import bands as bd
-from .checks import _check_band
+from .arguments import _check_band
 
 _FAIL = np.finfo(float).max  # stands in for a failure (+inf): above every finite KPI, still counted in n
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..errors import AssayInputError
 from ..stats import calibrate as cal
-from .checks import _is_number
+from .arguments import _is_number
 from .selection import _fixed_size
 
 

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import AssayInputError
-from .checks import _is_number
+from .arguments import _is_number
 
 _TOP = r"(?:top[:\-]?|top-k by mean:?)(\d+)"
 _BELOW = r"below[:=]?\s*([-+]?\d*\.?\d+(?:[eE][-+]?\d+)?)"

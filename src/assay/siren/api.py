@@ -17,6 +17,7 @@ import pandas as pd
 
 from ..data import SirenDesign, parse_budget
 from ..data.siren import prepare
+from .. import checks
 from ..errors import AssayInputError
 from ..results import Result, build, level_alias
 from ..seeds import resolve_seed
@@ -121,13 +122,8 @@ def _selection_noise(Z: np.ndarray, m_score: int) -> float:
 
 
 def _check_params(reps, score_fraction, n_boot, alpha, temperature, selector, band, engine, threshold) -> None:
-    for name, v in (("score_fraction", score_fraction), ("alpha", alpha), ("instability_threshold", threshold)):
-        if not _is_real(v):
-            raise AssayInputError(f"{name} must be a number, got {v!r}")
-    if isinstance(reps, bool) or not isinstance(reps, (int, np.integer)) or reps < 1:
-        raise AssayInputError(f"reps must be a positive integer, got {reps!r}")
-    if not (0 < score_fraction < 1):
-        raise AssayInputError(f"score_fraction must be in (0, 1), got {score_fraction!r}")
+    checks.positive_int(reps, "reps")
+    checks.level(score_fraction, "score_fraction")
     _check_core_params(n_boot, alpha, temperature, selector, band, engine, threshold)
 
 

@@ -26,6 +26,7 @@ from typing import Any, Mapping, NamedTuple, Sequence
 import numpy as np
 
 from ..data.siren import _score_array
+from .. import checks
 from ..errors import AssayInputError
 from ..stats import bootstrap as boot
 from .splits import SELECTORS, _influence_scales, _select
@@ -41,13 +42,9 @@ MIN_TEMPERATURE = 1e-8
 
 
 def _check_core_params(n_boot, alpha, temperature, selector, band, engine, threshold) -> None:
-    for name, v in (("alpha", alpha), ("instability_threshold", threshold)):
-        if not _is_real(v):
-            raise AssayInputError(f"{name} must be a number, got {v!r}")
-    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 100:
-        raise AssayInputError(f"n_boot must be an integer >= 100 (quantiles need draws), got {n_boot!r}")
-    if not (0 < alpha < 1):
-        raise AssayInputError(f"alpha must be in (0, 1) (0.05 gives 95% intervals), got {alpha!r}")
+    checks.positive_int(n_boot, "n_boot (quantiles need draws)", minimum=100)
+    checks.level(alpha, "alpha (0.05 gives 95% intervals)")
+    checks.number(threshold, "instability_threshold", low=0.0, high=1.0, high_open=True)
     if selector not in SELECTORS:
         raise AssayInputError(f"selector must be one of {', '.join(SELECTORS)}, got {selector!r}")
     if selector != "hard" and not (_is_real(temperature) and temperature > 0):
@@ -60,8 +57,6 @@ def _check_core_params(n_boot, alpha, temperature, selector, band, engine, thres
         raise AssayInputError(f"band must be 'studentized' or 'raw', got {band!r}")
     if engine not in ("exact", "multipliers"):
         raise AssayInputError(f"engine must be 'exact' or 'multipliers', got {engine!r}")
-    if not (0 <= threshold < 1):
-        raise AssayInputError(f"instability_threshold must be in [0, 1), got {threshold!r}")
 
 
 class SirenEstimate(NamedTuple):

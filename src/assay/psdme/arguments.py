@@ -1,8 +1,9 @@
 """PS-DME's names and argument checks, shared by the core on arrays and the entry on tables.
 
 The method, band and failure-probability names (:data:`METHODS`, :data:`CORE_METHODS`, :data:`BANDS`,
-:data:`DEFAULT_GAMMAS`) and the checks of delta, the band, the gammas and the samples; each raises an
-:class:`~assay.errors.AssayInputError` that says what was expected.
+:data:`DEFAULT_GAMMAS`) and the checks of PS-DME's own arguments (the band, the gammas, the samples); each raises an
+:class:`~assay.errors.AssayInputError` that says what was expected. Error levels are checked by
+:func:`assay.checks.level`, as everywhere.
 """
 
 from __future__ import annotations
@@ -22,12 +23,6 @@ _BAND_ALIASES = {"bj": "berk-jones", "berk_jones": "berk-jones"}
 
 def _is_number(v: Any) -> bool:
     return not isinstance(v, bool) and isinstance(v, (int, float, np.integer, np.floating))
-
-
-def _check_delta(delta: Any) -> float:
-    if not _is_number(delta) or not (0 < delta < 1):
-        raise AssayInputError(f"delta must be a number strictly between 0 and 1, got {delta!r}")
-    return float(delta)
 
 
 def _check_band(band: Any) -> str:
