@@ -1,4 +1,5 @@
-"""A bank of questions to ask models: ids, prompts, references and optionally each question's scorer."""
+"""A bank of questions to ask models: ids, prompts, references and optionally each question's scorer and its answer
+choices. Read here once, for every method and campaign section that asks questions."""
 
 from __future__ import annotations
 
@@ -13,9 +14,11 @@ __all__ = ["read_bank"]
 
 
 def read_bank(bank: Any, *, id_col: str = "id", prompt_col: str = "prompt", reference_col: str = "reference",
-              scorer_col: str | None = None) -> pd.DataFrame:
-    """The item bank as a DataFrame indexed by item id (str) with ``prompt`` and ``reference`` columns (and
-    ``scorer`` when ``scorer_col`` names a column holding each item's scorer)."""
+              scorer_col: str | None = None, choices_col: str | None = None, label: str = "") -> pd.DataFrame:
+    """The item bank as a DataFrame indexed by item id (str) with ``prompt`` and ``reference`` columns, ``scorer``
+    when ``scorer_col`` names a column holding each item's scorer, and ``choices`` (text) when ``choices_col`` names
+    the column of each question's answer choices (none may be empty). ``label`` prefixes the argument names in
+    errors (a campaign passes ``"<file>: [bank]."``)."""
     if isinstance(bank, (str, Path)):
         from . import read_table
 
@@ -39,4 +42,12 @@ def read_bank(bank: Any, *, id_col: str = "id", prompt_col: str = "prompt", refe
             raise AssayInputError(f"the item bank's scorer column {scorer_col!r} is empty for ids "
                                   f"{', '.join(ids[bank[scorer_col].isna()].head(3))}")
         out["scorer"] = bank[scorer_col].astype(str).to_numpy()
+    if choices_col is not None:
+        if choices_col not in bank.columns:
+            raise AssayInputError(f"{label}choices_col {choices_col!r} is not a column of the bank; columns: "
+                                  f"{', '.join(map(str, bank.columns))}")
+        empty = bank[choices_col].isna().to_numpy()
+        if empty.any():
+            raise AssayInputError(f"{label}choices_col {choices_col!r} is empty for ids {', '.join(ids[empty][:3])}")
+        out["choices"] = bank[choices_col].astype(str).to_numpy()
     return out

@@ -32,6 +32,7 @@ stops the campaign: the answers obtained are journaled, and the error says how t
 from __future__ import annotations
 
 import platform
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -42,7 +43,7 @@ import pandas as pd
 from .. import checks
 from ..errors import AssayInputError
 from .plan import NO_HUMAN_LABELS
-from .prompts import render
+from .prompts import render_bank
 from .sample import campaign_run_id, kpi_section, load_bank, make_model, run_sample, section_run_id, section_seed
 from .spec import Campaign, ModelSpec, parse_campaign
 
@@ -154,9 +155,7 @@ def _versions() -> dict[str, str]:
 
 def _bank_for(c: Campaign, m: ModelSpec, bank: pd.DataFrame) -> pd.DataFrame:
     """The bank with ``m``'s template applied: the prompts FAQ asks are the ones the shared sample asks."""
-    choices = bank["choices"] if "choices" in bank.columns else [None] * len(bank)
-    prompts = [render(m.template, str(q), None if ch is None else str(ch)) for q, ch in zip(bank["prompt"], choices)]
-    return pd.DataFrame({"id": bank.index.to_numpy(), "prompt": prompts, "reference": bank["reference"].to_numpy(),
+    return pd.DataFrame({"id": bank.index.to_numpy(), "prompt": render_bank(m.template, bank), "reference": bank["reference"].to_numpy(),
                          "scorer": bank["scorer"].to_numpy()})
 
 
@@ -167,7 +166,7 @@ def _emit(progress, **kw) -> None:
 
 
 
-def _faq_one(c: Campaign, m: ModelSpec, journal: str, make, progress) -> Any:
+def _faq_one(c: Campaign, m: ModelSpec, bank: pd.DataFrame, journal: str, make, progress) -> Any:
     from .. import faq
     from ..data.faq import history_items, read_answers
     from ..faq.live import LiveAnswerer
@@ -176,7 +175,7 @@ def _faq_one(c: Campaign, m: ModelSpec, journal: str, make, progress) -> Any:
         raise AssayInputError("[bank].policy = 'correct' cannot serve FAQ, which needs a label for every question it "
                               "asks: use 'wrong' (the default) or 'missing'")
     hist = read_answers(c.faq.history, "[faq].history")
-    bank = _bank_for(c, m, load_bank(c))
+    bank = _bank_for(c, m, bank)
     hist_items = history_items(hist)
     absent = [i for i in hist_items if i not in set(bank["id"])]
     if absent:
@@ -214,7 +213,7 @@ def _faq_one(c: Campaign, m: ModelSpec, journal: str, make, progress) -> Any:
     return res
 
 
-def _scope_one(c: Campaign, m: ModelSpec, journal: str, make, progress) -> Any:
+def _scope_one(c: Campaign, m: ModelSpec, bank: pd.DataFrame | None, journal: str, make, progress) -> Any:
     import inspect
 
     from .. import quickscope as qs
@@ -244,12 +243,12 @@ def _scope_one(c: Campaign, m: ModelSpec, journal: str, make, progress) -> Any:
     return res
 
 
-def _sample_one(c: Campaign, m: ModelSpec, journal: str, make, progress) -> pd.DataFrame:
+def _sample_one(c: Campaign, m: ModelSpec, bank: pd.DataFrame, journal: str, make, progress) -> pd.DataFrame:
     def rep(name: str, st: dict) -> None:
         _emit(progress, section="sample", subject=name, done=int(st.get("done", 0)), total=st.get("total"))
 
     _emit(progress, section="sample", subject=m.name, done=0, total=None)
-    rows = run_sample(c, journal=journal, models=make, progress=rep, only=[m.name], reuse=True)
+    rows = run_sample(c, bank=bank, journal=journal, models=make, progress=rep, only=[m.name], reuse=True)
     _emit(progress, section="sample", subject=m.name, done=len(rows), total=len(rows), status="done")
     return rows
 
@@ -257,22 +256,36 @@ def _sample_one(c: Campaign, m: ModelSpec, journal: str, make, progress) -> pd.D
 _RUNNERS = {"faq": _faq_one, "scope": _scope_one, "sample": _sample_one}
 
 
-def _task(task: tuple, ss=None) -> tuple[str, str, str, Any]:
+@dataclass(frozen=True)
+class _Unit:
+    """One (section, model) unit of work, as an executor ships it: the campaign, the bank read once, the journal;
+    ``make`` builds the model of a spec (tests pass their own), ``progress`` stays in the driving process."""
+    c: Campaign
+    section: str
+    model: str
+    bank: pd.DataFrame | None
+    journal: str
+    make: Callable[[ModelSpec], Any] | None = None
+    progress: Callable[[Event], None] | None = None
+
+
+def _task(u: _Unit, ss=None) -> tuple[str, str, str, Any]:
     """One (section, model) unit: ``("ok", result)`` or ``("skipped", reason)``; a pure function of the campaign
-    and the journal (its draws come from the campaign seed), so any executor gives the same numbers."""
-    c, section, name, journal, make, progress = task
-    m = next(x for x in c.models if x.name == name)
+    and the journal (its draws come from its child of the campaign seed), so any executor gives the same numbers."""
+    c = u.c
+    m = next(x for x in c.models if x.name == u.model)
     try:
-        return section, name, "ok", _RUNNERS[section](c, m, journal, make or (lambda spec: make_model(spec, c.seed)),
-                                                      progress)
+        return u.section, u.model, "ok", _RUNNERS[u.section](c, m, u.bank, u.journal,
+                                                          u.make or (lambda spec: make_model(spec, c.seed)),
+                                                          u.progress)
     except AssayInputError as e:
-        if section == "sample":
+        if u.section == "sample":
             raise
-        _emit(progress, section=section, subject=name, status="skipped", note=str(e))
-        return section, name, "skipped", str(e)
+        _emit(u.progress, section=u.section, subject=u.model, status="skipped", note=str(e))
+        return u.section, u.model, "skipped", str(e)
 
 
-def _run_units(units: list[tuple], backend: str, address: str | None, workers: int | None) -> list:
+def _run_units(units: list[_Unit], backend: str, address: str | None, workers: int | None) -> list:
     if backend == "serial" or len(units) <= 1:
         return [_task(u) for u in units]
     from ..parallel import RayExecutor, spawn
@@ -280,14 +293,14 @@ def _run_units(units: list[tuple], backend: str, address: str | None, workers: i
     if backend != "ray":
         raise AssayInputError(f"backend must be 'serial' or 'ray'; got {backend!r}")
     # progress callbacks live in this process: on Ray the display shows each unit when it finishes
-    stripped = [u[:5] + (None,) for u in units]
+    stripped = [dataclasses.replace(u, progress=None) for u in units]
     ex = RayExecutor(workers or min(len(units), 8), address)
     out = ex.map(_task, stripped, spawn(0, len(stripped)))
     for (section, name, kind, value), u in zip(out, units):
         if kind == "skipped":
-            _emit(u[5], section=section, subject=name, status="skipped", note=value)
+            _emit(u.progress, section=section, subject=name, status="skipped", note=value)
         else:
-            _emit(u[5], section=section, subject=name, status="done",
+            _emit(u.progress, section=section, subject=name, status="done",
                   done=len(value) if isinstance(value, pd.DataFrame) else 0)
     return out
 
@@ -374,11 +387,10 @@ def _judge_section(c: Campaign, rows: pd.DataFrame, journal: str, judge_model, p
     return sec
 
 
-def _compare_section(c: Campaign, journal: str, make, progress) -> Section:
+def _compare_section(c: Campaign, bank: pd.DataFrame, journal: str, make, progress) -> Section:
     """compare: every [[model]] asked questions of the bank in one seeded order, without replacement, until every pair
     is resolved (or equivalent within [compare].margin) or [compare].budget questions a model are spent."""
     from ..compare.live import query_until_resolved
-    bank = load_bank(c)
     budget, _ = checks.fraction_or_count(c.compare.budget, len(bank), "[compare].budget")
     made = {m.name: (make or (lambda spec: make_model(spec, c.seed)))(m) for m in c.models}
     banks = {m.name: _bank_for(c, m, bank) for m in c.models}
@@ -482,12 +494,12 @@ def _fmt(x: float, d: int = 3) -> str:
     return "n/a" if x is None or not np.isfinite(x) else f"{x:.{d}f}"
 
 
-def summary_rows(c: Campaign, sections: dict[str, Section], costs: pd.DataFrame) -> pd.DataFrame:
+def summary_rows(c: Campaign, sections: dict[str, Section], costs: pd.DataFrame, bank_size: int | None = None
+                 ) -> pd.DataFrame:
     """One row per statement: subject (model, configuration or KPI), section, the statement in plain words, its
     level, and what the section cost for that subject (requests, tokens, model seconds)."""
     conf = f"{1 - c.delta:.0%}"
     rows: list[dict] = []
-    bank_size = len(load_bank(c)) if c.bank is not None and "faq" in sections else None
 
     def cost(model: str, section: str) -> dict:
         sel = costs[(costs["model"] == model) & (costs["section"] == section)]
@@ -600,7 +612,8 @@ def run(c: Campaign, *, journal: str | Path | None = None, backend: str = "seria
     from ..models.journal import Journal, default_path
     from .plan import plan as make_plan
 
-    make_plan(c)  # a campaign over its [budget] caps stops here, before any request
+    bank = load_bank(c) if c.bank is not None else None  # read once, for every section
+    make_plan(c, bank)  # a campaign over its [budget] caps stops here, before any request
     jpath = str(Path(journal) if journal is not None else (c.journal or default_path()))
     rid = campaign_run_id(c)
     with Journal(jpath) as j:
@@ -609,7 +622,8 @@ def run(c: Campaign, *, journal: str | Path | None = None, backend: str = "seria
     status = "failed"
     try:
         sections: dict[str, Section] = {s: Section(s) for s in c.sections()}
-        units = [(c, s, m.name, jpath, models, progress) for s in ("faq", "scope") if s in sections for m in c.models]
+        units = [_Unit(c, s, m.name, bank, jpath, models, progress) for s in ("faq", "scope") if s in sections
+                 for m in c.models]
         for section, name, kind, value in _run_units(units, backend, address, workers):
             if kind == "ok":
                 sections[section].results[name] = value
@@ -617,7 +631,7 @@ def run(c: Campaign, *, journal: str | Path | None = None, backend: str = "seria
                 sections[section].skipped[name] = value
         rows = None
         if any(s in sections for s in ("judge", "kpi", "siren")):
-            units = [(c, "sample", m.name, jpath, models, progress) for m in c.models]
+            units = [_Unit(c, "sample", m.name, bank, jpath, models, progress) for m in c.models]
             rows = pd.concat([v for *_, v in _run_units(units, backend, address, workers)], ignore_index=True)
         if "judge" in sections:
             sections["judge"] = _guarded("judge", lambda: _judge_section(c, rows, jpath, judge_model, progress),
@@ -630,10 +644,10 @@ def run(c: Campaign, *, journal: str | Path | None = None, backend: str = "seria
         if "siren" in sections:
             sections["siren"] = _guarded("siren", lambda: _siren_section(c, rows), progress)
         if "compare" in sections:
-            sections["compare"] = _guarded("compare", lambda: _compare_section(c, jpath, models, progress), progress)
+            sections["compare"] = _guarded("compare", lambda: _compare_section(c, bank, jpath, models, progress), progress)
         costs = _costs(c, jpath)
         result = CampaignResult(rid, c.to_dict(), c.fingerprint(), c.seed, c.delta, sections, rows, costs,
-                                summary_rows(c, sections, costs), _versions(), jpath)
+                                summary_rows(c, sections, costs, None if bank is None else len(bank)), _versions(), jpath)
         status = "done"
         return result
     except KeyboardInterrupt:

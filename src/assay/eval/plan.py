@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
+import pandas as pd
 
 from .. import checks
 from ..errors import AssayInputError
@@ -78,13 +79,11 @@ class Plan:
                 "sample_items": self.sample_items}
 
 
-def _render(template: str, prompts: np.ndarray, choices: np.ndarray | None) -> np.ndarray:
-    """Lengths in characters of the bank's prompts put in the template, exactly as the runner renders them."""
-    from .prompts import render
+def _lengths(template: str, bank: pd.DataFrame) -> np.ndarray:
+    """Lengths in characters of the bank's prompts put in the template, exactly as they are asked."""
+    from .prompts import render_bank
 
-    ch = choices if choices is not None and "{choices}" in template else [None] * len(prompts)
-    return np.array([len(render(template, str(p), None if c is None else str(c))) for p, c in zip(prompts, ch)],
-                    dtype=float)
+    return np.array([len(p) for p in render_bank(template, bank)], dtype=float)
 
 
 def _prompt_tokens(m: ModelSpec, lens: np.ndarray, n: int) -> int:
@@ -101,18 +100,17 @@ def _row(m: ModelSpec, section: str, n: int, lens: np.ndarray | None, note: str 
 
 
 
-def plan(c: Campaign) -> Plan:
-    """The plan of campaign ``c`` (module docstring). Reads the bank (to count and measure its prompts), never
-    a model."""
+def plan(c: Campaign, bank: pd.DataFrame | None = None) -> Plan:
+    """The plan of campaign ``c`` (module docstring). Reads the bank (to count and measure its prompts; ``bank``:
+    already read by :func:`~assay.eval.sample.load_bank`), never a model."""
     p = Plan(campaign=c.name, fingerprint=c.fingerprint(), bank_size=None, sample_size=None)
     lens = None
     if c.bank is not None:
-        from .sample import load_bank
+        if bank is None:
+            from .sample import load_bank
 
-        bank = load_bank(c)
-        choices = bank["choices"].to_numpy() if "choices" in bank.columns else None
+            bank = load_bank(c)
         p.bank_size = len(bank)
-        prompts = bank["prompt"].to_numpy()
     uses_sample = [s for s in ("judge", "kpi", "siren") if getattr(c, s) is not None]
     if uses_sample:
         from .prompts import uniform_sample
@@ -124,7 +122,7 @@ def plan(c: Campaign) -> Plan:
     n_hist = None
     for m in c.models:
         if c.bank is not None:
-            lens = _render(m.template, prompts, choices)
+            lens = _lengths(m.template, bank)
         if c.faq is not None:
             if n_hist is None:
                 from ..data.faq import history_items, read_answers

@@ -19,7 +19,7 @@ import numpy as np
 from .. import checks
 from ..errors import AssayInputError
 
-__all__ = ["render", "uniform_sample", "SAMPLE_STREAM"]
+__all__ = ["render", "render_bank", "uniform_sample", "SAMPLE_STREAM"]
 
 #: the child of the campaign seed that draws the shared sample (other sections use other children)
 SAMPLE_STREAM = 1
@@ -33,6 +33,13 @@ def render(template: str, question: str, choices: str | None = None) -> str:
     # one pass, so a question that itself contains "{choices}" is left as written
     values = {"{question}": question, "{choices}": choices}
     return _PLACEHOLDER.sub(lambda m: values[m.group(0)] if values[m.group(0)] is not None else m.group(0), template)
+
+
+def render_bank(template: str, bank) -> list[str]:
+    """Every question of ``bank`` (its ``prompt`` and, when present, ``choices`` columns) put in ``template``: the
+    one place a campaign renders its prompts (the plan measures these, the sample, FAQ and compare ask them)."""
+    choices = bank["choices"] if "choices" in bank.columns else [None] * len(bank)
+    return [render(template, str(q), None if ch is None else str(ch)) for q, ch in zip(bank["prompt"], choices)]
 
 
 def uniform_sample(ids: Sequence[str], n: int, seed: int) -> list[str]:

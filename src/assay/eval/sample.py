@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import AssayBackendError, AssayInputError
-from .prompts import render, sample_count, uniform_sample
+from .prompts import render_bank, sample_count, uniform_sample
 from .spec import Campaign, ModelSpec
 
 __all__ = ["campaign_run_id", "section_run_id", "section_seed", "make_model", "load_bank", "run_sample", "kpi_section"]
@@ -68,43 +68,32 @@ def make_model(m: ModelSpec, seed: int | None = None):
 
 def load_bank(c: Campaign) -> pd.DataFrame:
     """The bank indexed by item id with ``prompt``, ``reference``, ``scorer`` and, if named, ``choices``."""
-    from ..faq.live import read_bank
+    from ..data.bank import read_bank
 
     b = c.bank
     if b is None:
         raise AssayInputError(f"{c.source}: this section needs a [bank]")
     bank = read_bank(b.path, id_col=b.id_col, prompt_col=b.prompt_col, reference_col=b.reference_col,
-                     scorer_col=b.scorer_col)
+                     scorer_col=b.scorer_col, choices_col=b.choices_col, label=f"{c.source}: [bank].")
     if b.scorer_col is None:
         bank["scorer"] = b.scorer
-    if b.choices_col is not None:
-        from ..data import read_table
-
-        raw = read_table(b.path, text_columns=(b.id_col,))
-        if b.choices_col not in raw.columns:
-            raise AssayInputError(f"{c.source}: [bank].choices_col {b.choices_col!r} is not a column of "
-                                  f"{b.path.name}; columns: {', '.join(map(str, raw.columns))}")
-        empty = raw[b.choices_col].isna().to_numpy()
-        if empty.any():
-            raise AssayInputError(f"{c.source}: [bank].choices_col {b.choices_col!r} is empty for ids "
-                                  f"{', '.join(bank.index[empty][:3])}")
-        bank["choices"] = raw[b.choices_col].astype(str).to_numpy()
     return bank
 
 
-def run_sample(c: Campaign, *, journal=None, models: Callable[[ModelSpec], object] | None = None,
+def run_sample(c: Campaign, *, bank: pd.DataFrame | None = None, journal=None,
+               models: Callable[[ModelSpec], object] | None = None,
                progress: Callable[[str, dict], None] | None = None, only: list[str] | None = None,
                reuse: bool = False) -> pd.DataFrame:
     """Ask every model (or the ones named in ``only``) the campaign's shared sample; one row per (model, item) with
     the question, reference, answer, its score and KPIs. ``models`` builds the Model of a spec (default
     :func:`make_model`; tests pass their own); ``progress(model_name, stats)`` is called as requests complete.
     ``reuse``: an answer the journal holds for the same request from any run (FAQ's, of the same campaign) is
-    read, not bought again."""
+    read, not bought again. ``bank``: the campaign's bank, when the caller has read it (:func:`load_bank`)."""
     from ..models import run as run_model
     from ..models.journal import default_path
     from ..models.scoring import score
 
-    bank = load_bank(c)
+    bank = load_bank(c) if bank is None else bank
     ids = uniform_sample(list(bank.index), sample_count(c.bank.sample, len(bank)), c.seed)
     sub = bank.loc[ids]
     frames = []
@@ -112,8 +101,7 @@ def run_sample(c: Campaign, *, journal=None, models: Callable[[ModelSpec], objec
         if only is not None and m.name not in only:
             continue
         llm = (models or (lambda spec: make_model(spec, c.seed)))(m)
-        choices = sub["choices"] if "choices" in sub.columns else [None] * len(sub)
-        prompts = [render(m.template, str(q), None if ch is None else str(ch)) for q, ch in zip(sub["prompt"], choices)]
+        prompts = render_bank(m.template, sub)
         res = run_model(llm, prompts, journal=journal or default_path(), run_id=section_run_id(c, m.name, "sample"),
                         concurrency=m.concurrency, timeout=m.timeout, reuse=reuse,
                         progress=(lambda st, name=m.name: progress(name, st)) if progress else None)
