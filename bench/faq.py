@@ -124,6 +124,7 @@ def main() -> int:
 
     # 4. the default factor fit vs one fixed-k fit with the previous release's objective
     from assay.faq import api as faq_api
+    from assay.faq import fit as faq_fit
     from assay.faq.factor import _fit_core
     import assay.faq.factor as factor_mod
 
@@ -139,10 +140,10 @@ def main() -> int:
         hrows, hitems = [f"org{i // 4}/m{i}" for i in range(755)], [str(j) for j in range(1351)]
         source = "synthetic 755 x 1,351"
     t = time.perf_counter()
-    fm_def, _ = faq_api.fit_factors(Hd, hrows, hitems, cache=False)
+    fm_def, _ = faq_fit.fit_factors(Hd, hrows, hitems, cache=False)
     t_default = time.perf_counter() - t
 
-    def old_objective(theta, Y, M, k, weight_decay, bias):
+    def old_objective(theta, Y, M, k, weight_decay, bias, work=None):  # work: the new signature, unused
         m, n = Y.shape
         U = theta[: m * k].reshape(m, k)
         Vv = theta[m * k: m * k + n * k].reshape(n, k)

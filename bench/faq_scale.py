@@ -16,7 +16,7 @@ Stages (each in its own subprocess, so its peak memory is its own; the history a
 user would pass, NaN = missing, and ``input MB`` is the process's resident memory once it is loaded)
 ------------------------------------------------------------------------------------------------------
 1. ``fit_cv``: the default factor fit with its cross-validation (what ``assay faq`` / ``faq.evaluate`` run when
-   given a history and no factors: ``assay.faq.api._factors`` -> ``fit_factors``, cache in a fresh directory).
+   given a history and no factors: ``assay.faq.fit._factors`` -> ``fit_factors``, cache in a fresh directory).
    BASELINE ``fit_one``: one fit at the (k, lambda) the CV chose, no CV (``FactorModel(cv=None, holdout=0)``,
    the final fit alone). ratio = fit_cv / fit_one.
 2. ``cached``: the same call again, reading the fit cache. BASELINE: fit_cv. ratio = cached / fit_cv.
@@ -170,7 +170,7 @@ def stage(name: str, data: str, extra: dict) -> dict:
 
     warnings.simplefilter("ignore")
     import assay.faq as faq
-    from assay.faq import api
+    from assay.faq import api, fit
     from assay.faq.core import FAQParams, run_faq
 
     H, new = _load(data)
@@ -180,7 +180,7 @@ def stage(name: str, data: str, extra: dict) -> dict:
         out["probe_before_s"] = round(speed_probe(), 4)
     t = time.perf_counter()
     if name in ("fit_cv", "cached"):
-        fm, _, _, info = api._factors(H, None, cache=True)
+        fm, _, _, info = fit._factors(H, None, cache=True)
         out.update(k=fm.k_, weight_decay=fm.weight_decay_, cache=info["cache"], heldout_logloss=fm.heldout_logloss_,
                    train_logloss=fm.train_logloss_)
     elif name == "fit_one":
@@ -215,7 +215,7 @@ def stage(name: str, data: str, extra: dict) -> dict:
                         for m in tab.index}
         out["n_queries"] = int(tab["n_queries"].iloc[0])
         # the baseline: the FAQ core alone on the same 100 models, one seed (scaled by S)
-        fm, _, _, _ = api._factors(H, None, cache=True)
+        fm, _, _, _ = fit._factors(H, None, cache=True)
         Z = new.to_numpy()
         t3 = time.perf_counter()
         run_faq(fm.V_, fm.prior_mean_, fm.prior_cov_, Z, out["n_queries"], rng=np.random.default_rng(0),

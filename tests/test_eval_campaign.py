@@ -106,6 +106,9 @@ def test_a_campaign_runs_every_section_through_one_journal_and_pays_once(tmp_pat
     # summary: one statement per quantity, each section present
     assert set(res.summary["section"]) == {"faq", "judge", "kpi", "siren"}
     assert res.summary["statement"].str.len().gt(10).all()
+    # each method's result states its own claims, each with its guarantee (Result.statements)
+    said = res.summary[~res.summary["statement"].str.startswith("skipped")]
+    assert said["level"].str.len().gt(5).all() and set(said["subject"]) >= {"short", "long"}
     # the rerun is the same result
     assert _numbers(again) == _numbers(res)
     # progress: a 'done' event per (section, model) unit
@@ -209,7 +212,7 @@ def test_the_requests_a_finite_kpi_guarantee_needs():
     """dkw_needed(delta, target): the smallest n whose DKW half-width sqrt(ln(2/delta) / 2n) is below 1 - target."""
     import math
 
-    from assay.eval.campaign import dkw_needed
+    from assay.psdme import dkw_needed
 
     for delta, target in ((0.05, 0.9), (0.1, 0.8), (0.01, 0.95)):
         n = dkw_needed(delta, target)

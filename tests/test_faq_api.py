@@ -455,10 +455,10 @@ def test_seed_rule(small):
 
 
 def test_data_layer_is_public_and_still_importable_from_api():
-    from assay.data.faq import FAQAnswers, align_items, as_matrix, prepare_answers
+    from assay.data.faq import FAQAnswers, as_matrix, prepare_answers
     from assay.faq import api
 
-    assert api.as_matrix is as_matrix and api._align is align_items
+    assert api.as_matrix is as_matrix
     wide = pd.DataFrame([[1, 0, 1]], index=["m"], columns=["a", "b", "c"])
     ans = prepare_answers(wide[["c", "a", "b"]], ["a", "b", "c"])
     assert isinstance(ans, FAQAnswers) and ans.models == ["m"]
@@ -501,7 +501,7 @@ def test_history_as_int8_codes_gives_the_same_evaluation(tmp_path, monkeypatch):
     """FAQ holds a history as int8 codes (-1 = missing): the float64 table with NaN and its codes give the same cache
     key (the same bytes hashed), the same default fit and calibration, and the same estimates."""
     from assay.data.faq import as_matrix, int8_bytes, to_codes
-    from assay.faq import api
+    from assay.faq import fit
 
     monkeypatch.setenv("ASSAY_CACHE_DIR", str(tmp_path))
     hist, new = world(n_hist=90, n_new=4, N=120, k=2, seed=6, missing=0.2)
@@ -515,5 +515,5 @@ def test_history_as_int8_codes_gives_the_same_evaluation(tmp_path, monkeypatch):
     pd.testing.assert_frame_equal(a.estimates, b.estimates)
     assert a.info["factors"]["fingerprint"] == b.info["factors"]["fingerprint"]
     assert json.dumps(a.info["expected"], sort_keys=True) == json.dumps(b.info["expected"], sort_keys=True)
-    assert api._history_hash(H, codes.rows, codes.items, "s") == api._history_hash(codes.values, codes.rows,
+    assert fit._history_hash(H, codes.rows, codes.items, "s") == fit._history_hash(codes.values, codes.rows,
                                                                                    codes.items, "s")

@@ -308,3 +308,13 @@ def test_repr_html_shows_guarantee_warnings_and_escaped_names():
     assert "SirenResult" in h and f"seed = {r.seed}" in h and "alpha = 0.05" in h
     assert "evaluation items" in h and "Guarantee" in h
     assert "&lt;script&gt;" in h and "<script>" not in h and "a &amp; b" in h
+
+
+def test_a_statement_is_its_sentence_with_a_subject_and_a_level():
+    from assay.results import Result, Statement
+
+    s = Statement("accuracy is in [0.61, 0.70]", "m", "about 95%")
+    assert s == "accuracy is in [0.61, 0.70]" and "0.61" in s and (s.subject, s.level) == ("m", "about 95%")
+    assert Statement("x").subject == "" and isinstance(s, str)
+    with pytest.raises(NotImplementedError, match="does not state its headline"):
+        Result.statements(object.__new__(Result))

@@ -48,7 +48,7 @@ import pandas as pd
 from . import checks
 from .data.autoeval import AUTOEVAL_COLUMNS, prepare
 from .errors import AssayInputError
-from .results import Result, build
+from .results import Result, Statement, build, fmt
 from .seeds import resolve_seed
 from .stats import betting as bt
 from .stats import multiple
@@ -304,6 +304,28 @@ class AutoEvalResult(Result):
     def _no_interval_hint(self) -> str:
         return ("it has intervals only when certify() ran with interval=True (CLI: --interval); risk_upper is "
                 "each candidate's one-sided upper bound")
+
+    def statements(self) -> list[Statement]:
+        """One sentence per candidate: certified or not at the risk target, with the p-value (adjusted under a
+        selection procedure), the upper bound when it is below the target, and which is the cheapest certified."""
+        sel = self.info.get("selection", {})
+        proc, best = sel.get("procedure"), sel.get("best")
+        target, delta = float(self.params["risk_target"]), float(self.level["delta"])
+        level = f"family-wise error <= {delta:g} ({proc})" if proc else f"error <= {delta:g}"
+        out = []
+        for _, r in self.candidates.iterrows():
+            up = r.get("risk_upper", float("nan"))
+            p = r.get("p_adjusted", r.get("p_value"))
+            bound = up is not None and np.isfinite(up) and up < target
+            out.append(Statement(
+                f"risk below {target:g} ({int(r['n'])} answers labelled by humans, {int(r['N'])} by the judge only): "
+                f"{'certified' if bool(r['certified']) else 'not certified'} ({'adjusted ' if proc else ''}p = "
+                f"{fmt(p, 4)})"
+                # the upper bound is at the Bonferroni level: Holm may certify where it does not reach
+                + (f"; risk at most {fmt(up)}" if bound else "")
+                + ("; the cheapest certified configuration" if best is not None and str(r["candidate"]) == str(best)
+                   else ""), str(r["candidate"]), level))
+        return out
 
     def summary(self) -> str:
         p = self.params

@@ -25,7 +25,7 @@ import pandas as pd
 
 from .errors import AssayInputError
 
-__all__ = ["Interval", "Result", "build", "to_jsonable", "level_alias"]
+__all__ = ["Interval", "Result", "Statement", "build", "fmt", "to_jsonable", "level_alias"]
 
 _REGISTRY: dict[str, type["Result"]] = {}
 
@@ -138,6 +138,32 @@ def _frame_from_records(records: list[dict[str, Any]]) -> pd.DataFrame:
                 columns.append(c)
     data = {c: _restore_column([r.get(c) for r in records]) for c in columns}
     return pd.DataFrame(data, columns=columns)
+
+
+def fmt(x: Any, digits: int = 3) -> str:
+    """A number as a statement prints it: ``digits`` decimals, ``"n/a"`` for None, NaN or an infinity."""
+    return "n/a" if x is None or not np.isfinite(x) else f"{x:.{digits}f}"
+
+
+class Statement(str):
+    """One claim of a result in a plain sentence (it is the sentence: a ``str``), with whom it is about and the
+    guarantee it holds at.
+
+    ``subject``: the model, configuration or pair the claim is about; ``""`` for the model the whole result is about
+    (a caller that ran the method for a named model knows its name). ``level``: the guarantee, in words.
+
+    >>> s = Statement("accuracy is in [0.61, 0.70]", level="about 95%")
+    >>> s, s.level
+    ('accuracy is in [0.61, 0.70]', 'about 95%')
+    """
+
+    subject: str
+    level: str
+
+    def __new__(cls, text: str, subject: str = "", level: str = "") -> "Statement":
+        out = super().__new__(cls, text)
+        out.subject, out.level = str(subject), str(level)
+        return out
 
 
 class Result:
@@ -299,6 +325,11 @@ class Result:
     @classmethod
     def _table_names(cls) -> tuple[str, ...]:
         return (cls.main_table,)
+
+    def statements(self) -> list[Statement]:
+        """The result's headline: one :class:`Statement` per claim a reader acts on, with its guarantee. Each
+        method states its own (the campaign's summary is these, method by method)."""
+        raise NotImplementedError(f"{type(self).__name__} does not state its headline")
 
     def summary(self) -> str:
         lines = [f"{self.method} (assay {self.version}), n = {self.n}, seed = {self.seed}"]

@@ -14,7 +14,7 @@ import pandas as pd
 from ..data.compare import CompareDesign, prepare_compare
 from .. import checks
 from ..errors import AssayInputError
-from ..results import Result, build
+from ..results import Result, Statement, build
 from ..seeds import resolve_seed
 from . import core
 
@@ -40,26 +40,27 @@ class CompareResult(Result):
     def pairs(self) -> pd.DataFrame:
         return self.tables["pairs"]
 
-    def headline(self) -> list[tuple[str, str]]:
-        """The result's headline as (subject, sentence): one per model, best first, then ``("all", ...)`` for the
-        pairs."""
+    def statements(self) -> list[Statement]:
+        """The result's headline: one sentence per model (best first), then one for the pairs (subject ``"all"``;
+        when the models were asked until resolved, how many questions and why it stopped)."""
         p, lv = self.pairs, self.level
-        level = f"{1 - float(lv['delta']):.0%}"
+        conf = f"{1 - float(lv['delta']):.0%}"
+        guarantee = self.params["guarantee"]
+        level = (f"every claim at once, at least {conf} at any sample size" if guarantee == "finite" else
+                 f"every claim at once, about {conf} (asymptotic)")
         out = []
         for r in self.models.sort_values(["rank_low", "estimate"], ascending=[True, False]).itertuples(index=False):
             rank = f"rank {r.rank_low}" if r.rank_low == r.rank_high else f"rank {r.rank_low}-{r.rank_high}"
-            out.append((str(r.model), f"{r.model}: {r.estimate:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}], {rank}, "
-                                      f"tier {r.tier}" + (", may be the best" if r.may_be_best else "")))
+            out.append(Statement(f"{r.model}: {r.estimate:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}], {rank}, tier {r.tier}"
+                                 + (", may be the best" if r.may_be_best else ""), str(r.model), level))
         counts = p["verdict"].value_counts().to_dict()
-        out.append(("all", f"{len(p)} pairs: {counts.get('a better', 0) + counts.get('b better', 0)} ordered, "
-                           f"{counts.get('equivalent', 0)} equivalent within the margin, "
-                           f"{counts.get('unresolved', 0)} unresolved; every claim at once at {level} "
-                           f"({self.params['guarantee']})"))
+        live = self.info.get("live")
+        out.append(Statement(f"{len(p)} pairs: {counts.get('a better', 0) + counts.get('b better', 0)} ordered, "
+                             f"{counts.get('equivalent', 0)} equivalent within the margin, "
+                             f"{counts.get('unresolved', 0)} unresolved; every claim at once at {conf} ({guarantee})"
+                             + (f" ({live.get('questions')} questions each, {live.get('stopped')})" if live else ""),
+                             "all", level))
         return out
-
-    def statements(self) -> list[str]:
-        """The result's headline, one plain sentence per claim a reader acts on."""
-        return [text for _, text in self.headline()]
 
     def summary(self) -> str:
         p = self.params

@@ -204,6 +204,7 @@ def _faq_one(c: Campaign, m: ModelSpec, bank: pd.DataFrame, journal: str, make, 
                        on_expected=expected, on_width=width)
     from ..models.outcomes import headline
 
+    res.info["bank_size"] = len(bank)  # its statements say whether the history covers the whole bank
     res.info["live"] = {"run_id": ans.run_id, "requests": ans.n_requests, "cached": ans.n_cached, "model": m.model,
                         "endpoint": m.endpoint, "policy": c.bank.policy, "outcomes": ans.counts,
                         "headline": headline(ans.counts, c.bank.policy)}
@@ -484,21 +485,17 @@ def _cost_row(name: str, section: str, rec: pd.DataFrame, price: tuple[float, fl
 # -- the summary: one plain statement per quantity ------------------------------------------------------------------
 
 
-def dkw_needed(delta: float, target: float) -> int:
-    """Requests per configuration from which the DKW band at level ``delta`` always gives a finite guaranteed KPI
-    at quantile level ``target``: its half-width sqrt(ln(2/delta) / 2n) must fall below 1 - target."""
-    return int(np.floor(np.log(2.0 / delta) / (2.0 * (1.0 - target) ** 2))) + 1
+#: where a section's statements are paid for: (model, section) of the journal runs whose cost a statement carries
+_COST_OF: dict[str, Callable[[str], tuple[str, str]]] = {
+    "judge": lambda subject: ("judge", "judge"),   # the judge's verdicts, whatever candidate a statement is about
+    "kpi": lambda subject: (subject, "sample"),    # PS-DME asks nothing: the KPIs are the shared sample's requests
+}
 
 
-def _fmt(x: float, d: int = 3) -> str:
-    return "n/a" if x is None or not np.isfinite(x) else f"{x:.{d}f}"
-
-
-def summary_rows(c: Campaign, sections: dict[str, Section], costs: pd.DataFrame, bank_size: int | None = None
-                 ) -> pd.DataFrame:
+def summary_rows(c: Campaign, sections: dict[str, Section], costs: pd.DataFrame) -> pd.DataFrame:
     """One row per statement: subject (model, configuration or KPI), section, the statement in plain words, its
-    level, and what the section cost for that subject (requests, tokens, model seconds)."""
-    conf = f"{1 - c.delta:.0%}"
+    level, and what the section cost for that subject (requests, tokens, model seconds). Each method's result
+    states its own claims (:meth:`assay.results.Result.statements`)."""
     rows: list[dict] = []
 
     def cost(model: str, section: str) -> dict:
@@ -514,84 +511,10 @@ def summary_rows(c: Campaign, sections: dict[str, Section], costs: pd.DataFrame,
             rows.append({"subject": key, "section": name, "statement": f"skipped: {why}", "level": "",
                          **cost(key, name)})
         for key, res in sec.results.items():
-            if name == "faq":
-                e = res.estimates.iloc[0]
-                n_items = res.params.get("n_items")
-                kind = str(e.get("interval", "fixed-budget"))
-                whole = (f"all {n_items} questions of the bank" if n_items == bank_size else
-                         f"the {n_items} questions of the bank that the history covers")
-                rows.append({"subject": key, "section": "faq",
-                             "statement": (f"accuracy on {whole} is in [{_fmt(e['ci_low'])}, "
-                                           f"{_fmt(e['ci_high'])}] (estimate {_fmt(e['estimate'])}), "
-                                           f"from {int(e['n_queries'])} questions"),
-                             # FAQ's intervals rest on a martingale CLT (calibrated or not): about, not at least
-                             "level": f"about {conf}, {kind}", **cost(key, "faq")})
-            elif name == "scope":
-                cert = res.tables["certified"]
-                tau = res.info.get("tau")
-                if tau is None:
-                    st = (f"{res.info.get('tickets')} generated questions searched; no certificate threshold "
-                          "([scope].certify) was set")
-                elif len(cert):
-                    st = (f"{len(cert)} question template(s) certified to have error rate above {tau:g} "
-                          f"(of {res.info.get('pool')} tried)")
-                else:
-                    st = (f"no template certified above error rate {tau:g} after {res.info.get('tickets')} questions "
-                          f"({res.info.get('pool')} templates tried)")
-                rows.append({"subject": key, "section": "scope", "statement": st,
-                             "level": f"all certificates at once, error <= {res.params.get('delta', c.delta):g}",
-                             **cost(key, "scope")})
-            elif name == "judge":
-                t = res.candidates
-                proc = res.info.get("selection", {}).get("procedure")
-                for _, r in t.iterrows():
-                    ok = bool(r["certified"])
-                    up = r.get("risk_upper", float("nan"))
-                    best = res.info.get("selection", {}).get("best")
-                    p = r.get("p_adjusted", r.get("p_value"))
-                    bound = up is not None and np.isfinite(up) and up < c.judge.risk_target
-                    st = (f"risk below {c.judge.risk_target:g} ({int(r['n'])} answers labelled by humans, "
-                          f"{int(r['N'])} by the judge only): {'certified' if ok else 'not certified'} "
-                          f"({'adjusted ' if proc else ''}p = {_fmt(p, 4)})"
-                          # the upper bound is at the Bonferroni level: Holm may certify where it does not reach
-                          + (f"; risk at most {_fmt(up)}" if bound else "")
-                          + ("; the cheapest certified configuration" if best is not None
-                             and str(r["candidate"]) == str(best) else ""))
-                    lvl = (f"family-wise error <= {c.delta:g} ({proc})" if proc else f"error <= {c.delta:g}")
-                    rows.append({"subject": str(r["candidate"]), "section": "judge", "statement": st, "level": lvl,
-                                 **cost("judge", "judge")})
-            elif name == "kpi":
-                t = res.configs
-                gcols = [col for col in t.columns if col.startswith("kpi_")]
-                for _, r in t[t["selected"].astype(bool)].iterrows():
-                    g = float(r[gcols[0]]) if gcols else float("nan")
-                    qlev = f"{c.kpi.target:.0%}"
-                    st = (f"{key}: {qlev} of requests at most {_fmt(g, 4)}" if np.isfinite(g) else
-                          f"{key}: no finite {qlev} guarantee from {int(r.get('n', 0) or 0)} requests: too few for "
-                          f"this level (the DKW band at delta = {c.delta:g} needs {dkw_needed(c.delta, c.kpi.target)} "
-                          "per configuration, a selection more; raise [bank].sample)")
-                    rows.append({"subject": str(r["config"]), "section": "kpi", "statement": st,
-                                 "level": f"false-coverage rate <= {c.delta:g} (selection: {c.kpi.select})",
-                                 **cost(str(r["config"]), "sample")})
-            elif name == "compare":
-                live = res.info.get("live", {})
-                for subject, st in res.headline():
-                    rows.append({"subject": subject, "section": "compare",
-                                 "statement": st + (f" ({live.get('questions')} questions each, "
-                                                    f"{live.get('stopped')})" if subject == "all" else ""),
-                                 "level": f"every claim at once, at least {conf} at any sample size",
-                                 **cost(subject, "compare")})
-            elif name == "siren":
-                names = [m.name for m in c.models]
-                for _, r in res.tables["cells"].iterrows():
-                    b = int(r["budget"])
-                    who = (f"the first configuration alone ({names[0]}, no search)" if b == 1 else
-                           f"a search over the first {b} configurations ({', '.join(names[:b])}) deploys one that")
-                    st = (f"{who} scores [{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}] on fresh items (estimate "
-                          f"{_fmt(r['estimate'])})")
-                    rows.append({"subject": f"search@{b}", "section": "siren", "statement": st,
-                                 "level": f"about {conf} (selection-aware, asymptotic)", "requests": 0, "tokens": 0,
-                                 "seconds": 0.0})
+            for st in res.statements():
+                subject = st.subject or key  # "": the model this section's result is about
+                rows.append({"subject": subject, "section": name, "statement": str(st), "level": st.level,
+                             **cost(*_COST_OF.get(name, lambda s: (s, name))(subject))})
     return pd.DataFrame(rows, columns=["subject", "section", "statement", "level", "requests", "tokens", "seconds"])
 
 
@@ -647,7 +570,7 @@ def run(c: Campaign, *, journal: str | Path | None = None, backend: str = "seria
             sections["compare"] = _guarded("compare", lambda: _compare_section(c, bank, jpath, models, progress), progress)
         costs = _costs(c, jpath)
         result = CampaignResult(rid, c.to_dict(), c.fingerprint(), c.seed, c.delta, sections, rows, costs,
-                                summary_rows(c, sections, costs, None if bank is None else len(bank)), _versions(), jpath)
+                                summary_rows(c, sections, costs), _versions(), jpath)
         status = "done"
         return result
     except KeyboardInterrupt:

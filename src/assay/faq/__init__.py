@@ -13,12 +13,14 @@ Three layers: :mod:`assay.data.faq` turns answer tables into arrays (:func:`as_m
 >>> low, high = res.confidence_interval()                           # doctest: +SKIP
 """
 
+from ..data.faq import as_matrix
 from . import api  # noqa: F401
-from .api import (DEFAULT_GRID, MIN_VALIDATED_QUERIES, FAQProtocolResult, FAQResult, as_matrix, default_factor_model,
-                  evaluate, expect, fit_factors, model_splits, plain_words, protocol, resolve_budget)
+from .api import FAQResult, evaluate, expect, resolve_budget
 from .calibrate import Calibration
-from .core import FAQEstimate, FAQParams, estimate, run_faq
+from .core import MIN_VALIDATED_QUERIES, FAQEstimate, FAQParams, estimate, plain_words, run_faq
 from .factor import FactorFitWarning, FactorModel, OverfitWarning
+from .fit import check_k, default_factor_model, factor_cache_dir, fit_factors  # noqa: F401  (check_k, factor_cache_dir)
+from .protocol import DEFAULT_GRID, FAQProtocolResult, model_splits, protocol  # last: the function shadows the module
 
 __all__ = ["FactorModel", "OverfitWarning", "FactorFitWarning", "FAQParams", "run_faq", "estimate", "FAQEstimate",
            "evaluate", "expect", "plain_words", "Calibration", "protocol", "FAQResult", "FAQProtocolResult", "as_matrix", "resolve_budget", "DEFAULT_GRID",

@@ -1,7 +1,7 @@
 """What FAQ will do for a new model, measured on the user's own history before any question is asked.
 
 The history's models are cut into model-level folds (whole families, the ``owner/`` of ``owner/name`` ids,
-as in :func:`assay.faq.api.model_splits`). For each fold, factors with the fitted (k, lambda) are refitted on
+as in :func:`assay.faq.protocol.model_splits`). For each fold, factors with the fitted (k, lambda) are refitted on
 the other folds, and FAQ is run, at the user's budget and with the user's settings, on the fold's complete rows
 (models whose whole row is known, so their accuracy is). Each run gives the studentised error
 

@@ -104,16 +104,17 @@ round the working model expects to reach the target width, or at n_b), never the
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Callable, NamedTuple
+from dataclasses import dataclass, field, replace
+from typing import Callable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 from scipy import stats
 from scipy.special import expit, logit, logsumexp
 
+from .. import checks
 from ..errors import AssayInputError
 
-__all__ = ["estimate", "FAQEstimate", "uniform_gain", "check_stopping", "FAQParams", "FAQRun", "run_faq", "clamp_p", "P_EPS", "VARIANCES", "DESIGNS", "standard_errors",
+__all__ = ["estimate", "FAQEstimate", "uniform_gain", "check_stopping", "plain_words", "MIN_VALIDATED_QUERIES", "FAQParams", "FAQRun", "run_faq", "clamp_p", "P_EPS", "VARIANCES", "DESIGNS", "standard_errors",
            "critical_value", "interval", "cs_rho", "cs_radius"]
 
 P_EPS = 1e-12
@@ -122,6 +123,9 @@ DESIGNS = ("wor", "wr", "naive-wor")
 #: the tempered alternatives of the fallback test: the answers follow sigmoid(logit(p) / kappa), a working model
 #: that is kappa times too confident about this model
 FALLBACK_KAPPAS = (1.5, 2.0, 3.0)
+#: the smallest number of queries at which the default interval's coverage was shown on models absent from the
+#: history (2.5% of the 1,351-question leaderboard bank; ``assay study faq-leaderboard``). Below it a result warns.
+MIN_VALIDATED_QUERIES = 33
 
 
 def clamp_p(p: np.ndarray) -> np.ndarray:
@@ -185,6 +189,21 @@ class FAQParams:
         return {"beta0": float(self.beta0), "rho": float(self.rho), "gamma": float(self.gamma),
                 "tau": float(self.tau), "variance": self.variance, "quantile": self.quantile, "design": self.design,
                 "fallback": float(self.fallback)}
+
+
+def _params(params: FAQParams | Mapping | None, **kw) -> FAQParams:
+    base = params if isinstance(params, FAQParams) else FAQParams(**dict(params or {}))
+    given = {k: v for k, v in kw.items() if v is not None}
+    return replace(base, **given) if given else base
+
+
+def _check_flag(value, name: str) -> None:
+    if not isinstance(value, (bool, np.bool_)):
+        raise AssayInputError(f"{name} must be True or False; got {value!r}")
+
+
+def _check_alpha(alpha):
+    checks.level(alpha, "alpha (0.05 = a 95% interval)")
 
 
 @dataclass
@@ -315,6 +334,383 @@ def _draw(q: np.ndarray, u: np.ndarray) -> np.ndarray:
     return idx
 
 
+# ----------------------------------------------------------------------------------------------------
+# Algorithm 1, one step per function (the numbers are the module docstring's); run_faq's loop calls them in order
+
+
+@dataclass(frozen=True)
+class _Setup:
+    """What stays fixed during a run: the bank's factors and offsets, the batch's size and the settings."""
+
+    V: np.ndarray  # (N, k) question factors v_j, float64
+    b: np.ndarray  # (N,) item offsets b_j (zeros without)
+    N: int
+    M: int
+    rows: np.ndarray  # arange(M)
+    n_b: int
+    params: FAQParams
+    design: str
+    alpha: float
+    naive_al: bool
+    until_width: float | None
+    min_queries: int
+
+
+@dataclass(eq=False)
+class _State:
+    """What a run carries from round to round, per model: arrays over the M models, updated in place."""
+
+    u: np.ndarray  # (M, k) posterior means u_hat
+    Sigma: np.ndarray  # (M, k, k) posterior covariances
+    a: np.ndarray | None  # (M, N) a_j = v_j' Sigma v_j, kept with active learning only (rho > 0)
+    asked: np.ndarray | None  # (M, N) questions asked so far (the designs without replacement)
+    s_obs: np.ndarray  # (M,) sum of the answers seen
+    active: np.ndarray  # (M,) still being asked (until_width stops a model)
+    n_used: np.ndarray  # (M,) rounds used
+    stopped: np.ndarray  # (M,) reached until_width
+    # the trace, (M, n_b) each (NaN / item -1 where unused), and the weights c_t (n_b,)
+    items: np.ndarray
+    answers: np.ndarray
+    q_chosen: np.ndarray
+    p_chosen: np.ndarray
+    sum_p: np.ndarray
+    var_model: np.ndarray
+    phi: np.ndarray
+    c: np.ndarray
+    # the anytime-valid interval: running sums of c, c phi, c^2, c^2 phi, c^2 phi^2, c^2 v, the running
+    # intersection, and the mixing scale (set at the first round)
+    sc: np.ndarray
+    scphi: np.ndarray
+    sc2: np.ndarray
+    sc2phi: np.ndarray
+    sc2phi2: np.ndarray
+    sc2v: np.ndarray
+    cs_lo: np.ndarray
+    cs_hi: np.ndarray
+    rho_cs: float | None
+    # the fallback test: log likelihood ratios of the tempered alternatives (one column per kappa), the round from
+    # which each model was sampled uniformly (0 = never) and whether it is now
+    log_lr: np.ndarray
+    fell_back: np.ndarray
+    uniform: np.ndarray
+
+
+def _start(cfg: _Setup, prior_mean, prior_cov) -> _State:
+    """Every model at the prior N(prior_mean, prior_cov), nothing asked yet."""
+    M, N, n_b, V = cfg.M, cfg.N, cfg.n_b, cfg.V
+    Sigma = np.tile(np.asarray(prior_cov, dtype=np.float64), (M, 1, 1))
+    a = None
+    if cfg.params.rho > 0:
+        # a_j = v_j' Sigma v_j per model; all models start from the same prior, so one N-vector is enough
+        a = np.tile(np.einsum("nk,kl,nl->n", V, Sigma[0], V), (M, 1))
+    return _State(
+        u=np.tile(np.asarray(prior_mean, dtype=np.float64), (M, 1)), Sigma=Sigma, a=a,
+        asked=np.zeros((M, N), dtype=bool) if cfg.design != "wr" else None, s_obs=np.zeros(M),
+        active=np.ones(M, dtype=bool), n_used=np.zeros(M, dtype=int), stopped=np.zeros(M, dtype=bool),
+        items=np.full((M, n_b), -1, dtype=np.int32), answers=np.full((M, n_b), np.nan),
+        q_chosen=np.full((M, n_b), np.nan), p_chosen=np.full((M, n_b), np.nan), sum_p=np.full((M, n_b), np.nan),
+        var_model=np.full((M, n_b), np.nan), phi=np.full((M, n_b), np.nan), c=np.ones(n_b),
+        sc=np.zeros(M), scphi=np.zeros(M), sc2=np.zeros(M), sc2phi=np.zeros(M), sc2phi2=np.zeros(M),
+        sc2v=np.zeros(M), cs_lo=np.zeros(M), cs_hi=np.ones(M), rho_cs=None,
+        log_lr=np.zeros((M, len(FALLBACK_KAPPAS))), fell_back=np.zeros(M, dtype=int), uniform=np.zeros(M, dtype=bool))
+
+
+class _Round:
+    """The current round's M x N arrays (p, w, the scores, q, ...), kept until the next round replaces them.
+
+    They live here rather than in the step functions' locals so that each is released at the moment the next
+    round's replaces it, as the local variables of a single loop body were. Released at the end of each step
+    instead, several of them are free at once at the top of the heap, the allocator hands that memory back to the
+    system and the next round faults it in again."""
+
+    __slots__ = ("p_fm", "p", "w", "avail", "wa", "h", "cc", "d", "q", "qd", "wq", "vs")
+
+    def __init__(self):
+        for name in self.__slots__:
+            setattr(self, name, None)
+
+
+# Every M x N step below is done in place where it can be, with the same floating-point operations in the same
+# order as the whole-array expressions they replace (the draws and every number are unchanged).
+
+
+def _predict(r: _Round, st: _State, cfg: _Setup, t: int) -> None:
+    """Step 1: ``r.p_fm`` = sigmoid(u_hat . v_j + b_j) clamped (the factor model's), ``r.p`` (what FAQ uses: for a
+    model that fell back, a constant predictor, its smoothed mean so far; uniform q follows in :func:`_policy`)
+    and ``r.w`` = p (1 - p)."""
+    x = st.u @ cfg.V.T
+    x += cfg.b
+    r.p_fm = np.clip(expit(x, out=x), P_EPS, 1.0 - P_EPS, out=x)
+    r.p = r.p_fm
+    if st.uniform.any():
+        c_run = (st.s_obs + 0.5) / (t - 1 + 1.0)
+        r.p = np.where(st.uniform[:, None], clamp_p(c_run)[:, None], r.p_fm)
+    r.w = np.subtract(1.0, r.p)
+    r.w *= r.p
+
+
+def _restrict(r: _Round, st: _State, cfg: _Setup) -> None:
+    """R_{t-1}, the questions that may be drawn (``r.avail``: the ones not asked yet, without replacement; None =
+    all), and ``r.wa`` = w on R."""
+    r.avail = ~st.asked if cfg.design == "wor" else None
+    r.wa = r.w if r.avail is None else np.where(r.avail, r.w, 0.0)
+
+
+def _norm_rows(x: np.ndarray) -> np.ndarray:
+    """Norm(x) of the paper, per row and in place (x >= 0: a row that sums to 0 is all zeros and stays so)."""
+    tot = x.sum(axis=1, keepdims=True)
+    x /= np.where(tot > 0, tot, 1.0)
+    return x
+
+
+def _active_learning_scores(r: _Round, st: _State, cfg: _Setup) -> None:
+    """Step 3: ``r.d`` = Norm(d) on R, d(j) = w_j (v_j' Sigma g)^2 / (1 + w_j a_j), g = (1/N) sum_j' w_j' v_j'."""
+    V = cfg.V
+    if cfg.naive_al:
+        st.a = np.einsum("nk,mkl,nl->mn", V, st.Sigma, V, optimize=True)
+    g = np.einsum("mkl,ml->mk", st.Sigma, (r.w @ V) / cfg.N)
+    r.cc = g @ V.T
+    r.d = r.w * r.cc * r.cc / (1.0 + r.w * st.a)
+    if r.avail is not None:
+        r.d = np.where(r.avail, r.d, 0.0)
+    _norm_rows(r.d)
+
+
+def _hybrid_scores(r: _Round, st: _State, cfg: _Setup, alpha_t: float, beta_t: float) -> None:
+    """Steps 2-4, eq. 9 normalised: ``r.h`` = Norm(((1 - alpha_t) Norm(s_o) + alpha_t Norm(d))^beta_t) on R, with
+    the oracle score s_o = sqrt(w)."""
+    r.h = np.sqrt(r.wa)
+    _norm_rows(r.h)
+    if alpha_t > 0:
+        _active_learning_scores(r, st, cfg)
+        r.h = (1.0 - alpha_t) * r.h + alpha_t * r.d
+    if beta_t != 1.0:
+        r.h = r.h**beta_t
+        if r.avail is not None:
+            r.h = np.where(r.avail, r.h, 0.0)
+        _norm_rows(r.h)
+
+
+def _policy(r: _Round, st: _State, cfg: _Setup, t: int) -> None:
+    """Step 4, eq. 10: ``r.q`` = tau / |R| + (1 - tau) h on R, 0 off it; uniform on R for a model that fell back."""
+    tau, N = cfg.params.tau, cfg.N
+    if cfg.design == "wor":
+        n_r = N - (t - 1)
+        r.q = r.h * (1.0 - tau)
+        r.q += tau / n_r
+        r.q *= r.avail  # 0 off R (q > 0 is finite: times 1 or 0 is exact)
+        # a row whose h vanished on R (all w = 0 there) falls back to uniform on R
+        r.q /= r.q.sum(axis=1, keepdims=True)
+    else:
+        r.q = tau / N + (1.0 - tau) * r.h
+    if st.uniform.any():
+        r.q[st.uniform] = np.where(r.avail[st.uniform], 1.0 / (N - (t - 1)), 0.0) if cfg.design == "wor" else 1.0 / N
+
+
+def _draw_questions(r: _Round, st: _State, cfg: _Setup, rng: np.random.Generator) -> np.ndarray:
+    """Step 5: I_t ~ q_t, one uniform per model (the naive-wor ablation: q restricted to the questions not asked)."""
+    if cfg.design == "naive-wor":
+        r.qd = np.where(st.asked, 0.0, r.q)
+        return _draw(r.qd / r.qd.sum(axis=1, keepdims=True), rng.random(cfg.M))
+    return _draw(r.q, rng.random(cfg.M))
+
+
+def _query(st: _State, cfg: _Setup, answer, t: int, I: np.ndarray) -> np.ndarray:
+    """Step 5: z_{I_t}, read from the answer matrix or asked live (a model that stopped is asked item -1)."""
+    if not callable(answer):
+        return answer[cfg.rows, I].astype(np.float64)
+    I_ask = np.where(st.active, I, -1)
+    return np.asarray(answer(t, I_ask.copy()), dtype=np.float64).reshape(cfg.M)
+
+
+def _increment(r: _Round, st: _State, cfg: _Setup, z, I):
+    """Step 6: phi_t at the pre-update p -> (phi_t, p_{I_t}, q_t(I_t)). Without replacement (module docstring)
+    phi_t = (1/N) [sum_{asked} z + sum_{R} p + (z_I - p_I) / q_t(I)]; with it, eq. 6's sum over the bank."""
+    pI = r.p[cfg.rows, I]
+    qI = r.q[cfg.rows, I]
+    if cfg.design == "wor":
+        A_t = st.s_obs + np.where(r.avail, r.p, 0.0).sum(axis=1)
+    else:
+        A_t = r.p.sum(axis=1)
+    return (A_t + (z - pI) / qI) / cfg.N, pI, qI
+
+
+def _model_variance(r: _Round, cfg: _Setup) -> np.ndarray:
+    """The conditional variance of phi_t if the working model were true: (1/N^2) (sum_R w_j / q_t(j) - sum_R w_j)."""
+    if cfg.design == "wor":
+        r.wq = np.zeros_like(r.w)
+        np.divide(r.wa, r.q, out=r.wq, where=r.avail)
+        return (r.wq.sum(axis=1) - r.wa.sum(axis=1)) / cfg.N**2
+    return ((r.w / r.q).sum(axis=1) - r.w.sum(axis=1)) / cfg.N**2
+
+
+def _record(r: _Round, st: _State, cfg: _Setup, t: int, I, z, pI, qI, phi_t, var_t) -> None:
+    """Keep round t of the models still being asked (the trace, the questions asked, the answers' sum) and its
+    weight c_t = (N / |R_{t-1}|)^2 without replacement."""
+    act = st.active
+    if cfg.design == "wor":
+        st.c[t - 1] = (cfg.N / (cfg.N - (t - 1))) ** 2
+    st.items[act, t - 1] = I[act]
+    st.answers[act, t - 1] = z[act]
+    st.q_chosen[act, t - 1] = qI[act]
+    st.p_chosen[act, t - 1] = pI[act]
+    st.sum_p[act, t - 1] = r.p.sum(axis=1)[act]
+    st.var_model[act, t - 1] = var_t[act]
+    st.phi[act, t - 1] = phi_t[act]
+    st.n_used[act] = t
+    if cfg.design != "wr":
+        st.asked[cfg.rows[act], I[act]] = True
+    st.s_obs += np.where(act, z, 0.0)
+
+
+def _fallback_evidence(st: _State, cfg: _Setup, I, z, pF, test) -> None:
+    """The fallback test's update (module docstring): each alternative's log likelihood ratio gains this answer's."""
+    V = cfg.V
+    # the working model's predictive probability: sigmoid(u_hat'v + b) moderated by the posterior variance
+    # s2 = v' Sigma v of the logit (MacKay's probit approximation), not the plug-in, which is too confident
+    s2 = np.einsum("mk,mkl,ml->m", V[I], st.Sigma, V[I])
+    lp = logit(pF) / np.sqrt(1.0 + np.pi * s2 / 8.0)
+    p0 = clamp_p(expit(lp))
+    for i, kappa in enumerate(FALLBACK_KAPPAS):
+        pa = clamp_p(expit(lp / kappa))
+        st.log_lr[:, i] += np.where(test, np.where(z > 0.5, np.log(pa / p0), np.log((1.0 - pa) / (1.0 - p0))), 0.0)
+
+
+def _fall_back(st: _State, cfg: _Setup, t: int, test) -> None:
+    """Send the models the fallback test rejects to uniform sampling from the next round on."""
+    # rejects where log(mean(exp(log_lr))) >= log(1 / level); that mean is at most the row's maximum, so
+    # only rows whose maximum reaches the threshold (less a margin for rounding) need the log-sum-exp
+    bound = np.log(1.0 / cfg.params.fallback)
+    reject = test & (st.log_lr.max(axis=1) >= bound - 1e-9 * (1.0 + abs(bound)))
+    if reject.any():
+        reject[reject] = logsumexp(st.log_lr[reject], axis=1) - np.log(len(FALLBACK_KAPPAS)) >= bound
+    if reject.any() and t < cfg.n_b:
+        st.uniform |= reject
+        st.fell_back[reject] = t + 1
+
+
+def _fallback_test(st: _State, cfg: _Setup, t: int, I, z, pF, act) -> None:
+    """The test that each model's answers follow the working factor model (module docstring), when it is on:
+    update it with this round's answer, and send the models it rejects to uniform sampling."""
+    if cfg.params.fallback > 0:
+        test = act & ~st.uniform
+        _fallback_evidence(st, cfg, I, z, pF, test)
+        _fall_back(st, cfg, t, test)
+
+
+def _laplace_update(r: _Round, st: _State, cfg: _Setup, t: int, I, z, pI, act, alpha_t: float) -> None:
+    """Step 7, eqs. 3-5 by Sherman-Morrison, for the models still being asked, on the factor model's own p_I:
+    s = Sigma v_I, Sigma <- Sigma - w s s' / (1 + w v_I' s), u_hat <- u_hat + (z_I - p_I) s / (1 + w v_I' s);
+    the active-learning score's a_j follow by the rank-one identity (step 3) while it is still used."""
+    vI = cfg.V[I]
+    s = np.einsum("mkl,ml->mk", st.Sigma, vI)
+    wI = pI * (1.0 - pI) * act
+    denom = 1.0 + wI * np.einsum("mk,mk->m", vI, s)
+    if cfg.params.rho > 0 and not cfg.naive_al and alpha_t > 0 and t < cfg.n_b:
+        r.vs = s @ cfg.V.T
+        st.a -= (wI / denom)[:, None] * r.vs * r.vs
+    st.Sigma -= (wI / denom)[:, None, None] * (s[:, :, None] * s[:, None, :])
+    st.u += (act * (z - pI) / denom)[:, None] * s
+
+
+def _cs_mixing(cfg: _Setup, var_t: np.ndarray) -> float:
+    """The confidence sequence's mixing scale, tightest where the working model expects to reach ``until_width``
+    (or at n_b), from the first round's model variance."""
+    v0 = float(np.mean(var_t))
+    if cfg.until_width is not None:
+        t_star = v0 * (2.0 * 2.5 / cfg.until_width) ** 2  # where the boundary should be tightest
+        t_star = float(np.clip(t_star, cfg.min_queries, cfg.n_b))
+    else:
+        t_star = float(cfg.n_b)
+    return cs_rho(cfg.alpha, max(t_star * v0, 1e-12))
+
+
+def _anytime_interval(st: _State, cfg: _Setup, t: int, phi_t, var_t, act) -> None:
+    """The anytime-valid interval (module docstring) after round t: the running sums, then the running intersection
+    of the boundary's intervals from ``min_queries`` on (a model that stopped keeps its last interval)."""
+    if st.rho_cs is None:
+        st.rho_cs = _cs_mixing(cfg, var_t)
+    ct = st.c[t - 1]
+    st.sc += act * ct
+    st.scphi += act * ct * phi_t
+    st.sc2 += act * ct**2
+    st.sc2phi += act * ct**2 * phi_t
+    st.sc2phi2 += act * ct**2 * phi_t**2
+    st.sc2v += act * ct**2 * var_t
+    est_t = st.scphi / np.maximum(st.sc, 1e-300)
+    v_emp = np.maximum(st.sc2phi2 - 2 * est_t * st.sc2phi + est_t**2 * st.sc2, 0.0)
+    rad = cs_radius(np.maximum(v_emp * (t / max(t - 1, 1)), st.sc2v), st.rho_cs, cfg.alpha, np.maximum(st.sc, 1e-300))
+    if t >= min(cfg.min_queries, cfg.n_b):
+        st.cs_lo = np.where(act, np.maximum(st.cs_lo, est_t - rad), st.cs_lo)
+        st.cs_hi = np.where(act, np.minimum(st.cs_hi, est_t + rad), st.cs_hi)
+
+
+def _stop_narrow(st: _State, cfg: _Setup, t: int, act) -> None:
+    """With ``until_width``, from ``min_queries`` on: stop the models whose anytime-valid interval is that narrow."""
+    if cfg.until_width is not None and t >= cfg.min_queries:
+        done_now = act & ((np.minimum(st.cs_hi, 1.0) - np.maximum(st.cs_lo, 0.0)) <= cfg.until_width)
+        st.stopped |= done_now
+        st.active = st.active & ~done_now
+
+
+def _report(st: _State, cfg: _Setup, t: int, on_round, on_width) -> None:
+    """Progress after round t: ``on_round(t, n_b)``, and from ``min_queries`` on ``on_width(t, widest interval)``."""
+    if on_round is not None:
+        on_round(t, cfg.n_b)
+    if on_width is not None and t >= min(cfg.min_queries, cfg.n_b):
+        on_width(t, float(np.max(np.minimum(st.cs_hi, 1.0) - np.maximum(st.cs_lo, 0.0))))
+
+
+def _fixed_budget_interval(st: _State, cfg: _Setup, calibrated_crit, calibrated_floor):
+    """After the rounds (Algorithm 1, 9-10): theta_hat = sum_t W_t phi_t, every standard error, and theta_hat +-
+    crit * se clipped to [0, 1], with what the history calibrated for the models that did not fall back
+    -> (theta_hat, se, every se, crit, lo, hi)."""
+    params = cfg.params
+    used = np.arange(cfg.n_b)[None, :] < st.n_used[:, None]
+    ses = standard_errors(np.where(used, st.phi, 0.0), np.where(used, st.answers, 0.0),
+                          np.where(used, st.p_chosen, 0.5), np.where(used, st.q_chosen, 1.0),
+                          np.where(used, st.sum_p, 0.0), np.where(used, st.var_model, 0.0),
+                          cfg.N, weights=st.c, used=used, design=cfg.design)
+    W, est, s2, _ = _weighted(np.where(used, st.phi, 0.0), st.c, used)
+    se = ses[params.variance]
+    n_eff = 1.0 / s2
+    crit = critical_value(cfg.alpha, n_eff, params.quantile)
+    if calibrated_floor is not None and np.isfinite(calibrated_floor) and params.variance == "conservative":
+        # the working model's part of the standard error shrunk (or grown) by what held-out families of the
+        # history say it should be; the model-free part (the increments) is never shrunk
+        se = np.where(st.fell_back > 0, se, np.maximum(ses["increments"], float(calibrated_floor) * ses["model"]))
+    if calibrated_crit is not None and np.isfinite(calibrated_crit):
+        # a critical value learnt on held-out families of the history (assay.faq.calibrate, variance "increments" or
+        # "model"; the conservative rule learns its floor instead, above); a model that fell
+        # back to uniform sampling is not like them and keeps the quantile
+        crit = np.where(st.fell_back > 0, crit, float(calibrated_crit))
+    lo = np.clip(est - crit * se, 0.0, 1.0)
+    hi = np.clip(est + crit * se, 0.0, 1.0)
+    return est, se, ses, crit, lo, hi
+
+
+def _exact_where_complete(st: _State, cfg: _Setup, est, se, ses, lo, hi, cs_lo, cs_hi):
+    """A model that asked every question (without replacement) knows its accuracy exactly: its estimate and both
+    intervals become it, its standard errors 0 (arrays updated in place) -> se."""
+    if cfg.design == "wor":
+        full = st.n_used >= cfg.N
+        if full.any():
+            exact = st.s_obs[full] / cfg.N
+            est[full] = exact
+            lo[full] = hi[full] = cs_lo[full] = cs_hi[full] = exact
+            for key in ses:
+                ses[key][full] = 0.0
+            se = np.where(full, 0.0, se)
+    return se
+
+
+def _n_distinct(items: np.ndarray) -> np.ndarray:
+    """Distinct questions asked per model (items -1 = unused rounds)."""
+    srt = np.sort(items, axis=1)  # -1 (unused rounds) sort first
+    first = srt[:, :1] >= 0
+    return first[:, 0].astype(int) + ((srt[:, 1:] != srt[:, :-1]) & (srt[:, 1:] >= 0)).sum(axis=1)
+
+
 def run_faq(
     V: np.ndarray,
     prior_mean: np.ndarray,
@@ -367,248 +763,52 @@ def run_faq(
         widest current anytime-valid interval (progress displays: it is valid whenever it is read).
     """
     V = np.asarray(V, dtype=np.float64)
-    N, k = V.shape
-    p_ = params
-    design = p_.design
-    offline = not callable(answer)
-    if offline:
-        Z = np.asarray(answer)
-        M = Z.shape[0]
-    else:
+    N, _ = V.shape
+    if callable(answer):
         if n_models is None:
             raise AssayInputError("n_models is required when answers come from a callable")
         M = int(n_models)
-    if design != "wr" and n_b > N:
+    else:
+        answer = np.asarray(answer)
+        M = answer.shape[0]
+    if params.design != "wr" and n_b > N:
         raise AssayInputError(f"without replacement the budget {n_b} cannot exceed the bank size {N}")
-    rows = np.arange(M)
-    u = np.tile(np.asarray(prior_mean, dtype=np.float64), (M, 1))
-    Sigma = np.tile(np.asarray(prior_cov, dtype=np.float64), (M, 1, 1))
-    b = np.zeros(N) if b is None else np.asarray(b, dtype=np.float64)
-    use_al = p_.rho > 0
-    a = None
-    if use_al:
-        # a_j = v_j' Sigma v_j per model; all models start from the same prior, so one N-vector is enough
-        a = np.tile(np.einsum("nk,kl,nl->n", V, Sigma[0], V), (M, 1))
-
-    items = np.full((M, n_b), -1, dtype=np.int32)
-    answers = np.full((M, n_b), np.nan)
-    q_chosen = np.full((M, n_b), np.nan)
-    p_chosen = np.full((M, n_b), np.nan)
-    sum_p = np.full((M, n_b), np.nan)
-    var_model = np.full((M, n_b), np.nan)
-    phi = np.full((M, n_b), np.nan)
-    c = np.ones(n_b)
-    if design != "wr":
-        asked = np.zeros((M, N), dtype=bool)
-    s_obs = np.zeros(M)
-    active = np.ones(M, dtype=bool)
-    n_used = np.zeros(M, dtype=int)
-    stopped = np.zeros(M, dtype=bool)
-    # running sums for the anytime-valid interval
-    sc = np.zeros(M)
-    scphi = np.zeros(M)
-    sc2 = np.zeros(M)
-    sc2phi = np.zeros(M)
-    sc2phi2 = np.zeros(M)
-    sc2v = np.zeros(M)
-    cs_lo_run = np.zeros(M)
-    cs_hi_run = np.ones(M)
-    rho_cs = None
-    # the fallback test: log likelihood ratios of the tempered alternatives (one column per kappa)
-    use_fb = p_.fallback > 0
-    log_lr = np.zeros((M, len(FALLBACK_KAPPAS)))
-    fell_back = np.zeros(M, dtype=int)
-    uniform = np.zeros(M, dtype=bool)
-
+    cfg = _Setup(V=V, b=np.zeros(N) if b is None else np.asarray(b, dtype=np.float64), N=N, M=M, rows=np.arange(M),
+                 n_b=n_b, params=params, design=params.design, alpha=alpha, naive_al=naive_al,
+                 until_width=until_width, min_queries=min_queries)
+    st, r = _start(cfg, prior_mean, prior_cov), _Round()
     for t in range(1, n_b + 1):
-        # every M x N step below is done in place where it can be, with the same floating-point operations in the
-        # same order as the whole-array expressions they replace (the draws and every number are unchanged)
-        x = u @ V.T
-        x += b
-        p_fm = np.clip(expit(x, out=x), P_EPS, 1.0 - P_EPS, out=x)
-        p = p_fm
-        if uniform.any():
-            # a model that fell back: a constant predictor (its smoothed mean so far) and, below, uniform q
-            c_run = (s_obs + 0.5) / (t - 1 + 1.0)
-            p = np.where(uniform[:, None], clamp_p(c_run)[:, None], p_fm)
-        w = np.subtract(1.0, p)
-        w *= p
-        alpha_t, beta_t = _tempering(t, n_b, p_)
-        avail = ~asked if design == "wor" else None
-        wa = w if avail is None else np.where(avail, w, 0.0)  # w on the questions still available
-        h = np.sqrt(wa)
-        # normalised per row; a row that sums to 0 is all zeros (h >= 0) and stays so
-        tot_h = h.sum(axis=1, keepdims=True)
-        h /= np.where(tot_h > 0, tot_h, 1.0)
-        if alpha_t > 0:
-            if naive_al:
-                a = np.einsum("nk,mkl,nl->mn", V, Sigma, V, optimize=True)
-            g = np.einsum("mkl,ml->mk", Sigma, (w @ V) / N)
-            cc = g @ V.T
-            d = w * cc * cc / (1.0 + w * a)
-            if avail is not None:
-                d = np.where(avail, d, 0.0)
-            tot = d.sum(axis=1, keepdims=True)
-            d /= np.where(tot > 0, tot, 1.0)  # d >= 0: a row summing to 0 is all zeros
-            h = (1.0 - alpha_t) * h + alpha_t * d
-        if beta_t != 1.0:
-            h = h**beta_t
-            if avail is not None:
-                h = np.where(avail, h, 0.0)
-            tot_h = h.sum(axis=1, keepdims=True)
-            h /= np.where(tot_h > 0, tot_h, 1.0)
-        if design == "wor":
-            n_r = N - (t - 1)
-            q = h * (1.0 - p_.tau)
-            q += p_.tau / n_r
-            q *= avail  # 0 off R (q > 0 is finite: times 1 or 0 is exact)
-            # a row whose h vanished on R (all w = 0 there) falls back to uniform on R
-            q /= q.sum(axis=1, keepdims=True)
-            c[t - 1] = (N / n_r) ** 2
-        else:
-            q = p_.tau / N + (1.0 - p_.tau) * h
-        if uniform.any():
-            q[uniform] = np.where(avail[uniform], 1.0 / (N - (t - 1)), 0.0) if design == "wor" else 1.0 / N
-        if design == "naive-wor":
-            qd = np.where(asked, 0.0, q)
-            I = _draw(qd / qd.sum(axis=1, keepdims=True), rng.random(M))
-        else:
-            I = _draw(q, rng.random(M))
-        I_ask = np.where(active, I, -1)
-        if offline:
-            z = Z[rows, I].astype(np.float64)
-        else:
-            z = np.asarray(answer(t, I_ask.copy()), dtype=np.float64).reshape(M)
-        pI = p[rows, I]
-        qI = q[rows, I]
-        if design == "wor":
-            A_t = s_obs + np.where(avail, p, 0.0).sum(axis=1)
-            wq = np.zeros_like(w)
-            np.divide(wa, q, out=wq, where=avail)
-            var_t = (wq.sum(axis=1) - wa.sum(axis=1)) / N**2
-        else:
-            A_t = p.sum(axis=1)
-            var_t = ((w / q).sum(axis=1) - w.sum(axis=1)) / N**2
-        phi_t = (A_t + (z - pI) / qI) / N
-        act = active
-        items[act, t - 1] = I[act]
-        answers[act, t - 1] = z[act]
-        q_chosen[act, t - 1] = qI[act]
-        p_chosen[act, t - 1] = pI[act]
-        sum_p[act, t - 1] = p.sum(axis=1)[act]
-        var_model[act, t - 1] = var_t[act]
-        phi[act, t - 1] = phi_t[act]
-        n_used[act] = t
-        if design != "wr":
-            asked[rows[act], I[act]] = True
-        s_obs += np.where(act, z, 0.0)
-        # the fallback test (module docstring): update, then send the models it rejects to uniform sampling
-        pF = p_fm[rows, I]
-        if use_fb:
-            test = act & ~uniform
-            # the working model's predictive probability: sigmoid(u_hat'v + b) moderated by the posterior variance
-            # s2 = v' Sigma v of the logit (MacKay's probit approximation), not the plug-in, which is too confident
-            s2 = np.einsum("mk,mkl,ml->m", V[I], Sigma, V[I])
-            lp = logit(pF) / np.sqrt(1.0 + np.pi * s2 / 8.0)
-            p0 = clamp_p(expit(lp))
-            for i, kappa in enumerate(FALLBACK_KAPPAS):
-                pa = clamp_p(expit(lp / kappa))
-                log_lr[:, i] += np.where(test, np.where(z > 0.5, np.log(pa / p0), np.log((1.0 - pa) / (1.0 - p0))), 0.0)
-            # rejects where log(mean(exp(log_lr))) >= log(1 / level); that mean is at most the row's maximum, so
-            # only rows whose maximum reaches the threshold (less a margin for rounding) need the log-sum-exp
-            bound = np.log(1.0 / p_.fallback)
-            reject = test & (log_lr.max(axis=1) >= bound - 1e-9 * (1.0 + abs(bound)))
-            if reject.any():
-                reject[reject] = logsumexp(log_lr[reject], axis=1) - np.log(len(FALLBACK_KAPPAS)) >= bound
-            if reject.any() and t < n_b:
-                uniform |= reject
-                fell_back[reject] = t + 1
-        # online Laplace update (eqs. 3-5) by Sherman-Morrison, active models only (on the factor model's own p)
-        vI = V[I]
-        s = np.einsum("mkl,ml->mk", Sigma, vI)
-        pI = pF
-        wI = pI * (1.0 - pI) * act
-        denom = 1.0 + wI * np.einsum("mk,mk->m", vI, s)
-        if use_al and not naive_al and alpha_t > 0 and t < n_b:
-            vs = s @ V.T
-            a -= (wI / denom)[:, None] * vs * vs
-        Sigma -= (wI / denom)[:, None, None] * (s[:, :, None] * s[:, None, :])
-        u += (act * (z - pI) / denom)[:, None] * s
-
-        # anytime-valid interval (running sums; models that stopped keep their last interval)
-        if rho_cs is None:
-            v0 = float(np.mean(var_t))
-            if until_width is not None:
-                t_star = v0 * (2.0 * 2.5 / until_width) ** 2  # where the boundary should be tightest
-                t_star = float(np.clip(t_star, min_queries, n_b))
-            else:
-                t_star = float(n_b)
-            rho_cs = cs_rho(alpha, max(t_star * v0, 1e-12))
-        ct = c[t - 1]
-        sc += act * ct
-        scphi += act * ct * phi_t
-        sc2 += act * ct**2
-        sc2phi += act * ct**2 * phi_t
-        sc2phi2 += act * ct**2 * phi_t**2
-        sc2v += act * ct**2 * var_t
-        est_t = scphi / np.maximum(sc, 1e-300)
-        v_emp = np.maximum(sc2phi2 - 2 * est_t * sc2phi + est_t**2 * sc2, 0.0)
-        rad = cs_radius(np.maximum(v_emp * (t / max(t - 1, 1)), sc2v), rho_cs, alpha, np.maximum(sc, 1e-300))
-        if t >= min(min_queries, n_b):
-            cs_lo_run = np.where(act, np.maximum(cs_lo_run, est_t - rad), cs_lo_run)
-            cs_hi_run = np.where(act, np.minimum(cs_hi_run, est_t + rad), cs_hi_run)
-        if until_width is not None and t >= min_queries:
-            done_now = act & ((np.minimum(cs_hi_run, 1.0) - np.maximum(cs_lo_run, 0.0)) <= until_width)
-            stopped |= done_now
-            active = active & ~done_now
-        if on_round is not None:
-            on_round(t, n_b)
-        if on_width is not None and t >= min(min_queries, n_b):
-            on_width(t, float(np.max(np.minimum(cs_hi_run, 1.0) - np.maximum(cs_lo_run, 0.0))))
-        if not active.any():
+        _predict(r, st, cfg, t)  # 1. p_j and w_j at the current state
+        alpha_t, beta_t = _tempering(t, n_b, params)  # 4. the schedule
+        _restrict(r, st, cfg)  # R_{t-1}, the questions that may be drawn
+        _hybrid_scores(r, st, cfg, alpha_t, beta_t)  # 2-4. eq. 9
+        _policy(r, st, cfg, t)  # 4. q_t, eq. 10
+        I = _draw_questions(r, st, cfg, rng)  # 5. I_t ~ q_t
+        z = _query(st, cfg, answer, t, I)  # 5. z_{I_t}
+        phi_t, pI, qI = _increment(r, st, cfg, z, I)  # 6. phi_t
+        var_t = _model_variance(r, cfg)
+        act = st.active
+        _record(r, st, cfg, t, I, z, pI, qI, phi_t, var_t)
+        pF = r.p_fm[cfg.rows, I]  # the factor model's own p_{I_t}, before the answer
+        _fallback_test(st, cfg, t, I, z, pF, act)
+        _laplace_update(r, st, cfg, t, I, z, pF, act, alpha_t)  # 7. eqs. 3-5
+        _anytime_interval(st, cfg, t, phi_t, var_t, act)
+        _stop_narrow(st, cfg, t, act)
+        _report(st, cfg, t, on_round, on_width)
+        if not st.active.any():
             break
 
-    used = np.arange(n_b)[None, :] < n_used[:, None]
-    ses = standard_errors(np.where(used, phi, 0.0), np.where(used, answers, 0.0), np.where(used, p_chosen, 0.5),
-                          np.where(used, q_chosen, 1.0), np.where(used, sum_p, 0.0), np.where(used, var_model, 0.0),
-                          N, weights=c, used=used, design=design)
-    W, est, s2, _ = _weighted(np.where(used, phi, 0.0), c, used)
-    se = ses[params.variance]
-    n_eff = 1.0 / s2
-    crit = critical_value(alpha, n_eff, params.quantile)
-    if calibrated_floor is not None and np.isfinite(calibrated_floor) and params.variance == "conservative":
-        # the working model's part of the standard error shrunk (or grown) by what held-out families of the
-        # history say it should be; the model-free part (the increments) is never shrunk
-        se = np.where(fell_back > 0, se, np.maximum(ses["increments"], float(calibrated_floor) * ses["model"]))
-    if calibrated_crit is not None and np.isfinite(calibrated_crit):
-        # a critical value learnt on held-out families of the history (assay.faq.calibrate, variance "increments" or
-        # "model"; the conservative rule learns its floor instead, above); a model that fell
-        # back to uniform sampling is not like them and keeps the quantile
-        crit = np.where(fell_back > 0, crit, float(calibrated_crit))
-    lo = np.clip(est - crit * se, 0.0, 1.0)
-    hi = np.clip(est + crit * se, 0.0, 1.0)
-    cs_lo = np.clip(cs_lo_run, 0.0, 1.0)
-    cs_hi = np.clip(cs_hi_run, 0.0, 1.0)
+    est, se, ses, crit, lo, hi = _fixed_budget_interval(st, cfg, calibrated_crit, calibrated_floor)
+    cs_lo, cs_hi = np.clip(st.cs_lo, 0.0, 1.0), np.clip(st.cs_hi, 0.0, 1.0)
     if until_width is not None:
         lo, hi = cs_lo, cs_hi
-    # a model that asked every question knows its accuracy exactly
-    if design == "wor":
-        full = n_used >= N
-        if full.any():
-            exact = s_obs[full] / N
-            est[full] = exact
-            lo[full] = hi[full] = cs_lo[full] = cs_hi[full] = exact
-            for key in ses:
-                ses[key][full] = 0.0
-            se = np.where(full, 0.0, se)
-    plugin = clamp_p(expit(u @ V.T + b)).mean(axis=1)
-    srt = np.sort(items, axis=1)  # -1 (unused rounds) sort first
-    first = srt[:, :1] >= 0
-    n_distinct = first[:, 0].astype(int) + ((srt[:, 1:] != srt[:, :-1]) & (srt[:, 1:] >= 0)).sum(axis=1)
-    return FAQRun(estimate=est, se=se, lo=lo, hi=hi, ses=ses, plugin=plugin, n_distinct=n_distinct, items=items,
-                  answers=answers, q_chosen=q_chosen, phi=phi, u_final=u, var_model=var_model, p_chosen=p_chosen, fell_back=fell_back,
-                  fallback_log_e=logsumexp(log_lr, axis=1) - np.log(len(FALLBACK_KAPPAS)), weights=c,
-                  n_used=n_used, cs_lo=cs_lo, cs_hi=cs_hi, stopped=stopped, params=p_, crit=crit)
+    se = _exact_where_complete(st, cfg, est, se, ses, lo, hi, cs_lo, cs_hi)
+    plugin = clamp_p(expit(st.u @ V.T + cfg.b)).mean(axis=1)
+    return FAQRun(estimate=est, se=se, lo=lo, hi=hi, ses=ses, plugin=plugin, n_distinct=_n_distinct(st.items),
+                  items=st.items, answers=st.answers, q_chosen=st.q_chosen, phi=st.phi, u_final=st.u,
+                  var_model=st.var_model, p_chosen=st.p_chosen, fell_back=st.fell_back,
+                  fallback_log_e=logsumexp(st.log_lr, axis=1) - np.log(len(FALLBACK_KAPPAS)), weights=st.c,
+                  n_used=st.n_used, cs_lo=cs_lo, cs_hi=cs_hi, stopped=st.stopped, params=params, crit=crit)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -689,6 +889,54 @@ def check_stopping(until_width, min_queries) -> None:
         raise AssayInputError(f"min_queries must be an integer >= 2; got {min_queries!r}")
 
 
+def plain_words(*, n_queries: int, gain=None, expected: dict | None = None, model_ids: Sequence[str] | None = None,
+                until_width=None, calibrated: bool | None = None, fell_back=None, design: str = "wor") -> list[str]:
+    """The notes every FAQ output carries beside its numbers (evaluate, protocol, the studies, report and JSON).
+
+    n_queries : the budget in questions. gain : realised or estimated effective-sample-size gain over uniform
+    sampling, per model (evaluate) or one number (protocol). expected : :meth:`Calibration.summary` (what the
+    history predicts before any query), or None when the history cannot say. calibrated : whether the interval
+    was calibrated on the history (None: not applicable). fell_back : per model, the round from which
+    it was sampled uniformly (0 = never).
+    """
+    notes: list[str] = []
+    ids = list(model_ids) if model_ids is not None else None
+    if until_width is None and n_queries < MIN_VALIDATED_QUERIES and not calibrated:
+        notes.append(f"{n_queries} queries is below the {MIN_VALIDATED_QUERIES} from which FAQ's coverage was shown on "
+                     "models absent from the history (assay study faq-leaderboard), and this history could not measure "
+                     "it at this budget; treat the interval as approximate, or raise the budget")
+    if calibrated is False and until_width is None:
+        notes.append("the interval is the conservative Student t one: it could not be calibrated on the history "
+                     "(that needs the history itself, not only fitted factors, with at least 20 complete models in "
+                     "model-level folds), so it may be wider than it needs to be")
+    if expected:
+        es = expected.get("expected_saving")
+        if es is not None and np.isfinite(es) and es < 1.0:
+            notes.append(f"no saving expected: on {expected.get('held_out_models')} models of the history, their "
+                         f"families held out, FAQ at {n_queries} queries was worth {es:.2f} uniformly sampled questions per question; a "
+                         "uniform sample of the same size would do as well")
+    if gain is not None:
+        g = np.atleast_1d(np.asarray(gain, dtype=float))
+        low = np.isfinite(g) & (g < 1.0)
+        if low.any():
+            who = (f"model {ids[int(np.flatnonzero(low)[0])]!r}" if ids is not None and len(ids) == 1 else
+                   f"{int(low.sum())} of {len(ids)} models" if ids is not None else "these models")
+            notes.append(f"no saving for {who}: the interval is about as wide as a uniform sample of the same size "
+                         f"would give (gain {np.nanmin(g[low]):.2f}x). Its answers do not follow the history's pattern "
+                         "(e.g. a model family the history does not contain); the interval is still valid")
+    if fell_back is not None:
+        fb = np.atleast_1d(np.asarray(fell_back))
+        if (fb > 0).any():
+            who = (f"model {ids[int(np.flatnonzero(fb > 0)[0])]!r}" if ids is not None and len(ids) == 1 else
+                   f"{int((fb > 0).sum())} of {len(fb)} models")
+            notes.append(f"{who} fell back to uniform sampling (from query {int(fb[fb > 0].min())} on): its answers "
+                         "do not follow the history (the fallback test rejected at its level), so the rest of its "
+                         "budget was spent on uniform draws")
+    if design == "naive-wor":
+        notes.append("design 'naive-wor' is the paper's Appendix B ablation: its interval is NOT valid")
+    return notes
+
+
 def _check_core_inputs(Z, V, prior_mean, prior_cov, n_b, alpha, b, n_models, params, until_width, min_queries):
     if not isinstance(params, FAQParams):
         raise AssayInputError(f"params must be an FAQParams; got {type(params).__name__}")
@@ -719,8 +967,7 @@ def _check_core_inputs(Z, V, prior_mean, prior_cov, n_b, alpha, b, n_models, par
                                   "every question)")
     if isinstance(n_b, bool) or not isinstance(n_b, (int, np.integer)) or n_b < 2:
         raise AssayInputError(f"n_b must be an integer >= 2 (the variance needs two queries); got {n_b!r}")
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.floating)) or not 0 < alpha < 1:
-        raise AssayInputError(f"alpha must be in (0, 1) (0.05 = a 95% interval); got {alpha!r}")
+    _check_alpha(alpha)
 
 
 def estimate(

@@ -756,7 +756,7 @@ class FactorModel:
         :meth:`fit`), the factors are fitted on the other rows, and the criterion is :func:`new_model_loss`:
         the log-loss on a held-out model's answers after FAQ's online update has seen ``reveal`` of them.
         That is the question FAQ asks of the factors (predict a model they were not fitted on), and it is what
-        :func:`assay.faq.api.default_factor_model` uses.
+        :func:`assay.faq.fit.default_factor_model` uses.
     reveal : float, default 0.1
         With ``cv_by="models"``: share of a held-out model's answers shown to the online update.
     ks, lambdas : sequences

@@ -53,13 +53,13 @@ that name would shadow.)
 """
 
 from ..data.psdme import prepare
-from .api import PsdmeResult, bands
+from .api import PsdmeResult, bands, dkw_needed
 from .array_core import PsdmeCore, core
 from .cdf import cdf_bands, guaranteed_kpi
 from .arguments import BANDS, CORE_METHODS, DEFAULT_GAMMAS, METHODS
 from .fcr import levels, narrowest_method
 from .selection import select_configurations, split_samples
 
-__all__ = ["bands", "core", "PsdmeCore", "PsdmeResult", "select_configurations", "split_samples", "levels",
+__all__ = ["bands", "core", "dkw_needed", "PsdmeCore", "PsdmeResult", "select_configurations", "split_samples", "levels",
            "cdf_bands", "guaranteed_kpi", "narrowest_method", "prepare", "METHODS", "CORE_METHODS", "BANDS",
            "DEFAULT_GAMMAS"]

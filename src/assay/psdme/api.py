@@ -17,7 +17,7 @@ import pandas as pd
 from ..data.psdme import FAILURE_POLICIES, prepare
 from .. import checks
 from ..errors import AssayInputError
-from ..results import Result, build
+from ..results import Result, Statement, build, fmt
 from ..seeds import resolve_seed
 from .array_core import PsdmeCore, core
 from .arguments import (
@@ -64,6 +64,25 @@ class PsdmeResult(Result):
         if "notes" in self.info and "warnings" not in self.info:
             self.info["warnings"] = list(self.info.pop("notes") or [])
 
+    def statements(self) -> list[Statement]:
+        """One sentence per selected configuration: the guaranteed KPI at the first quantile level (or why there is
+        no finite one), at the false-coverage rate the selection is controlled at."""
+        t, p = self.configs, self.params
+        kpi, delta = p.get("kpi", "kpi"), float(self.level["delta"])
+        gcols = [col for col in t.columns if col.startswith("kpi_")]
+        target = 1.0 - float(p["gammas"][0])
+        qlev = f"{target:.0%}"
+        out = []
+        for _, r in t[t["selected"].astype(bool)].iterrows():
+            g = float(r[gcols[0]]) if gcols else float("nan")
+            text = (f"{kpi}: {qlev} of requests at most {fmt(g, 4)}" if np.isfinite(g) else
+                    f"{kpi}: no finite {qlev} guarantee from {int(r.get('n', 0) or 0)} requests: too few for this "
+                    f"level (the DKW band at delta = {delta:g} needs {dkw_needed(delta, target)} per configuration, a "
+                    "selection more)")
+            out.append(Statement(text, str(r["config"]),
+                                 f"false-coverage rate <= {delta:g} (selection: {p.get('select')})"))
+        return out
+
     def summary(self) -> str:
         p = self.params
         lines = [
@@ -75,6 +94,12 @@ class PsdmeResult(Result):
         sel = self.configs[self.configs["selected"].astype(bool)]
         lines.append(sel.drop(columns=["selected"]).to_string(index=False, float_format=lambda x: f"{x:.4g}"))
         return "\n".join(lines)
+
+
+def dkw_needed(delta: float, target: float) -> int:
+    """Observations per configuration from which the DKW band at level ``delta`` always gives a finite guaranteed
+    KPI at quantile level ``target``: its half-width sqrt(ln(2/delta) / 2n) must fall below 1 - target."""
+    return int(np.floor(np.log(2.0 / delta) / (2.0 * (1.0 - target) ** 2))) + 1
 
 
 def _mean(v: np.ndarray) -> float:

@@ -37,7 +37,7 @@ import pandas as pd
 
 from ..errors import AssayBackendError, AssayInputError
 from ..models.outcomes import ANSWERED, ENDPOINT_FAILURES, POLICIES, UNPARSEABLE, of_response
-from ..results import Result, build
+from ..results import Result, Statement, build
 from .coup import Search
 
 __all__ = ["ScopeResult", "run", "make_utility", "result_from_search"]
@@ -54,6 +54,23 @@ class ScopeResult(Result):
     @classmethod
     def _table_names(cls) -> tuple[str, ...]:
         return ("top", "certified", "trace", "evaluations")
+
+    def statements(self) -> list[Statement]:
+        """One sentence: how many question templates are certified to fail above the threshold (or that none was
+        set), with the level every certificate holds at together."""
+        cert, i = self.tables["certified"], self.info
+        tau = i.get("tau")
+        if tau is None:
+            text = (f"{i.get('tickets')} generated questions searched; no certificate threshold ([scope].certify) "
+                    "was set")
+        elif len(cert):
+            text = (f"{len(cert)} question template(s) certified to have error rate above {tau:g} (of {i.get('pool')} "
+                    "tried)")
+        else:
+            text = (f"no template certified above error rate {tau:g} after {i.get('tickets')} questions "
+                    f"({i.get('pool')} templates tried)")
+        delta = self.params.get("delta", self.level.get("delta"))
+        return [Statement(text, "", f"all certificates at once, error <= {float(delta):g}")]
 
     def summary(self) -> str:
         p, i = self.params, self.info

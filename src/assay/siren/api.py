@@ -19,7 +19,7 @@ from ..data import SirenDesign, parse_budget
 from ..data.siren import prepare
 from .. import checks
 from ..errors import AssayInputError
-from ..results import Result, build, level_alias
+from ..results import Result, Statement, build, fmt, level_alias
 from ..seeds import resolve_seed
 from .array_core import SirenEstimate, _check_core_params, _is_real, core
 from .comparators import _baseline_rows
@@ -89,6 +89,27 @@ class SirenResult(Result):
         if hit.empty:
             raise AssayInputError(f"no cell system={system!r} budget={budget!r}")
         return hit.iloc[0].to_dict()
+
+    def statements(self) -> list[Statement]:
+        """One sentence per cell: what deploying the search's pick at that budget scores on fresh items. When the
+        search is over named configurations (``info["search"]["order"]``, as a campaign records), it names them."""
+        order = self.info.get("search", {}).get("order")
+        conf = f"{self.confidence:.0%}"
+        out = []
+        for _, r in self.cells.iterrows():
+            b = r["budget"]
+            b = f"{b:g}" if isinstance(b, (int, float, np.integer, np.floating)) else str(b)
+            if order is not None:
+                b = int(float(b))
+                who = (f"the first configuration alone ({order[0]}, no search)" if b == 1 else
+                       f"a search over the first {b} configurations ({', '.join(order[:b])}) deploys one that")
+                subject = f"search@{b}"
+            else:
+                who, subject = f"{r['system']} tuned at budget {b}", f"{r['system']}@{b}"
+            out.append(Statement(f"{who} scores [{fmt(r['ci_low'])}, {fmt(r['ci_high'])}] on fresh items (estimate "
+                                 f"{fmt(r['estimate'])})", subject,
+                                 f"about {conf} (selection-aware, asymptotic)"))
+        return out
 
     def summary(self) -> str:
         lv = self.level

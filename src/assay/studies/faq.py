@@ -225,6 +225,8 @@ def study_stopping(
     """
     from ..data.faq import as_matrix, prepare_answers
     from ..faq import api
+    from ..faq.fit import fit_factors
+    from ..faq.protocol import model_splits
     from ..parallel import get_executor
     from ..seeds import resolve_seed
 
@@ -240,13 +242,13 @@ def study_stopping(
         Zn, _ = prepare_answers(load_leaderboard(new_path), items, label="the new models")
         split_list = [(np.arange(len(rows)), None)]
     else:
-        split_list = api.model_splits(rows, splits, "auto", seed=split_ss)
+        split_list = model_splits(rows, splits, "auto", seed=split_ss)
     n_max = api.resolve_budget(float(max_budget), N)[0]
     fixed_n = [api.resolve_budget(float(b), N)[0] for b in fixed_budgets]
     out_rows = []
     tasks, contexts = [], []
     for si, (hi, ni) in enumerate(split_list):
-        fm, _ = api.fit_factors(H[hi], [rows[i] for i in hi], items, progress=fit_progress)
+        fm, _ = fit_factors(H[hi], [rows[i] for i in hi], items, progress=fit_progress)
         Z = Zn if ni is None else H[ni]
         contexts.append((fm, Z))
         for t in range(trials):
@@ -290,7 +292,7 @@ def study_stopping(
     fixed_rows = [{"study": "faq-stopping", "fixed_queries": n, "fixed_mean_width": float(wd),
                    "fixed_coverage": float(np.mean([r["cov"].mean() for r in agg[("fixed", n)]]))}
                   for n, wd in zip(fixed_n, fixed_w)]
-    from ..faq.api import plain_words
+    from ..faq.core import plain_words
 
     fixed_notes = []
     for r in fixed_rows:
