@@ -158,7 +158,10 @@ splits = 10
     faq = out["sections"]["faq"]["results"]
     for name in ("brief", "plain"):
         est = faq[name]["estimates"][0]
-        assert est["ci_low"] <= est["estimate"] <= est["ci_high"] and int(est["n_queries"]) == 6
+        # the estimate is unbiased, so with 6 questions sampling noise can carry it a little past 0 or 1; the
+        # interval is clipped to [0, 1] (docs/faq.md)
+        assert est["ci_low"] <= min(max(est["estimate"], 0.0), 1.0) <= est["ci_high"] and int(est["n_queries"]) == 6
+        assert abs(est["estimate"] - min(max(est["estimate"], 0.0), 1.0)) < 0.5
     # no human labels on the sample yet: the judge section is skipped with the reason, every other section ran
     assert "none of the human labels" in out["sections"]["judge"]["skipped"]["all"]
     assert out["sections"]["scope"]["results"]["brief"]["tickets"] == 6

@@ -48,6 +48,18 @@ def test_evaluate_offline_many_models(small):
     assert np.allclose(back.estimates["ci_high"], e["ci_high"])
 
 
+def test_statements_say_the_interval_and_an_estimate_outside_0_1(small):
+    """FAQ's result states one claim per model at "about" its level; the unbiased estimate may pass 0 or 1 by
+    sampling noise (the interval is clipped), and the statement says so rather than print it bare."""
+    hist, new, fm = small
+    r = faq.evaluate(fm, new, budget=0.2, seed=3)
+    said = r.statements()
+    assert [s.subject for s in said] == list(new.index) and all(s.level.startswith("about 95%") for s in said)
+    assert "is in [" in said[0] and "outside [0, 1]" not in said[0]
+    r.tables["estimates"].loc[0, "estimate"] = 1.03
+    assert "estimate 1.030, outside [0, 1] by sampling noise" in r.statements()[0]
+
+
 def test_evaluate_columns_in_any_order_and_long_format(small):
     hist, new, fm = small
     shuffled = new.iloc[:3, ::-1]

@@ -91,8 +91,12 @@ class FAQResult(Result):
                  f"all {n_items} questions of the bank" if n_items == bank_size else
                  f"the {n_items} questions of the bank that the history covers")
         conf = f"{self.confidence:.0%}"
-        return [Statement(f"accuracy on {whole} is in [{fmt(e['ci_low'])}, {fmt(e['ci_high'])}] (estimate "
-                          f"{fmt(e['estimate'])}), from {int(e['n_queries'])} questions", str(e["model"]),
+
+        def point(x: float) -> str:  # unbiased, so sampling noise can carry it past 0 or 1 (the interval is clipped)
+            return f"estimate {fmt(x)}" + ("" if 0.0 <= x <= 1.0 else ", outside [0, 1] by sampling noise")
+
+        return [Statement(f"accuracy on {whole} is in [{fmt(e['ci_low'])}, {fmt(e['ci_high'])}] ({point(e['estimate'])}"
+                          f"), from {int(e['n_queries'])} questions", str(e["model"]),
                           f"about {conf}, {e.get('interval', 'fixed-budget')}")
                 for _, e in self.estimates.iterrows()]
 

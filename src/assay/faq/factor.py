@@ -154,11 +154,9 @@ def _objective(theta, Y, M, k, weight_decay, bias, work=None):
     Each entry's transcendental is one t = tanh(x / 2): sigmoid(x) = (1 + t) / 2, and softplus(x) = max(x, 0) +
     log 2 - log(1 + |t|), the sum of log(1 + |t|) taken as the log of float64 products over blocks of rows (no
     per-entry logarithm). Each entry's sigmoid and log-partition term then carry an absolute error of about 1e-7
-    (float32 rounding of t; the relative error of a sigmoid below 1e-7 is large, its absolute error is not). At
-    2,112 x 12,032 (a random history, 80% observed, and theta; seed 5) the objective and the exp-and-expit form
-    this replaced (20-25% more time per evaluation) are 1.9e-9 relative apart and their gradients 6.4e-8 of the
-    largest entry, far below the L-BFGS stopping tolerance (a one-off comparison of the two versions, not a shipped
-    command); tests/test_faq_factor.py checks both against float64 sums on a small case. The data term's linear
+    (float32 rounding of t; the relative error of a sigmoid below 1e-7 is large, its absolute error is not), far
+    below the L-BFGS stopping tolerance; tests/test_faq_factor.py checks the value and the gradient against float64
+    sums. The data term's linear
     part sum(Y * X) is formed as sum_i u_i . (Y V)_i and the gradient's Y part as Y V and Y' U
     (float64 matrix products), so Y is never multiplied entrywise. ``work``: a dict the caller keeps between calls,
     holding the three float32 models x items buffers and the float64 block buffers of the products (reused, not
@@ -836,8 +834,8 @@ class FactorModel:
 
     def fit(self, history, *, groups=None, progress=None) -> "FactorModel":
         """Fit on the observed entries of ``history`` (see :meth:`_fit`). BLAS runs single-threaded meanwhile: the
-        products here are tall and thin (k <= 32 columns), where OpenBLAS threads cost more than they give (the
-        default fit on 755 x 1,351 answers took 42 s with 2 BLAS threads, 17 s with one)."""
+        products here are tall and thin (k <= 32 columns), where OpenBLAS threads cost more than they give; the
+        objective shares its own work out over threads (:func:`_objective`)."""
         from threadpoolctl import threadpool_limits
 
         with threadpool_limits(limits=1, user_api="blas"):
