@@ -26,5 +26,5 @@ from .spec import (
     parse_campaign,
 )
 
-__all__ = ["GENERATORS", "KPI_METRICS", "SECTIONS", "BankSpec", "Budget", "Campaign", "CompareSpec", "FaqSpec", "JudgeSpec", "KpiSpec",
-           "ModelSpec", "ScopeSpec", "SirenSpec", "load_campaign", "parse_campaign"]
+__all__ = ["GENERATORS", "KPI_METRICS", "SECTIONS", "BankSpec", "Budget", "Campaign", "CompareSpec", "FaqSpec",
+           "JudgeSpec", "KpiSpec", "ModelSpec", "ScopeSpec", "SirenSpec", "load_campaign", "parse_campaign"]

@@ -31,8 +31,8 @@ stops the campaign: the answers obtained are journaled, and the error says how t
 
 from __future__ import annotations
 
-import platform
 import dataclasses
+import platform
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -155,8 +155,8 @@ def _versions() -> dict[str, str]:
 
 def _bank_for(c: Campaign, m: ModelSpec, bank: pd.DataFrame) -> pd.DataFrame:
     """The bank with ``m``'s template applied: the prompts FAQ asks are the ones the shared sample asks."""
-    return pd.DataFrame({"id": bank.index.to_numpy(), "prompt": render_bank(m.template, bank), "reference": bank["reference"].to_numpy(),
-                         "scorer": bank["scorer"].to_numpy()})
+    return pd.DataFrame({"id": bank.index.to_numpy(), "prompt": render_bank(m.template, bank),
+                         "reference": bank["reference"].to_numpy(), "scorer": bank["scorer"].to_numpy()})
 
 
 def _emit(progress, **kw) -> None:
@@ -200,8 +200,8 @@ def _faq_one(c: Campaign, m: ModelSpec, bank: pd.DataFrame, journal: str, make, 
         _emit(progress, section="faq", subject=m.name, done=t, total=total.get("n"), width=w)
 
     res = faq.evaluate(hist, ans, budget=c.faq.budget, seed=section_seed(c, "faq", m.name), delta=c.delta,
-                       until_width=c.faq.until_width, fallback=c.faq.fallback, calibrate=c.faq.calibrate, progress=rounds,
-                       on_expected=expected, on_width=width)
+                       until_width=c.faq.until_width, fallback=c.faq.fallback, calibrate=c.faq.calibrate,
+                       progress=rounds, on_expected=expected, on_width=width)
     from ..models.outcomes import headline
 
     res.info["bank_size"] = len(bank)  # its statements say whether the history covers the whole bank
@@ -237,8 +237,9 @@ def _scope_one(c: Campaign, m: ModelSpec, bank: pd.DataFrame | None, journal: st
               note=f"{st['certified']} certified so far")
 
     res = qs.run(space, gen, make(m), budget=s.budget, batch=min(20, s.budget), seed=section_seed(c, "scope", m.name),
-                 utility=s.utility, journal=journal, run_id=section_run_id(c, m.name, "scope"), concurrency=m.concurrency,
-                 timeout=m.timeout, policy=policy, delta=c.delta, reuse=True, on_status=status, **kw)
+                 utility=s.utility, journal=journal, run_id=section_run_id(c, m.name, "scope"),
+                 concurrency=m.concurrency, timeout=m.timeout, policy=policy, delta=c.delta, reuse=True,
+                 on_status=status, **kw)
     _emit(progress, section="scope", subject=m.name, done=s.budget, total=s.budget, status="done",
           note=f"{res.info.get('n_certified', 0)} certified")
     return res
@@ -392,6 +393,7 @@ def _compare_section(c: Campaign, bank: pd.DataFrame, journal: str, make, progre
     """compare: every [[model]] asked questions of the bank in one seeded order, without replacement, until every pair
     is resolved (or equivalent within [compare].margin) or [compare].budget questions a model are spent."""
     from ..compare.live import query_until_resolved
+
     budget, _ = checks.fraction_or_count(c.compare.budget, len(bank), "[compare].budget")
     made = {m.name: (make or (lambda spec: make_model(spec, c.seed)))(m) for m in c.models}
     banks = {m.name: _bank_for(c, m, bank) for m in c.models}
@@ -409,8 +411,9 @@ def _compare_section(c: Campaign, bank: pd.DataFrame, journal: str, make, progre
                                timeout=max(m.timeout for m in c.models), progress=rounds, banks=banks,
                                run_ids={m.name: section_run_id(c, m.name, "compare") for m in c.models})
     if c.bank.policy == "missing":
-        res.info.setdefault("warnings", []).append("[bank].policy is 'missing', but every question needs a score for every model in a paired "
-                                                   "comparison: here an unparseable, too long or refused answer counts as wrong")
+        res.info.setdefault("warnings", []).append(
+            "[bank].policy is 'missing', but every question needs a score for every model in a paired comparison: "
+            "here an unparseable, too long or refused answer counts as wrong")
     _emit(progress, section="compare", subject="all", done=int(res.params["queried"]), total=budget, status="done",
           note=res.info["live"]["stopped"])
     return Section("compare", {"all": res})
@@ -567,7 +570,8 @@ def run(c: Campaign, *, journal: str | Path | None = None, backend: str = "seria
         if "siren" in sections:
             sections["siren"] = _guarded("siren", lambda: _siren_section(c, rows), progress)
         if "compare" in sections:
-            sections["compare"] = _guarded("compare", lambda: _compare_section(c, bank, jpath, models, progress), progress)
+            sections["compare"] = _guarded("compare", lambda: _compare_section(c, bank, jpath, models, progress),
+                                           progress)
         costs = _costs(c, jpath)
         result = CampaignResult(rid, c.to_dict(), c.fingerprint(), c.seed, c.delta, sections, rows, costs,
                                 summary_rows(c, sections, costs), _versions(), jpath)

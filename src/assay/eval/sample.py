@@ -153,6 +153,7 @@ def kpi_section(c: Campaign, rows: pd.DataFrame) -> tuple[dict, dict[str, str]]:
         # the KPI column keeps the metric's name, so the result (its tables, plots and words) says "latency_s"
         table = pd.DataFrame({"config": rows["model"].to_numpy(), metric: vals.to_numpy(float)})
         results[metric] = psdme.bands(table, columns={"kpi": metric}, select=_rule(c), delta=c.delta,
-                                      band=_BANDS[k.band], gammas=(round(1.0 - k.target, 12),), seed=section_seed(c, "kpi"),
+                                      band=_BANDS[k.band], gammas=(round(1.0 - k.target, 12),),
+                                      seed=section_seed(c, "kpi"),
                                       tradeoff_points=0)
     return results, skipped

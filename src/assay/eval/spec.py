@@ -28,7 +28,6 @@ import difflib
 import hashlib
 import itertools
 import json
-import math
 import os
 import re
 import tomllib
@@ -43,8 +42,8 @@ from ..errors import AssayInputError
 from ..models.outcomes import DEFAULT_POLICY, POLICIES
 from ..models.scoring import SCORERS
 
-__all__ = ["GENERATORS", "KPI_METRICS", "SECTIONS", "BankSpec", "Budget", "Campaign", "CompareSpec", "FaqSpec", "JudgeSpec", "KpiSpec",
-           "ModelSpec", "ScopeSpec", "SirenSpec", "load_campaign", "parse_campaign"]
+__all__ = ["GENERATORS", "KPI_METRICS", "SECTIONS", "BankSpec", "Budget", "Campaign", "CompareSpec", "FaqSpec",
+           "JudgeSpec", "KpiSpec", "ModelSpec", "ScopeSpec", "SirenSpec", "load_campaign", "parse_campaign"]
 
 #: the method sections, in the order a campaign runs and reports them
 SECTIONS: tuple[str, ...] = ("faq", "scope", "judge", "kpi", "siren", "compare")
