@@ -413,6 +413,26 @@ def certify(
         Main table ``candidates``, one row per candidate (see :func:`core` for the numbers); ``n`` counts
         labelled examples (``level["n_meaning"]``); ``info``: ``selection``, ``paths`` (log e-values and final
         weights), ``order`` (item ids in processing order).
+
+    Examples
+    --------
+    Two candidates, 200 answers graded by people and 2,000 more by a judge that agrees with them 90% of the time: is
+    each one's risk below 0.1?
+
+    >>> import numpy as np, pandas as pd
+    >>> from assay import autoeval
+    >>> rng = np.random.default_rng(0)
+    >>> rows = []
+    >>> for cand, risk in (("small", 0.05), ("large", 0.3)):
+    ...     loss = (rng.random(2200) < risk).astype(float)
+    ...     judge = np.where(rng.random(2200) < 0.9, loss, 1 - loss)
+    ...     rows.append(pd.DataFrame({"candidate": cand, "item": np.arange(2200), "loss_judge": judge,
+    ...                               "loss_human": np.r_[loss[:200], [np.nan] * 2000]}))
+    >>> res = autoeval.certify(pd.concat(rows), risk_target=0.1, delta=0.1, seed=0)
+    >>> print(res.candidates[["candidate", "certified", "risk_upper"]].round(3).to_string(index=False))
+    candidate  certified  risk_upper
+        small       True       0.095
+        large      False       0.321
     """
     # 1. parameters
     risk_target = checks.level(risk_target, "risk_target")

@@ -211,10 +211,15 @@ def _ucb_scalar(p: float, r: float) -> float:
 class Search:
     """Ask/tell COUP+ search over ``space`` (see the module docstring).
 
-    >>> s = Search(space, certify=0.9, seed=0)
-    >>> tickets = s.ask(20)                      # evaluate each ticket's config once, concurrently
-    >>> s.tell([(t.id, utility_of(t)) for t in tickets])
-    >>> s.top(10)                                # configurations ranked by LCB, with bounds and counts
+    >>> from assay.quickscope import Integer, Search, SearchSpace
+    >>> s = Search(SearchSpace([Integer("level", 0, 19)]), certify=0.5, seed=0, n0=10, surrogate=None)
+    >>> for _ in range(30):  # ask a batch, evaluate each ticket's configuration (concurrently), tell the utilities
+    ...     tickets = s.ask(20)
+    ...     s.tell([(t.id, float(t.config["level"] >= 15)) for t in tickets])
+    >>> sorted(s.certified()["level"])  # certified: utility above 0.5, all at once with probability >= 1 - delta
+    [15, 16, 17, 18, 19]
+
+    ``s.top(k)`` ranks the configurations by their lower bound, with bounds and counts.
 
     ``initial``: configurations to start the pool with (before the n0 random ones).
     """
