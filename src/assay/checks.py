@@ -30,10 +30,44 @@ def _is_real(v: Any) -> bool:
 
 def number(value: Any, name: str, *, low: float | None = None, high: float | None = None, low_open: bool = False,
            high_open: bool = False) -> float:
-    """A finite real number, optionally within ``[low, high]`` (each end open when asked).
+    """Check a finite real number, optionally within ``[low, high]``.
 
+    The value must be a real number (an int, a float or a numpy scalar; not a bool) that is finite. When ``low`` or
+    ``high`` is given it must also lie within the range, each end open when asked.
+
+    Parameters
+    ----------
+    value : Any
+        The value to check.
+    name : str
+        The name the user knows the value by, used in the error message.
+    low : float or None, optional
+        The smallest accepted value; None (the default) for no lower end.
+    high : float or None, optional
+        The largest accepted value; None (the default) for no upper end.
+    low_open : bool, optional
+        When True, ``low`` itself is refused (the range is open at the low end). Default False.
+    high_open : bool, optional
+        When True, ``high`` itself is refused (the range is open at the high end). Default False.
+
+    Returns
+    -------
+    float
+        The value as a plain ``float``.
+
+    Raises
+    ------
+    AssayInputError
+        When the value is not a finite real number or lies outside the range.
+
+    Examples
+    --------
     >>> number(2, "temperature", low=0, high=2)
     2.0
+    >>> number(0, "temperature", low=0, low_open=True)
+    Traceback (most recent call last):
+    ...
+    assay.errors.AssayInputError: temperature must be a number > 0; got 0
     """
     if not _is_real(value) or not math.isfinite(float(value)):
         raise AssayInputError(f"{name} must be a finite number{_range(low, high, low_open, high_open)}; got {value!r}")
@@ -68,8 +102,31 @@ def level(value: Any, name: str = "delta") -> float:
 
 
 def positive_int(value: Any, name: str, *, minimum: int = 1) -> int:
-    """A whole number >= ``minimum`` (an int or a numpy integer; not a bool, not a float).
+    """Check a whole number >= ``minimum``.
 
+    An int or a numpy integer is accepted; a bool or a float is not.
+
+    Parameters
+    ----------
+    value : Any
+        The value to check.
+    name : str
+        The name the user knows the value by, used in the error message.
+    minimum : int, optional
+        The smallest accepted value. Default 1.
+
+    Returns
+    -------
+    int
+        The value as a plain ``int``.
+
+    Raises
+    ------
+    AssayInputError
+        When the value is not a whole number, or is below ``minimum``.
+
+    Examples
+    --------
     >>> positive_int(3, "splits", minimum=2)
     3
     """
@@ -79,9 +136,33 @@ def positive_int(value: Any, name: str, *, minimum: int = 1) -> int:
 
 
 def budget(value: Any, name: str = "budget", *, minimum: int = 2) -> float | int:
-    """The form of a budget, before the bank's size is known: a fraction in (0, 1] (a float) or a whole number of
-    questions >= ``minimum`` (an int, or an integral float above 1). Returned as given.
+    """Check the form of a budget, before the bank's size is known.
 
+    A budget is a fraction in (0, 1] (a float) or a whole number of questions >= ``minimum`` (an int, or an integral
+    float above 1). It is returned as given; :func:`fraction_or_count` turns it into a number of questions once the
+    bank's size is known.
+
+    Parameters
+    ----------
+    value : Any
+        The budget to check.
+    name : str, optional
+        The name the user knows the value by, used in the error message. Default ``"budget"``.
+    minimum : int, optional
+        The smallest accepted number of questions. Default 2.
+
+    Returns
+    -------
+    float or int
+        The budget, as given.
+
+    Raises
+    ------
+    AssayInputError
+        When the value is neither a fraction in (0, 1] nor a whole number of questions >= ``minimum``.
+
+    Examples
+    --------
     >>> budget(0.25), budget(40)
     (0.25, 40)
     """
@@ -99,14 +180,39 @@ def budget(value: Any, name: str = "budget", *, minimum: int = 2) -> float | int
 
 
 def fraction_or_count(value: Any, N: int, name: str = "budget", *, minimum: int = 2) -> tuple[int, str | None]:
-    """A budget over a bank of ``N`` questions -> ``(n, note)``: how many questions (at most ``N``), and a note for
-    the user when the budget reaches the whole bank.
+    """Resolve a budget over a bank of ``N`` questions to a number of questions.
 
     A float in (0, 1] is a fraction of the bank (``1.0``: every question; the count is rounded down); an integer, or
     an integral float above 1, is a count (:func:`budget`). Fewer than ``minimum`` questions is refused (an interval
     needs a variance, so two at least), naming the smallest fraction that would do; a count above ``N`` means every
     question, once.
 
+    Parameters
+    ----------
+    value : Any
+        The budget: a fraction of the bank in (0, 1] or a number of questions.
+    N : int
+        The number of questions in the bank.
+    name : str, optional
+        The name the user knows the value by, used in messages. Default ``"budget"``.
+    minimum : int, optional
+        The smallest accepted number of questions. Default 2.
+
+    Returns
+    -------
+    tuple of (int, str or None)
+        ``(n, note)``: how many questions (at most ``N``), and a note for the user when the budget reaches the whole
+        bank (None otherwise).
+
+    Raises
+    ------
+    AssayInputError
+        When the budget is malformed (:func:`budget`) or resolves to fewer than ``minimum`` questions.
+
+    Examples
+    --------
+    >>> fraction_or_count(0.05, 200)
+    (10, None)
     >>> fraction_or_count(999, 200)
     (200, 'budget 999 is more than the 200 questions in the bank: every question is asked once')
     """
@@ -126,8 +232,31 @@ def fraction_or_count(value: Any, N: int, name: str = "budget", *, minimum: int 
 
 
 def bounds(low: Any, high: Any, name: str = "bounds") -> tuple[float, float]:
-    """The range ``[low, high]`` of a bounded score: two finite numbers, ``low < high``.
+    """Check the range ``[low, high]`` of a bounded score.
 
+    Both ends must be finite numbers (:func:`number`), and ``low < high``.
+
+    Parameters
+    ----------
+    low : Any
+        The lowest possible score.
+    high : Any
+        The highest possible score.
+    name : str, optional
+        The name the user knows the range by, used in the error message. Default ``"bounds"``.
+
+    Returns
+    -------
+    tuple of (float, float)
+        ``(low, high)`` as plain floats.
+
+    Raises
+    ------
+    AssayInputError
+        When an end is not a finite number, or ``low >= high``.
+
+    Examples
+    --------
     >>> bounds(0, 10)
     (0.0, 10.0)
     """

@@ -270,8 +270,38 @@ class use_executor:
 
 
 def get_executor(workers: int | None = 1, kind: str | None = None, address: str | None = None):
-    """``workers`` <= 1 (or kind "serial") -> serial; "ray" -> :class:`RayExecutor`; otherwise a process pool.
-    Without ``kind``, the executor chosen with :class:`use_executor` (default: by ``workers``)."""
+    """Choose the executor for a run: serial, a process pool or Ray.
+
+    ``workers`` <= 1 or None (or kind "serial") -> :class:`SerialExecutor`; "ray" -> :class:`RayExecutor`;
+    otherwise a :class:`ProcessExecutor` with ``workers`` processes. Without ``kind``, the executor chosen with
+    :class:`use_executor` (default: by ``workers``).
+
+    Parameters
+    ----------
+    workers : int or None, optional
+        The number of workers (processes, or Ray CPUs; for Ray, None or <= 0 means every CPU). Default 1.
+    kind : str or None, optional
+        ``"serial"``, ``"processes"`` or ``"ray"``; None (the default) for the one chosen with
+        :class:`use_executor`, else by ``workers``.
+    address : str or None, optional
+        The Ray cluster to join (see :class:`RayExecutor`); None (the default) for the one chosen with
+        :class:`use_executor`, else a local Ray.
+
+    Returns
+    -------
+    SerialExecutor or ProcessExecutor or RayExecutor
+        An executor with a ``map(fn, tasks, seeds, progress=None)`` method.
+
+    Raises
+    ------
+    AssayInputError
+        When ``kind`` is not one of the three.
+
+    Examples
+    --------
+    >>> type(get_executor()).__name__, type(get_executor(4)).__name__, type(get_executor(4, "serial")).__name__
+    ('SerialExecutor', 'ProcessExecutor', 'SerialExecutor')
+    """
     kind = kind or _DEFAULT["kind"]
     address = address or _DEFAULT["address"]
     if kind not in (None, "serial", "processes", "ray"):
@@ -291,7 +321,37 @@ def run_tasks(
     workers: int = 1,
     progress: Callable[[int, int], None] | None = None,
 ) -> list[Any]:
-    """Run ``fn`` over ``tasks`` with child seeds spawned from ``seed``; same numbers on any executor."""
+    """Run ``fn`` over ``tasks`` with child seeds spawned from ``seed``; same numbers on any executor.
+
+    Each task gets its own child ``SeedSequence`` spawned from ``seed`` in task order, so the results depend only on
+    ``seed`` and the task list, never on the executor or the number of workers. The executor is
+    :func:`get_executor` ``(workers)``.
+
+    Parameters
+    ----------
+    fn : Callable[[Any, numpy.random.SeedSequence], Any]
+        A pure function ``fn(task, seed_sequence) -> result``; picklable when run in worker processes.
+    tasks : Iterable[Any]
+        The tasks, one call of ``fn`` each.
+    seed : int or None
+        The root seed (:func:`assay.seeds.spawn`).
+    workers : int, optional
+        The number of workers; 1 (the default) runs the tasks one after another in this process.
+    progress : Callable[[int, int], None] or None, optional
+        A callback ``progress(done, total)`` called as tasks finish. Default None.
+
+    Returns
+    -------
+    list
+        The results, in task order.
+
+    Examples
+    --------
+    >>> def draw(task, ss):
+    ...     return round(task + float(np.random.default_rng(ss).random()), 4)
+    >>> run_tasks(draw, [0, 10, 20], seed=1)
+    [0.699, 10.4758, 20.2332]
+    """
     tasks = list(tasks)
     seeds = spawn(seed, len(tasks))
     return get_executor(workers).map(fn, tasks, seeds, progress)

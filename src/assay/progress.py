@@ -25,9 +25,31 @@ def interactive() -> bool:
 
 @contextmanager
 def progress_reporter(label: str, *, enabled: bool = True, every: float = 5.0) -> Iterator[Callable[..., None]]:
-    """Yield a callback ``update(done, total, info="")``; rich bar on a terminal, plain lines otherwise.
+    """Report progress through a callback: a rich bar on a terminal, plain lines otherwise.
 
-    ``info`` is a short status text shown beside the count (e.g. "3 in flight, 2 retries, 1.2k tokens").
+    A context manager that yields a callback ``update(done, total, info="")``. On an interactive terminal
+    (:func:`interactive`) it draws a rich progress bar on stderr; otherwise it prints plain lines on stderr, at most
+    one per ``every`` seconds plus the final one (``done == total``). ``info`` is a short status text shown beside
+    the count (e.g. "3 in flight, 2 retries, 1.2k tokens").
+
+    Parameters
+    ----------
+    label : str
+        The text shown before the count.
+    enabled : bool, optional
+        When False, the callback does nothing. Default True.
+    every : float, optional
+        The least number of seconds between two plain lines (not used by the rich bar). Default 5.0.
+
+    Returns
+    -------
+    Iterator[Callable[..., None]]
+        A context manager yielding the callback ``update(done, total, info="")``.
+
+    Examples
+    --------
+    >>> with progress_reporter("questions", enabled=False) as update:
+    ...     update(3, 10, info="2 retries")
     """
     if not enabled:
         yield lambda done, total, info="": None

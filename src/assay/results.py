@@ -67,9 +67,35 @@ class Interval:
 def to_jsonable(obj: Any, infinite: list[dict[str, Any]] | None = None, _path: tuple = ()) -> Any:
     """Convert numpy / pandas scalars and containers into plain JSON-safe Python objects.
 
-    NaN and +-infinity become ``None``; when ``infinite`` is a list, each infinity's path (keys and row numbers) is
-    appended to it as ``{"path": [...], "value": "+inf" | "-inf"}``, which is how :meth:`Result.to_dict` keeps them
-    recoverable."""
+    Dicts (keys made strings), lists, tuples, arrays, DataFrames (a list of row records) and :class:`Interval` are
+    converted item by item; numpy scalars become ``bool`` / ``int`` / ``float``; anything else unknown becomes its
+    ``str``. NaN and +-infinity become ``None`` (as do ``pd.NA`` and ``pd.NaT``); when ``infinite`` is a list, each
+    infinity's path (keys and row numbers) is appended to it as ``{"path": [...], "value": "+inf" | "-inf"}``,
+    which is how :meth:`Result.to_dict` keeps them recoverable.
+
+    Parameters
+    ----------
+    obj : Any
+        The object to convert.
+    infinite : list of dict or None, optional
+        A list to which the path of every infinity is appended; None (the default) to drop infinities silently.
+    _path : tuple, optional
+        The path of ``obj`` within the outermost object (internal: used by the recursion). Default ``()``.
+
+    Returns
+    -------
+    Any
+        A plain, JSON-safe copy of ``obj``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> flags = []
+    >>> to_jsonable({"a": np.float64(1.5), "b": [np.inf, np.nan, np.int64(3)]}, flags)
+    {'a': 1.5, 'b': [None, None, 3]}
+    >>> flags
+    [{'path': ['b', 0], 'value': '+inf'}]
+    """
     if isinstance(obj, dict):
         return {str(k): to_jsonable(v, infinite, (*_path, str(k))) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
@@ -369,8 +395,39 @@ class Result:
 
 
 def level_alias(alpha: Any, delta: Any, default: float) -> Any:
-    """The error level of a method whose paper calls it alpha (SIREN, FAQ), which also accepts assay's common name
-    ``delta``: ``delta`` when given (``alpha`` must then be left at its ``default`` or agree), else ``alpha``."""
+    """Resolve the error level of a method that accepts both ``alpha`` and ``delta``.
+
+    A method whose paper calls the error level alpha (SIREN, FAQ) also accepts assay's common name ``delta``. The
+    level is ``delta`` when given (``alpha`` must then be left at its ``default`` or agree), else ``alpha``.
+
+    Parameters
+    ----------
+    alpha : Any
+        The error level under the paper's name.
+    delta : Any
+        The error level under assay's name, or None when not given.
+    default : float
+        The default value of ``alpha`` in the method's signature.
+
+    Returns
+    -------
+    Any
+        ``delta`` when given, else ``alpha``.
+
+    Raises
+    ------
+    AssayInputError
+        When both are given and disagree (``alpha`` differs from its ``default`` and from ``delta``).
+
+    Examples
+    --------
+    >>> level_alias(0.1, None, 0.1), level_alias(0.1, 0.05, 0.1)
+    (0.1, 0.05)
+    >>> level_alias(0.2, 0.05, 0.1)
+    Traceback (most recent call last):
+    ...
+    assay.errors.AssayInputError: give the error level once: alpha=0.2 and delta=0.05 disagree (delta is ...
+    """
     if delta is None:
         return alpha
     if alpha != default and alpha != delta:

@@ -64,6 +64,29 @@ def synthetic_autoeval(seed: int = 0, n: int = 400, ratio: int = 5, judge_accura
     12 / 10 / 8 / 6 / 4 GB; human losses are Bernoulli(risk); the judge reports the human loss with
     probability ``judge_accuracy`` and flips it otherwise. ``n`` labelled and ``ratio * n``
     unlabelled examples per model (the same example ids for every model).
+
+    Parameters
+    ----------
+    seed : int, optional
+        The seed of the random draws. Default 0.
+    n : int, optional
+        The number of labelled examples per model. Default 400.
+    ratio : int, optional
+        The number of unlabelled examples per labelled one. Default 5.
+    judge_accuracy : float, optional
+        The probability that the judge reports the human loss. Default 0.9.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per model and example, columns ``candidate, item, loss_human, loss_judge, memory_gb``
+        (``loss_human`` NaN on the unlabelled examples).
+
+    Examples
+    --------
+    >>> df = synthetic_autoeval(n=100, ratio=2)
+    >>> df.shape, df["candidate"].unique().tolist(), int(df["loss_human"].notna().sum())
+    ((1500, 5), ['q12', 'q10', 'q8', 'q6', 'q4'], 500)
     """
     import numpy as np
 
@@ -129,9 +152,34 @@ def load_faq_factors() -> dict:
 def simulated_faq(seed: int = 0, n_history: int = 500, n_new: int = 5):
     """A simulated FAQ setting from the paper's real fitted factors: 0/1 answers drawn from sigmoid(U V^T).
 
-    Returns ``(history, new, truth)``: wide DataFrames (rows models, columns question ids = MMLU-Pro doc ids)
-    for ``n_history`` historical and ``n_new`` new models (disjoint rows of U), and each new model's true
-    accuracy over the bank (the mean of its simulated answers, which is what FAQ estimates).
+    The models are disjoint rows of the shipped U (:func:`load_faq_factors`), drawn at random.
+
+    Parameters
+    ----------
+    seed : int, optional
+        The seed of the model choice and the answers. Default 0.
+    n_history : int, optional
+        The number of historical models. Default 500.
+    n_new : int, optional
+        The number of new models. Default 5.
+
+    Returns
+    -------
+    tuple of (pandas.DataFrame, pandas.DataFrame, pandas.Series)
+        ``(history, new, truth)``: wide DataFrames (rows models, columns question ids = MMLU-Pro doc ids)
+        for ``n_history`` historical and ``n_new`` new models (disjoint rows of U), and each new model's true
+        accuracy over the bank (the mean of its simulated answers, which is what FAQ estimates).
+
+    Raises
+    ------
+    AssayInputError
+        When ``n_history + n_new`` exceeds the number of shipped model factors.
+
+    Examples
+    --------
+    >>> history, new, truth = simulated_faq(n_history=50, n_new=2)
+    >>> history.shape, new.shape, truth.round(2).to_dict()
+    ((50, 1351), (2, 1351), {'new0': 0.44, 'new1': 0.25})
     """
     import numpy as np
 

@@ -110,8 +110,31 @@ def faq_pack_factors(name: str):
 
 
 def read_faq_pack_answers(path, name: str, *, model: str | None = None) -> pd.Series:
-    """A new model's 0/1 answers on a pack's bank, in the pack's column order, from its leaderboard details (lm-eval
-    ``samples_leaderboard_<task>_<date>.jsonl`` files or the same rows as Parquet / CSV): see
-    :func:`assay.data.leaderboard.read_details`."""
+    """A new model's 0/1 answers on a pack's bank, in the pack's column order, from its leaderboard details.
+
+    The details are lm-eval ``samples_leaderboard_<task>_<date>.jsonl`` files or the same rows as Parquet / CSV:
+    see :func:`assay.data.leaderboard.read_details`.
+
+    Parameters
+    ----------
+    path : str, path-like or list of them
+        A directory (searched recursively), a file, or a list of them (:func:`assay.data.leaderboard.read_details`).
+    name : str
+        The pack (:func:`faq_packs`), e.g. ``"faq-leaderboard-v2"``.
+    model : str or None, optional
+        The model id; None (the default) for ``model_name`` of a ``results_*.json`` beside the files, else the
+        folder name.
+
+    Returns
+    -------
+    pandas.Series
+        0.0 / 1.0, index = the bank's item ids (``<task>/<doc_id>``) in the pack's column order, name = the model id.
+
+    Raises
+    ------
+    AssayInputError
+        When ``name`` is not a shipped pack, or the details do not cover the bank (a task has no file, a ``doc_id``
+        is missing, repeated or outside the task, a value is not 0/1, or the task's field is absent).
+    """
     return read_details(path, _entry(name)[1], model=model)
 

@@ -257,9 +257,39 @@ _SIDES = ("both", "lower", "upper")
 
 
 def dkw_epsilon(n, alpha, *, side: str = "both") -> np.ndarray:
-    """DKW half-width with Massart's constant (PS-DME eq. 11/14): sqrt(log(2/alpha) / (2n)) for the
-    two-sided band (``side="both"``, what the paper uses); sqrt(log(1/alpha) / (2n)) for a one-sided
-    band (``"lower"``/``"upper"``, needs alpha <= 1/2). Vectorised over ``n`` and ``alpha``."""
+    """DKW half-width with Massart's constant (PS-DME eq. 11/14).
+
+    The half-width is sqrt(log(2/alpha) / (2n)) for the two-sided band (``side="both"``, what the paper uses) and
+    sqrt(log(1/alpha) / (2n)) for a one-sided band (``"lower"``/``"upper"``, needs alpha <= 1/2). Vectorised over
+    ``n`` and ``alpha``.
+
+    Parameters
+    ----------
+    n : int or array_like
+        The number of observations (positive).
+    alpha : float or array_like
+        The miscoverage of the band, in (0, 1).
+    side : {"both", "lower", "upper"}, optional
+        Which band: two-sided (the default) or one-sided.
+
+    Returns
+    -------
+    numpy.ndarray
+        The half-width eps, broadcast over ``n`` and ``alpha``.
+
+    Raises
+    ------
+    AssayInputError
+        When ``side`` is unknown, ``n`` is not positive, ``alpha`` is outside (0, 1), or a one-sided band is asked
+        with alpha > 1/2.
+
+    Examples
+    --------
+    >>> round(float(dkw_epsilon(100, 0.05)), 4), round(float(dkw_epsilon(100, 0.05, side="lower")), 4)
+    (0.1358, 0.1224)
+    >>> dkw_epsilon([100, 400], 0.05).round(4).tolist()
+    [0.1358, 0.0679]
+    """
     if side not in _SIDES:
         raise AssayInputError(f"side must be one of {_SIDES}, got {side!r}")
     n = np.asarray(n, dtype=float)
@@ -276,8 +306,39 @@ def dkw_epsilon(n, alpha, *, side: str = "both") -> np.ndarray:
 
 
 def dkw_band(x, alpha: float, *, side: str = "both") -> CDFBand:
-    """DKW band (PS-DME eq. 10a-b / 13a-b) for each row of ``x`` (shape (..., n); NaN = missing, so rows
-    may have different n_k). ``side="lower"`` keeps U = 1, ``"upper"`` keeps L = 0 (one-sided eps)."""
+    """DKW band (PS-DME eq. 10a-b / 13a-b) for each row of ``x``.
+
+    L = max(0, Fhat - eps) and U = min(1, Fhat + eps) with eps from :func:`dkw_epsilon`, on both sides of every
+    jump of the ECDF (module docstring). NaN marks a missing observation, so rows may have different n_k.
+    ``side="lower"`` keeps U = 1, ``"upper"`` keeps L = 0 (one-sided eps).
+
+    Parameters
+    ----------
+    x : array_like
+        Observations, shape (..., n): one band per row of the last axis; NaN = missing; no infinities.
+    alpha : float
+        The miscoverage of one band, in (0, 1).
+    side : {"both", "lower", "upper"}, optional
+        Which band: two-sided (the default, what the paper uses) or one-sided.
+
+    Returns
+    -------
+    CDFBand
+        The band of every row, with ``width`` the per-row eps.
+
+    Raises
+    ------
+    AssayInputError
+        When a row has no observations, ``x`` holds an infinity, or :func:`dkw_epsilon` refuses ``alpha`` / ``side``.
+
+    Examples
+    --------
+    >>> band = dkw_band([0.1, 0.4, 0.4, 0.9], 0.2)
+    >>> int(band.n), round(float(band.width), 4)
+    (4, 0.5365)
+    >>> band.lower.round(4).tolist(), band.lower_left.round(4).tolist()
+    ([0.0, 0.2135, 0.2135, 0.4635], [0.0, 0.0, 0.0, 0.2135])
+    """
     x2, lead, n, right, left, nan = _prepare(x)
     eps = dkw_epsilon(n, alpha, side=side)
     nf = n.astype(float)[:, None]
@@ -413,8 +474,35 @@ def _bj_critical_cached(n: int, alpha: float, xtol: float) -> float:
 
 
 def bj_critical_value(n: int, alpha: float, *, xtol: float = 1e-9) -> float:
-    """Exact BJ critical value q_n(1 - alpha) (PS-DME eq. 40) on the KL scale: the smallest c (up to
-    ``xtol / n``, rounded up) with P(S_n^0 > c) <= alpha. Cached by (n, alpha, xtol)."""
+    """Exact BJ critical value q_n(1 - alpha) (PS-DME eq. 40) on the KL scale.
+
+    The smallest c (up to ``xtol / n``, rounded up) with P(S_n^0 > c) <= alpha, found by Brent's method on the exact
+    non-crossing probability (module docstring). Cached by (n, alpha, xtol).
+
+    Parameters
+    ----------
+    n : int
+        The number of observations (>= 1).
+    alpha : float
+        The miscoverage of the band, in [1e-10, 1) (smaller levels are not resolved in double precision).
+    xtol : float, optional
+        The root tolerance on the scale t = n c. Default 1e-9.
+
+    Returns
+    -------
+    float
+        The critical value c on the paper's KL scale (not multiplied by n).
+
+    Raises
+    ------
+    AssayInputError
+        When ``n`` < 1 or ``alpha`` is outside [1e-10, 1).
+
+    Examples
+    --------
+    >>> round(float(bj_critical_value(50, 0.05)), 4)
+    0.1042
+    """
     n = int(n)
     if n < 1:
         raise AssayInputError("n must be >= 1")
@@ -459,12 +547,38 @@ def bj_band(x, alpha: float) -> CDFBand:
 
 def band_covers(band: CDFBand, cdf: Callable, cdf_left: Callable | None = None,
                 grid=None) -> np.ndarray:
-    """Whether the band contains the CDF ``cdf`` everywhere, per row (boolean, shape of ``band.n``).
+    """Whether the band contains the CDF ``cdf`` everywhere, per row.
 
     The band is a step function jumping only at the data, so for continuous ``cdf`` checking both sides
     of every jump is exact: at x_(i) against cdf(x_(i)) and just before it against the left limit
     ``cdf_left(x_(i))`` (defaults to ``cdf``, i.e. continuous F). For a discontinuous F also pass a
-    ``grid`` containing its atoms (checked on both sides as well, with ``cdf_left`` at the atoms)."""
+    ``grid`` containing its atoms (checked on both sides as well, with ``cdf_left`` at the atoms).
+
+    Parameters
+    ----------
+    band : CDFBand
+        The band to check.
+    cdf : Callable
+        The true CDF F, vectorised over a numpy array.
+    cdf_left : Callable or None, optional
+        The left limit F(x-) of the CDF; None (the default) for ``cdf`` itself, i.e. continuous F.
+    grid : array_like or None, optional
+        Further points to check, holding the atoms of a discontinuous F. Default None.
+
+    Returns
+    -------
+    numpy.ndarray
+        Boolean, shape of ``band.n``: True where the row's band contains F everywhere.
+
+    Examples
+    --------
+    >>> x = np.random.default_rng(0).uniform(size=(3, 200))
+    >>> band = dkw_band(x, 0.05)
+    >>> band_covers(band, lambda t: np.clip(t, 0, 1)).tolist()
+    [True, True, True]
+    >>> band_covers(band, lambda t: np.clip(t, 0, 1) ** 2).tolist()
+    [False, False, False]
+    """
     x = band.x
     F = cdf(x)
     Fl = F if cdf_left is None else cdf_left(x)

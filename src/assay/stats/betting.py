@@ -92,8 +92,35 @@ def wsr_bets(
 ) -> np.ndarray:
     """Waudby-Smith-Ramdas predictable plug-in bets (eq. 21-22), vectorised over time.
 
-    ``q`` has shape (..., n); ``cap`` broadcasts against the leading dimensions. The bet at step i
-    uses q_1..q_{i-1} only.
+    lambda_i = min(cap, sqrt(2 log(1/delta) / (n sigma2_{i-1}))) with the running variance of the module docstring;
+    ``n`` is the ``horizon`` when given, else the anytime schedule i log(i + 1). ``q`` has shape (..., n); ``cap``
+    broadcasts against the leading dimensions. The bet at step i uses q_1..q_{i-1} only.
+
+    Parameters
+    ----------
+    q : (..., n) array
+        The observations, time on the last axis.
+    delta : float
+        The error budget of the one-sided test the bets serve.
+    cap : float or array
+        The largest bet, broadcast against the leading dimensions of ``q``.
+    horizon : int, optional
+        The number of observations that will be seen; None (the default) for the i log(i + 1) schedule.
+    mu0 : float, optional
+        The prior mean of the running mean. Default 1/2.
+    var0 : float, optional
+        The prior variance sigma0^2 of the running variance. Default 1/4.
+
+    Returns
+    -------
+    (..., n) array
+        The bets lambda_i, nonnegative, shaped like ``q``.
+
+    Examples
+    --------
+    >>> q = np.array([0.2, 0.9, 0.4, 0.6])
+    >>> wsr_bets(q, delta=0.1, cap=1.0, horizon=100).round(4).tolist()
+    [0.4292, 0.5814, 0.5827, 0.6647]
     """
     q = np.asarray(q, dtype=float)
     n = q.shape[-1]
@@ -114,7 +141,29 @@ def wsr_bets(
 
 
 def log_wealth(q: np.ndarray, target: float | np.ndarray, lam: np.ndarray) -> np.ndarray:
-    """Path of log E_i = sum_{j<=i} log(1 - lambda_j (q_j - target)) (eq. 6)."""
+    """Path of log E_i = sum_{j<=i} log(1 - lambda_j (q_j - target)) (eq. 6).
+
+    A factor that would be negative counts as 0 (log wealth -inf from there on).
+
+    Parameters
+    ----------
+    q : (..., n) array
+        The observations, time on the last axis.
+    target : float or array
+        The null's boundary (H0: mean > target), broadcast against the leading dimensions of ``q``.
+    lam : (..., n) array
+        The predictable bets (e.g. :func:`wsr_bets`).
+
+    Returns
+    -------
+    (..., n) array
+        The log-wealth path.
+
+    Examples
+    --------
+    >>> log_wealth([0.2, 0.9, 0.4, 0.6], 0.8, np.full(4, 0.5)).round(4).tolist()
+    [0.2624, 0.2111, 0.3934, 0.4887]
+    """
     t = np.asarray(target, dtype=float)
     if t.ndim:
         t = t.reshape(t.shape + (1,))
@@ -173,6 +222,27 @@ def up_log_wealth(
 
     Returns log E_i for every step; factor of bet b at step j is 1 - b (q_j - target) / scale.
     Shapes: q (..., n); target and scale broadcast against the leading dimensions.
+
+    Parameters
+    ----------
+    q : (..., n) array
+        The observations, time on the last axis.
+    target : float or array
+        The null's boundary (H0: mean > target).
+    scale : float or array
+        The outcome scale: hi - target, or hi - lo for monotone bets; (q - target) / scale must be <= 1.
+    grid : int, optional
+        The number of constant bets b (midpoints of ``grid`` equal cells of (0, 1)). Default 10 000.
+
+    Returns
+    -------
+    (..., n) array
+        The log-wealth path log E_i.
+
+    Examples
+    --------
+    >>> up_log_wealth([0.2, 0.9, 0.4, 0.6], 0.8, 0.2, grid=100).round(4).tolist()
+    [0.9163, 0.5277, 1.2892, 1.8032]
     """
     q2, lead = _as_2d(q)
     B, n = q2.shape
@@ -197,8 +267,53 @@ def e_process(
 ) -> np.ndarray:
     """Log-wealth paths (..., n) of the test of H0: mean > ``target`` for observations in [lo, hi].
 
-    ``monotone=True`` uses the target-free cap 1/(hi - lo) (WSR) or scale hi - lo (UP), which makes
-    the wealth increasing in the target (needed to invert tests into bounds).
+    The WSR bets are capped at c / (hi - target), UP's outcomes scaled by hi - target. ``monotone=True`` uses the
+    target-free cap 1/(hi - lo) (WSR) or scale hi - lo (UP), which makes the wealth increasing in the target
+    (needed to invert tests into bounds).
+
+    Parameters
+    ----------
+    q : (..., n) array
+        The observations, time on the last axis.
+    target : float
+        The null's boundary (H0: mean > target).
+    lo : float or array
+        The lowest possible observation.
+    hi : float or array
+        The highest possible observation.
+    betting : {"wsr", "up"}, optional
+        The strategy: Waudby-Smith-Ramdas bets (:func:`wsr_bets`, the default) or Cover's universal portfolio
+        (:func:`up_log_wealth`).
+    delta : float, optional
+        The error level the WSR bets are tuned to. Default 0.1.
+    horizon : int, optional
+        For WSR: the number of observations that will be seen; None (the default) for the anytime schedule.
+    grid : int, optional
+        For UP: the number of constant bets. Default 10 000.
+    monotone : bool, optional
+        Use the target-free cap / scale. Default False.
+    c : float, optional
+        For WSR without ``monotone``: the cap factor. Default 3/4.
+
+    Returns
+    -------
+    (..., n) array
+        The log-wealth path log E_i; reject at level delta once it reaches log(1/delta) (:func:`ville`).
+
+    Raises
+    ------
+    AssayInputError
+        When ``betting`` is unknown.
+
+    Examples
+    --------
+    >>> x = (np.random.default_rng(0).random(200) < 0.3).astype(float)
+    >>> log_e = e_process(x, 0.5, lo=0.0, hi=1.0, delta=0.1, horizon=200)
+    >>> round(float(log_e[-1]), 4)
+    13.3519
+    >>> reject, first = ville(log_e, 0.1)
+    >>> bool(reject), int(first)
+    (True, 36)
     """
     lo = np.asarray(lo, dtype=float)
     hi = np.asarray(hi, dtype=float)
@@ -241,9 +356,32 @@ def ville(log_e: np.ndarray, delta: float) -> tuple[np.ndarray, np.ndarray]:
 
 
 def growth_rate(values: np.ndarray, probs: np.ndarray, target: float, hi: float) -> tuple[float, float]:
-    """Optimal constant-bet growth g* = max_lambda E log(1 - lambda (q - target)) (eq. 14) for a
-    discrete distribution of q; returns (g*, lambda*). 1/g* is the sample-complexity slope in
-    log(1/delta) (eq. 15)."""
+    """Optimal constant-bet growth g* = max_lambda E log(1 - lambda (q - target)) (eq. 14).
+
+    For a discrete distribution of q; lambda ranges over [0, 1/(hi - target)). 1/g* is the sample-complexity slope
+    in log(1/delta) (eq. 15).
+
+    Parameters
+    ----------
+    values : array
+        The values q can take.
+    probs : array
+        Their probabilities.
+    target : float
+        The null's boundary (H0: mean > target).
+    hi : float
+        The highest possible observation.
+
+    Returns
+    -------
+    tuple of (float, float)
+        ``(g*, lambda*)``; ``(0.0, 0.0)`` when the best growth found is negative (no bet grows the wealth).
+
+    Examples
+    --------
+    >>> tuple(round(v, 4) for v in growth_rate([0.0, 1.0], [0.7, 0.3], 0.5, 1.0))
+    (0.0823, 0.8)
+    """
     from scipy.optimize import minimize_scalar
 
     v = np.asarray(values, dtype=float)
@@ -300,9 +438,49 @@ def upper_bound(
     domain: tuple[float, float] = (0.0, 1.0),
     tol: float = 1e-6,
 ) -> float:
-    """Upper confidence bound on the common mean of the rows of ``q`` (S, n) at level 1 - delta:
-    the smallest target in ``domain`` whose null (mean > target) the mixture test rejects, to
-    ``tol``. Returns domain[1] when nothing in the domain is rejected."""
+    """Upper confidence bound on the common mean of the rows of ``q`` (S, n) at level 1 - delta.
+
+    The smallest target in ``domain`` whose null (mean > target) the mixture test rejects, to
+    ``tol``, found by bisection with monotone bets (module docstring). Returns domain[1] when nothing in the domain
+    is rejected, and domain[0] when domain[0] itself is.
+
+    Parameters
+    ----------
+    q : (S, n) or (n,) array
+        The observations: one row per strategy, all with the same mean.
+    lo : float or array
+        The lowest possible observation, per row.
+    hi : float or array
+        The highest possible observation, per row.
+    delta : float
+        The error level.
+    betting : {"wsr", "up"}, optional
+        The strategy (:func:`e_process`). Default ``"wsr"``.
+    horizon : int, optional
+        For WSR: the number of observations that will be seen; None (the default) for the anytime schedule.
+    grid : int, optional
+        For UP: the number of constant bets. Default 10 000.
+    domain : tuple of (float, float), optional
+        The range searched. Default (0, 1).
+    tol : float, optional
+        The bisection tolerance. Default 1e-6.
+
+    Returns
+    -------
+    float
+        The upper bound (on the rejected side of the boundary).
+
+    Raises
+    ------
+    AssayInputError
+        When ``betting`` is unknown.
+
+    Examples
+    --------
+    >>> x = (np.random.default_rng(0).random(200) < 0.3).astype(float)
+    >>> round(upper_bound(x, 0.0, 1.0, delta=0.1, horizon=200), 4)
+    0.3359
+    """
     f = _bound_process(np.atleast_2d(q), lo, hi, betting, delta, horizon, grid)
     thr = math.log(1.0 / delta) - 1e-12
     if f(domain[0]) >= thr:
@@ -325,7 +503,47 @@ def _edge(F, inside: float, outside: float, thr: float, tol: float) -> float:
 
 
 def lower_bound(q, lo, hi, *, delta, betting="wsr", horizon=None, grid=10_000, domain=(0.0, 1.0), tol=1e-6) -> float:
-    """Lower confidence bound by reflection q -> lo + hi - q (requires lo + hi equal across rows)."""
+    """Lower confidence bound by reflection q -> lo + hi - q (requires lo + hi equal across rows).
+
+    The upper bound (:func:`upper_bound`) of the reflected observations, reflected back.
+
+    Parameters
+    ----------
+    q : (S, n) or (n,) array
+        The observations: one row per strategy, all with the same mean.
+    lo : float or array
+        The lowest possible observation, per row.
+    hi : float or array
+        The highest possible observation, per row.
+    delta : float
+        The error level.
+    betting : {"wsr", "up"}, optional
+        The strategy (:func:`e_process`). Default ``"wsr"``.
+    horizon : int, optional
+        For WSR: the number of observations that will be seen; None (the default) for the anytime schedule.
+    grid : int, optional
+        For UP: the number of constant bets. Default 10 000.
+    domain : tuple of (float, float), optional
+        The range searched. Default (0, 1).
+    tol : float, optional
+        The bisection tolerance. Default 1e-6.
+
+    Returns
+    -------
+    float
+        The lower bound.
+
+    Raises
+    ------
+    AssayInputError
+        When lo + hi differs between rows, or ``betting`` is unknown.
+
+    Examples
+    --------
+    >>> x = (np.random.default_rng(0).random(200) < 0.3).astype(float)
+    >>> round(lower_bound(x, 0.0, 1.0, delta=0.1, horizon=200), 4)
+    0.21
+    """
     q = np.atleast_2d(np.asarray(q, dtype=float))
     lo = np.broadcast_to(np.asarray(lo, dtype=float), (q.shape[0],))
     hi = np.broadcast_to(np.asarray(hi, dtype=float), (q.shape[0],))
@@ -355,6 +573,48 @@ def hedged_interval(
 
     K(m) = eps K+(m) + (1 - eps) K-(m) with monotone bets (cap 1/(hi - lo)); the WSR bets of each
     side are tuned to that side's share of the error, log(1/(delta eps)) and log(1/(delta (1 - eps))).
+    The interval is {m : max_i K_i(m) < 1/delta}, found by golden-section search for the minimiser of the convex
+    max_i log K_i(m), then bisection on both sides; when even the minimiser is rejected (a rare event under the
+    null) the interval is the single point (m*, m*).
+
+    Parameters
+    ----------
+    q : (S, n) or (n,) array
+        The observations: one row per strategy, all with the same mean.
+    lo : float or array
+        The lowest possible observation, per row.
+    hi : float or array
+        The highest possible observation, per row.
+    delta : float
+        The error level of the interval.
+    eps : float, optional
+        The weight of K+ (bets that the mean is above m). Default 0.5.
+    betting : {"wsr", "up"}, optional
+        The strategy (:func:`e_process`). Default ``"wsr"``.
+    horizon : int, optional
+        For WSR: the number of observations that will be seen; None (the default) for the anytime schedule.
+    grid : int, optional
+        For UP: the number of constant bets. Default 10 000.
+    domain : tuple of (float, float), optional
+        The range searched. Default (0, 1).
+    tol : float, optional
+        The search tolerance. Default 1e-6.
+
+    Returns
+    -------
+    tuple of (float, float)
+        ``(lower, upper)``.
+
+    Raises
+    ------
+    AssayInputError
+        When ``betting`` is unknown.
+
+    Examples
+    --------
+    >>> x = (np.random.default_rng(0).random(200) < 0.3).astype(float)
+    >>> tuple(round(v, 4) for v in hedged_interval(x, 0.0, 1.0, delta=0.1, horizon=200))
+    (0.2002, 0.3468)
     """
     q = np.atleast_2d(np.asarray(q, dtype=float))
     S, n = q.shape

@@ -99,7 +99,39 @@ def kl_lcb(mean, radius) -> np.ndarray:
 
 
 def coup_radius(m, n, delta: float, log: str = "nats") -> np.ndarray:
-    """ln(1/delta_i) / m with delta_i = delta / (26.71 n^2 m^2); infinite where m = 0. ``log="bits"``: times ln 2."""
+    """The COUP+ radius ln(1/delta_i) / m with delta_i = delta / (26.71 n^2 m^2).
+
+    The radius is infinite where m = 0. With ``log="bits"`` it is multiplied by ln 2, which reproduces the released
+    code (module docstring). Vectorised over ``m`` and ``n``.
+
+    Parameters
+    ----------
+    m : int or array_like
+        The number of samples of each arm.
+    n : int or array_like
+        The pool size (number of arms).
+    delta : float
+        The error level of all bounds together, strictly between 0 and 1.
+    log : {"nats", "bits"}, optional
+        ``"nats"`` (the default, the consistent choice) or ``"bits"`` (the released code's units: times ln 2).
+
+    Returns
+    -------
+    numpy.ndarray
+        The radius r, in the units of :func:`kl_bernoulli` (inf where m = 0).
+
+    Raises
+    ------
+    AssayInputError
+        When ``delta`` is not strictly between 0 and 1 or ``log`` is unknown.
+
+    Examples
+    --------
+    >>> coup_radius([0, 10, 100], 50, 0.05).round(4).tolist()
+    [inf, 1.871, 0.2332]
+    >>> round(float(coup_radius(100, 50, 0.05, log="bits")), 4)
+    0.1616
+    """
     delta = checks.level(delta)
     if log not in ("nats", "bits"):
         raise AssayInputError(f"log must be 'nats' or 'bits'; got {log!r}")
@@ -112,14 +144,76 @@ def coup_radius(m, n, delta: float, log: str = "nats") -> np.ndarray:
 
 
 def coup_bounds(mean, m, n, delta: float, log: str = "nats") -> tuple[np.ndarray, np.ndarray]:
-    """(LCB, UCB) of every arm; arms with m = 0 get [0, 1]."""
+    """The anytime COUP+ bounds (LCB, UCB) of every arm.
+
+    Each arm's bounds are :func:`kl_lcb` and :func:`kl_ucb` of its empirical mean at the radius
+    :func:`coup_radius`; arms with m = 0 get [0, 1].
+
+    Parameters
+    ----------
+    mean : array_like
+        The empirical mean of each arm, in [0, 1] (ignored where m = 0, so NaN is fine there).
+    m : int or array_like
+        The number of samples of each arm.
+    n : int or array_like
+        The pool size (number of arms).
+    delta : float
+        The error level of all bounds together, strictly between 0 and 1.
+    log : {"nats", "bits"}, optional
+        The units of the radius (:func:`coup_radius`). Default ``"nats"``.
+
+    Returns
+    -------
+    tuple of (numpy.ndarray, numpy.ndarray)
+        ``(LCB, UCB)`` of every arm.
+
+    Raises
+    ------
+    AssayInputError
+        When ``delta`` is not strictly between 0 and 1 or ``log`` is unknown.
+
+    Examples
+    --------
+    >>> lcb, ucb = coup_bounds([0.8, 0.5, 0.0], [100, 400, 0], 50, 0.05)
+    >>> lcb.round(4).tolist(), ucb.round(4).tolist()
+    ([0.4681, 0.3252, 0.0], [0.9713, 0.6748, 1.0])
+    """
     r = coup_radius(m, n, delta, log)
     mean = np.where(np.asarray(m) > 0, np.nan_to_num(np.asarray(mean, dtype=float)), 0.5)
     return kl_lcb(mean, r), kl_ucb(mean, r)
 
 
 def samples_to_certify(mean, tau: float, n, delta: float, log: str = "nats", m_max: int = 10**7) -> np.ndarray:
-    """Smallest m with LCB(mean, m) >= tau if the empirical mean stayed at ``mean`` (inf if mean < tau or > m_max)."""
+    """Smallest m with LCB(mean, m) >= tau if the empirical mean stayed at ``mean``.
+
+    Found per arm by doubling m, then bisection. The answer is inf if mean < tau or > m_max (the doubling search
+    stops at the first power of two >= ``m_max``).
+
+    Parameters
+    ----------
+    mean : float or array_like
+        The empirical mean of each arm, in [0, 1].
+    tau : float
+        The threshold the lower bound must reach.
+    n : int or array_like
+        The pool size (number of arms).
+    delta : float
+        The error level of all bounds together, strictly between 0 and 1.
+    log : {"nats", "bits"}, optional
+        The units of the radius (:func:`coup_radius`). Default ``"nats"``.
+    m_max : int, optional
+        The largest number of samples searched. Default 10**7.
+
+    Returns
+    -------
+    numpy.ndarray
+        The number of samples of each arm (a float array, at least 1-D; inf where none is found).
+
+    Examples
+    --------
+    >>> samples_to_certify([0.9, 0.7, 0.5], 0.6, 50, 0.05).tolist()
+    [104.0, 1319.0, inf]
+    """
     mean = np.atleast_1d(np.asarray(mean, dtype=float))
     n = np.broadcast_to(np.asarray(n, dtype=float), mean.shape)
 

@@ -303,11 +303,32 @@ def is_calibrator(
     grid_size: int = 4001,
     breakpoints: Sequence[float] = (),
 ) -> bool:
-    """Numerical check of Definition 1: nonnegative and nonincreasing on a grid of u in (0, 1]
-    (log-spaced down to 1e-300 plus linear), and :func:`calibrator_mass` <= 1 + tol.
+    """Numerical check of Definition 1 (an e-calibrator).
 
-    Upper semicontinuity cannot be checked numerically; a grid check of monotonicity is a
-    necessary condition only.
+    ``f`` must be nonnegative and nonincreasing on a grid of u in (0, 1] (log-spaced down to 1e-300 plus linear),
+    and :func:`calibrator_mass` <= 1 + tol. Upper semicontinuity cannot be checked numerically; a grid check of
+    monotonicity is a necessary condition only.
+
+    Parameters
+    ----------
+    f : Callable[[numpy.ndarray], numpy.ndarray]
+        The candidate calibrator, vectorised over u.
+    tol : float, optional
+        The relative tolerance of the monotonicity check and the absolute tolerance of the mass. Default 1e-8.
+    grid_size : int, optional
+        The number of points of each of the two grids (log-spaced and linear). Default 4001.
+    breakpoints : sequence of float, optional
+        Values of u where ``f`` jumps, passed to :func:`calibrator_mass`. Default none.
+
+    Returns
+    -------
+    bool
+        True when every check passes.
+
+    Examples
+    --------
+    >>> is_calibrator(lambda u: power_calibrator(u, 0.5)), is_calibrator(vovk_sellke_bound)
+    (True, False)
     """
     u = np.unique(np.concatenate([np.logspace(-300, 0, grid_size), np.linspace(0.0, 1.0, grid_size)[1:]]))
     v = np.asarray(f(u), dtype=float)
@@ -326,7 +347,33 @@ def is_calibrator(
 def lambert_lower(K, selected, delta) -> tuple[float, bool]:
     """w = W_{-1}(-delta |S| / (e K)) and whether the argument was clamped at -1/e (module docstring).
 
-    The result is clipped to w <= -1 (the range of the lower branch).
+    The result is clipped to w <= -1 (the range of the lower branch); at the clamp w = -1. An argument that
+    underflows to -0.0 gives w = -inf.
+
+    Parameters
+    ----------
+    K : int
+        The number of configurations (>= 1).
+    selected : int
+        |S|, the number of selected configurations (1 .. K).
+    delta : float
+        The FCR level, strictly between 0 and 1.
+
+    Returns
+    -------
+    tuple of (float, bool)
+        ``(w, clamped)``.
+
+    Raises
+    ------
+    AssayInputError
+        When ``K``, ``selected`` or ``delta`` is out of range.
+
+    Examples
+    --------
+    >>> w, clamped = lambert_lower(20, 5, 0.1)
+    >>> round(w, 4), clamped
+    (-6.5716, False)
     """
     K, s, d = _check_design(K, selected, delta)
     x = -(d * s) / (math.e * K)
@@ -339,13 +386,68 @@ def lambert_lower(K, selected, delta) -> tuple[float, bool]:
 
 
 def optimal_power_tau(K, selected, delta) -> float:
-    """tau* = 1 + 1 / W_{-1}(-delta |S| / (e K)) (eq. 17), in [0, 1); 0 only at the clamp."""
+    """tau* = 1 + 1 / W_{-1}(-delta |S| / (e K)) (eq. 17), in [0, 1); 0 only at the clamp.
+
+    The tau of the power calibrator that maximises the level alpha = f_tau^{-1}(K / (delta |S|)), hence gives the
+    narrowest PS-DME band (module docstring).
+
+    Parameters
+    ----------
+    K : int
+        The number of configurations (>= 1).
+    selected : int
+        |S|, the number of selected configurations (1 .. K).
+    delta : float
+        The FCR level, strictly between 0 and 1.
+
+    Returns
+    -------
+    float
+        tau*.
+
+    Raises
+    ------
+    AssayInputError
+        When ``K``, ``selected`` or ``delta`` is out of range.
+
+    Examples
+    --------
+    >>> round(optimal_power_tau(20, 5, 0.1), 4)
+    0.8478
+    """
     w, _ = lambert_lower(K, selected, delta)
     return 1.0 + 1.0 / w
 
 
 def optimal_power_level(K, selected, delta) -> float:
-    """alpha* = f_{tau*}^{-1}(K / (delta |S|)) = exp(W_{-1}(-delta |S| / (e K))) (eq. 14, 17, 36)."""
+    """alpha* = f_{tau*}^{-1}(K / (delta |S|)) = exp(W_{-1}(-delta |S| / (e K))) (eq. 14, 17, 36).
+
+    The per-band level of the optimal power calibrator, which attains the Vovk-Sellke envelope (module docstring).
+
+    Parameters
+    ----------
+    K : int
+        The number of configurations (>= 1).
+    selected : int
+        |S|, the number of selected configurations (1 .. K).
+    delta : float
+        The FCR level, strictly between 0 and 1.
+
+    Returns
+    -------
+    float
+        alpha*.
+
+    Raises
+    ------
+    AssayInputError
+        When ``K``, ``selected`` or ``delta`` is out of range.
+
+    Examples
+    --------
+    >>> round(optimal_power_level(20, 5, 0.1), 6)
+    0.001399
+    """
     w, _ = lambert_lower(K, selected, delta)
     return math.exp(w)
 
@@ -358,7 +460,36 @@ def _power_log_level(K, selected, delta, tau) -> float:
 
 
 def power_log_level(K, selected, delta, tau) -> float:
-    """ln alpha = ln f_tau^{-1}(K / (delta |S|)) for a given tau (eq. 12, 14), computed in log space (no underflow)."""
+    """ln alpha = ln f_tau^{-1}(K / (delta |S|)) for a given tau (eq. 12, 14).
+
+    Computed in log space (no underflow) as min(0, ln((1 - tau) delta |S| / K) / tau).
+
+    Parameters
+    ----------
+    K : int
+        The number of configurations (>= 1).
+    selected : int
+        |S|, the number of selected configurations (1 .. K).
+    delta : float
+        The FCR level, strictly between 0 and 1.
+    tau : float
+        The power calibrator's tau, in the open interval (0, 1), fixed in advance.
+
+    Returns
+    -------
+    float
+        ln alpha (<= 0).
+
+    Raises
+    ------
+    AssayInputError
+        When ``K``, ``selected``, ``delta`` or ``tau`` is out of range.
+
+    Examples
+    --------
+    >>> round(power_log_level(20, 5, 0.1, 0.8), 4)
+    -6.6229
+    """
     return _power_log_level(K, selected, delta, tau)
 
 
@@ -366,6 +497,32 @@ def power_level(K, selected, delta, tau) -> float:
     """alpha = f_tau^{-1}(K / (delta |S|)) for a given (pre-specified) tau (eq. 14).
 
     May underflow to 0 for tau near 0; :func:`ps_dme_halfwidth` works with ln alpha instead.
+
+    Parameters
+    ----------
+    K : int
+        The number of configurations (>= 1).
+    selected : int
+        |S|, the number of selected configurations (1 .. K).
+    delta : float
+        The FCR level, strictly between 0 and 1.
+    tau : float
+        The power calibrator's tau, in the open interval (0, 1), fixed in advance.
+
+    Returns
+    -------
+    float
+        alpha, in [0, 1].
+
+    Raises
+    ------
+    AssayInputError
+        When ``K``, ``selected``, ``delta`` or ``tau`` is out of range.
+
+    Examples
+    --------
+    >>> round(power_level(20, 5, 0.1, 0.8), 6)
+    0.00133
     """
     return math.exp(_power_log_level(K, selected, delta, tau))
 
@@ -381,15 +538,78 @@ def dkw_halfwidth(n, alpha):
 
 
 def optimal_halfwidth(n, K, selected, delta):
-    """eps_k = sqrt((ln 2 - W_{-1}(-delta |S| / (e K))) / (2 n_k)), vectorised over ``n`` (module docstring)."""
+    """PS-DME half-width with the optimal power calibrator, vectorised over ``n`` (module docstring).
+
+    eps_k = sqrt((ln 2 - W_{-1}(-delta |S| / (e K))) / (2 n_k)): the DKW half-width (eq. 14) at the level
+    alpha* of :func:`optimal_power_level`.
+
+    Parameters
+    ----------
+    n : int or array_like
+        The number of observations n_k of each configuration (whole numbers >= 1).
+    K : int
+        The number of configurations (>= 1).
+    selected : int
+        |S|, the number of selected configurations (1 .. K).
+    delta : float
+        The FCR level, strictly between 0 and 1.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        eps_k: a float for a scalar ``n``, else an array shaped like ``n``.
+
+    Raises
+    ------
+    AssayInputError
+        When ``n``, ``K``, ``selected`` or ``delta`` is out of range.
+
+    Examples
+    --------
+    >>> optimal_halfwidth([100, 400], 20, 5, 0.1).round(4).tolist()
+    [0.1906, 0.0953]
+    """
     nn = _check_n(n)
     w, _ = lambert_lower(K, selected, delta)
     return _out(np.sqrt((math.log(2.0) - w) / (2.0 * nn)))
 
 
 def ps_dme_halfwidth(n, K, selected, delta, *, tau: float | None = None):
-    """PS-DME half-width (eq. 14) with the power calibrator: the optimal tau* (eq. 17) when ``tau`` is
-    None, else the given pre-specified tau. Vectorised over ``n``."""
+    """PS-DME half-width (eq. 14) with the power calibrator.
+
+    Uses the optimal tau* (eq. 17) when ``tau`` is None (:func:`optimal_halfwidth`), else the given pre-specified
+    tau, with ln alpha computed in log space (:func:`power_log_level`). Vectorised over ``n``. Choosing tau* from
+    the realised |S| is formally justified only when |S| is fixed in advance (module docstring); for a
+    data-dependent |S| pass a pre-specified ``tau``.
+
+    Parameters
+    ----------
+    n : int or array_like
+        The number of observations n_k of each configuration (whole numbers >= 1).
+    K : int
+        The number of configurations (>= 1).
+    selected : int
+        |S|, the number of selected configurations (1 .. K).
+    delta : float
+        The FCR level, strictly between 0 and 1.
+    tau : float, optional
+        A pre-specified tau in the open interval (0, 1); None (the default) for tau*.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        eps_k: a float for a scalar ``n``, else an array shaped like ``n``.
+
+    Raises
+    ------
+    AssayInputError
+        When ``n``, ``K``, ``selected``, ``delta`` or ``tau`` is out of range.
+
+    Examples
+    --------
+    >>> round(ps_dme_halfwidth(100, 20, 5, 0.1), 4), round(ps_dme_halfwidth(100, 20, 5, 0.1, tau=0.8), 4)
+    (0.1906, 0.1913)
+    """
     if tau is None:
         return optimal_halfwidth(n, K, selected, delta)
     nn = _check_n(n)

@@ -98,8 +98,10 @@ def holm(p: Sequence[float] | np.ndarray, delta: float) -> np.ndarray:
 
 
 def fixed_sequence(p: Sequence[float] | np.ndarray, delta: float, order: Sequence[int] | np.ndarray | None = None) -> np.ndarray:
-    """Fixed-sequence testing: test the hypotheses in a pre-specified order, each at the full level delta,
-    and stop at the first one not rejected.
+    """Fixed-sequence testing (Bauer 1991) of K hypotheses in a pre-specified order.
+
+    Test the hypotheses in a pre-specified order, each at the full level delta, and stop at the first one not
+    rejected.
 
     Parameters
     ----------
@@ -115,6 +117,20 @@ def fixed_sequence(p: Sequence[float] | np.ndarray, delta: float, order: Sequenc
     -------
     ndarray of bool (K,)
         The rejected hypotheses, aligned with ``p``: a prefix of ``order``.
+
+    Raises
+    ------
+    AssayInputError
+        When the p-values are not a 1-D array in [0, 1], ``delta`` is not strictly between 0 and 1, or ``order``
+        lists an index outside ``0 .. K-1`` or an index twice.
+
+    Examples
+    --------
+    >>> p = [0.01, 0.04, 0.03, 0.5]
+    >>> fixed_sequence(p, 0.05).tolist()
+    [True, True, True, False]
+    >>> fixed_sequence(p, 0.05, order=[2, 0, 3, 1]).tolist()
+    [True, False, True, False]
     """
     arr = _pvalues(p)
     delta = checks.level(delta)
@@ -137,12 +153,43 @@ def fixed_sequence(p: Sequence[float] | np.ndarray, delta: float, order: Sequenc
 
 def adjusted(p: Sequence[float] | np.ndarray, procedure: str,
              order: Sequence[int] | np.ndarray | None = None) -> np.ndarray:
-    """Adjusted p-values: hypothesis k is rejected by ``procedure`` at family-wise level delta exactly when its
-    adjusted p-value is at most delta (up to :data:`SLACK`), for every delta at once.
+    """Adjusted p-values of Bonferroni, Holm or fixed-sequence testing.
+
+    Hypothesis k is rejected by ``procedure`` at family-wise level delta exactly when its adjusted p-value is at
+    most delta (up to :data:`SLACK`), for every delta at once.
 
     ``"bonferroni"``: min(1, K p_k). ``"holm"``: the running maximum, over the p-values sorted ascending, of
     min(1, (K - j) p_(j)). ``"fst"`` (fixed sequence, in ``order``): the running maximum of p along the order;
     hypotheses not in ``order`` get 1.
+
+    Parameters
+    ----------
+    p : array (K,)
+        Valid p-values.
+    procedure : {"bonferroni", "holm", "fst"}
+        The procedure whose adjusted p-values are returned.
+    order : sequence of int, optional
+        For ``"fst"``: indices into ``p`` in testing order (default ``0, 1, ..., K-1``); ignored otherwise.
+
+    Returns
+    -------
+    ndarray of float (K,)
+        The adjusted p-values, aligned with ``p``.
+
+    Raises
+    ------
+    AssayInputError
+        When the p-values are not a 1-D array in [0, 1] or ``procedure`` is unknown.
+
+    Examples
+    --------
+    >>> p = [0.01, 0.04, 0.03, 0.5]
+    >>> adjusted(p, "bonferroni").round(4).tolist()
+    [0.04, 0.16, 0.12, 1.0]
+    >>> adjusted(p, "holm").round(4).tolist()
+    [0.04, 0.09, 0.09, 0.5]
+    >>> adjusted(p, "fst", order=[2, 0]).round(4).tolist()
+    [0.03, 1.0, 0.03, 1.0]
     """
     arr = _pvalues(p)
     K = arr.size
