@@ -80,7 +80,19 @@ def effective_observations(
 ) -> tuple[np.ndarray, int, int]:
     """Effective observations q_{s,i} = l^f_{s,i} (eq. 10; eq. 8 at rho = 1) for every rho_s.
 
-    Labelled example i is paired with the i-th block of r = floor(N / n) unlabelled judge losses.
+    Labelled example i is paired with the i-th block of r = floor(N / n) unlabelled judge losses:
+    q_{s,i} = rho_s * (mean of block i) + human_i - rho_s * judge_labelled_i.
+
+    Parameters
+    ----------
+    human : ndarray (n,)
+        Human (ground-truth) losses of the n labelled examples.
+    judge_labelled : ndarray (n,)
+        The judge's losses on the same n labelled examples.
+    judge_unlabelled : ndarray (N,)
+        The judge's losses on the N unlabelled examples.
+    rhos : ndarray (S,)
+        The S values rho_s of the judge's weight (rho = 0: human labels only; rho = 1: eq. 8).
 
     Returns
     -------
@@ -90,6 +102,14 @@ def effective_observations(
         Unlabelled examples per labelled one.
     unused : int
         N - r n unlabelled examples left over.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> q, r, unused = effective_observations(np.array([1., 0., 1.]), np.array([1., 1., 0.]),
+    ...                                       np.array([1., 0., 1., 1., 0., 0., 1.]), np.array([0., 0.5, 1.]))
+    >>> q.round(4).tolist(), r, unused
+    ([[1.0, 0.0, 1.0], [0.75, 0.0, 1.0], [0.5, 0.0, 1.0]], 2, 1)
     """
     n = len(human)
     N = len(judge_unlabelled)

@@ -79,8 +79,50 @@ def _unit_sums(X: np.ndarray, clusters: np.ndarray | None) -> np.ndarray:
 
 def asymptotic(S: np.ndarray, clusters: np.ndarray | None, *, delta: float, low: float, high: float,
                rng: np.random.Generator, n_boot: int = 4000, chunk: int = 4096) -> CompareCore:
-    """Cluster-robust paired intervals for every model and pair, simultaneous by a studentized max-t (module
-    docstring). ``S``: K x n; ``clusters``: (n,) integer codes or None."""
+    """Cluster-robust paired intervals for every model and pair, simultaneous by a studentized max-t.
+
+    The method is described in the module docstring (Miller 2024, "Adding Error Bars to Evals"): the covariance of the
+    model means from cluster sums of centred scores, each claim's critical value from the Gaussian multiplier bootstrap
+    of the cluster sums, raised to Student t with the claim's Satterthwaite degrees of freedom, and a standard error of
+    at least range / n.
+
+    Parameters
+    ----------
+    S : ndarray
+        K x n scores, models x questions, in [low, high].
+    clusters : ndarray or None
+        (n,) integer codes of each question's cluster, or None (every question its own cluster).
+    delta : float
+        Error level of the whole family of K model and K (K - 1) / 2 pair intervals.
+    low, high : float
+        The score range; the model intervals are clipped to it and the pair intervals to +-(high - low).
+    rng : numpy.random.Generator
+        Randomness of the multiplier bootstrap.
+    n_boot : int, default 4000
+        Bootstrap draws of the max-t statistic.
+    chunk : int, default 4096
+        Pairs handled at once when taking the max over claims (bounds the memory).
+
+    Returns
+    -------
+    CompareCore
+        Estimates and intervals per model and per pair; ``crit`` is the simultaneous (Gaussian) critical value and
+        ``units`` the number of clusters C.
+
+    Raises
+    ------
+    AssayInputError
+        With fewer than 2 clusters.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> S = (rng.random((3, 200)) < np.array([[0.8], [0.6], [0.55]])).astype(float)
+    >>> core = asymptotic(S, None, delta=0.05, low=0.0, high=1.0, rng=np.random.default_rng(1))
+    >>> print(core.est.round(3), (core.d_lo > 0).tolist(), core.units)
+    [0.725 0.575 0.515] [True, True, False] 200
+    """
     K, n = S.shape
     R = high - low
     m = S.mean(axis=1)
@@ -145,21 +187,52 @@ def _t_crit(per_claim: float, df: np.ndarray) -> np.ndarray:
 def eb_confidence_sequence(Y: np.ndarray, alpha: float, *, horizon: int | None = None,
                            population: int | None = None, cap: float = 0.5,
                            block: int = 512) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The predictable plug-in empirical-Bernstein confidence sequence of each row of ``Y`` (values in [0, 1], read
-    left to right; Waudby-Smith and Ramdas 2024, eqs. 13-15), as the running intersection at the last column.
+    """The predictable plug-in empirical-Bernstein confidence sequence of each row of ``Y``.
 
+    The result is the running intersection at the last column. The values of each row are in [0, 1] and read left
+    to right (Waudby-Smith and Ramdas 2024, eqs. 13-15):
     mu_t = (1/2 + sum_{i<=t} y_i) / (t + 1), s2_t = (1/4 + sum_{i<=t} (y_i - mu_i)^2) / (t + 1),
     lambda_t = min(sqrt(2 log(2/alpha) / (s2_{t-1} h_t)), cap) with h_t = t log(1 + t) (the anytime schedule) or
     the ``horizon`` when the number of units is known in advance (tightest there; any predictable bet keeps the
     sequence valid at every t, so the horizon only moves where it is narrowest), v_t = 4 (y_t - mu_{t-1})^2,
     psi(l) = (-log(1 - l) - l) / 4, and the set at t is
     sum lambda_i y_i / sum lambda_i +- (log(2/alpha) + sum v_i psi(lambda_i)) / sum lambda_i.
+
     With a finite ``population`` of N values read without replacement, the target is their mean mu and the i-th
     value's conditional mean is (N mu - S_{i-1}) / (N - i + 1) (S: the sum read before it; Waudby-Smith and Ramdas,
     "Confidence sequences for sampling without replacement"), affine in mu, so the set is
     sum lambda_i (y_i + S_{i-1} / (N - i + 1)) / sum lambda_i w_i +- (log(2/alpha) + sum v_i psi(lambda_i)) /
     sum lambda_i w_i with w_i = N / (N - i + 1).
-    Returns (lower, upper, the radius at the last column), each per row, clipped to [0, 1]."""
+
+    Parameters
+    ----------
+    Y : ndarray
+        rows x T values in [0, 1], each row one sequence read left to right.
+    alpha : float
+        Error level of each (two-sided) sequence.
+    horizon : int, optional
+        Number of units the bets are tuned for; None uses the anytime schedule h_t = t log(1 + t).
+    population : int, optional
+        Size N of the finite population the values were drawn from without replacement; None: drawn with replacement
+        (or from an infinite population).
+    cap : float, default 0.5
+        Largest bet lambda_t.
+    block : int, default 512
+        Columns handled at once (the sequence is computed in closed form, vectorised over rows and in blocks).
+
+    Returns
+    -------
+    tuple of ndarray
+        (lower, upper, the radius at the last column), each per row, clipped to [0, 1].
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> y = (np.random.default_rng(0).random((1, 200)) < 0.75).astype(float)
+    >>> lo, hi, radius = eb_confidence_sequence(y, 0.05)
+    >>> print(lo.round(3), hi.round(3), radius.round(3))
+    [0.595] [0.814] [0.111]
+    """
     rows, T = Y.shape
     log2a = float(np.log(2.0 / alpha))
     sum_y = np.zeros(rows)
@@ -218,11 +291,50 @@ def _unit_means(S: np.ndarray, clusters: np.ndarray | None) -> np.ndarray:
 def finite(S: np.ndarray, clusters: np.ndarray | None, *, delta: float, low: float, high: float,
            rng: np.random.Generator | None, horizon: int | None = None, population: int | None = None,
            pair_chunk: int = 2048, threads: int | None = None) -> CompareCore:
-    """Anytime-valid intervals for every model and pair, all at once (module docstring). The units (questions, or
-    cluster means) are read in one order drawn from ``rng`` (``None``: in the columns' order, the order a bank was
-    queried in); the bets are tuned to be tightest at ``horizon`` units (default: all of them; valid at every sample
-    size whatever it is). ``population``: the columns were drawn without replacement from a bank of that many
-    questions, whose own mean is the target."""
+    """Anytime-valid intervals for every model and pair, all at once.
+
+    The method is described in the module docstring (Waudby-Smith and Ramdas 2024, the predictable plug-in
+    empirical-Bernstein confidence sequence, at level delta / (K + K (K - 1) / 2) per claim). The units (questions,
+    or cluster means) are read in one order shared by every model; the bets are tuned to be tightest at ``horizon``
+    units, valid at every sample size whatever it is.
+
+    Parameters
+    ----------
+    S : ndarray
+        K x n scores, models x questions, in [low, high].
+    clusters : ndarray or None
+        (n,) integer codes 0 .. C-1 of each question's cluster (the unit is then the cluster's mean score), or None.
+    delta : float
+        Error level of the whole family of claims.
+    low, high : float
+        The score range.
+    rng : numpy.random.Generator or None
+        Draws the order the units are read in; ``None``: in the columns' order, the order a bank was queried in.
+    horizon : int, optional
+        Number of units the bets are tuned for (default: all of them).
+    population : int, optional
+        The columns were drawn without replacement from a bank of that many questions, whose own mean is the target.
+    pair_chunk : int, default 2048
+        Pairs computed at once.
+    threads : int, optional
+        Threads the chunks of pairs are spread over (default: :func:`assay.stats.bootstrap.default_threads`); the
+        result is the same on any number.
+
+    Returns
+    -------
+    CompareCore
+        Estimates and intervals per model and per pair; ``crit`` is the per-claim level and ``units`` the number of
+        units read.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> S = (rng.random((3, 200)) < np.array([[0.8], [0.6], [0.55]])).astype(float)
+    >>> core = finite(S, None, delta=0.05, low=0.0, high=1.0, rng=np.random.default_rng(1))
+    >>> print(core.lo.round(3), core.hi.round(3), round(core.crit, 4))
+    [0.607 0.437 0.374] [0.858 0.718 0.649] 0.0083
+    """
     K = S.shape[0]
     U = _unit_means(S, clusters)
     n_units = U.shape[1]
@@ -267,8 +379,30 @@ def finite(S: np.ndarray, clusters: np.ndarray | None, *, delta: float, low: flo
 
 
 def verdicts(d_lo: np.ndarray, d_hi: np.ndarray, margin: float | None) -> tuple[np.ndarray, np.ndarray]:
-    """Per pair: ``"a better"`` (the interval above 0), ``"b better"`` (below 0), ``"equivalent"`` (with a margin:
-    the interval contains 0 and lies inside +-margin) or ``"unresolved"``; and whether it lies inside +-margin."""
+    """Each pair's verdict from its difference interval, and whether the interval lies inside +-margin.
+
+    The verdict is ``"a better"`` (the interval above 0), ``"b better"`` (below 0), ``"equivalent"`` (with a margin:
+    the interval contains 0 and lies inside +-margin) or ``"unresolved"``.
+
+    Parameters
+    ----------
+    d_lo, d_hi : ndarray
+        (P,) lower and upper ends of each pair's interval for mean(a) - mean(b).
+    margin : float or None
+        Equivalence margin; None: no pair is ever ``"equivalent"``.
+
+    Returns
+    -------
+    tuple of ndarray
+        The (P,) verdicts (object array of str) and the (P,) booleans "inside +-margin".
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> v, inside = verdicts(np.array([0.1, -0.3, -0.02, -0.2]), np.array([0.3, -0.1, 0.03, 0.1]), 0.05)
+    >>> print(v.tolist(), inside.tolist())
+    ['a better', 'b better', 'equivalent', 'unresolved'] [False, False, True, False]
+    """
     inside = (np.zeros(len(d_lo), bool) if margin is None else (d_lo >= -margin) & (d_hi <= margin))
     v = np.full(len(d_lo), "unresolved", dtype=object)
     v[d_lo > 0] = "a better"
@@ -278,8 +412,31 @@ def verdicts(d_lo: np.ndarray, d_hi: np.ndarray, margin: float | None) -> tuple[
 
 
 def ranks_and_tiers(est: np.ndarray, d_lo: np.ndarray, d_hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Rank intervals [1 + #certified better, K - #certified worse] and tiers (1 + the longest chain of certified
-    "better" above a model) from the pair intervals (:func:`pair_index` order)."""
+    """Rank intervals and tiers of every model from the pair intervals.
+
+    The rank interval is [1 + #certified better, K - #certified worse] and the tier is 1 + the longest chain of
+    certified "better" above a model.
+
+    Parameters
+    ----------
+    est : ndarray
+        (K,) estimated means (they order the chains: a certified "better" goes with a higher estimate).
+    d_lo, d_hi : ndarray
+        (P,) pair intervals for mean(a) - mean(b), in :func:`pair_index` order.
+
+    Returns
+    -------
+    tuple of ndarray
+        (rank_low, rank_high, tier), each (K,) integers.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> low, high, tier = ranks_and_tiers(np.array([0.8, 0.6, 0.55]), np.array([0.03, 0.08, -0.07]),
+    ...                                   np.array([0.27, 0.34, 0.19]))
+    >>> print(low.tolist(), high.tolist(), tier.tolist())
+    [1, 2, 2] [1, 3, 3] [1, 2, 2]
+    """
     K = len(est)
     a, b = pair_index(K)
     better = np.zeros((K, K), bool)  # better[i, j]: i certified better than j
@@ -297,10 +454,34 @@ def ranks_and_tiers(est: np.ndarray, d_lo: np.ndarray, d_hi: np.ndarray) -> tupl
 
 
 def items_to_resolve(d: np.ndarray, half: np.ndarray, units: int, items: int) -> np.ndarray:
-    """How many questions would resolve each pair's observed difference under the same guarantee: the half-width
-    shrinks as 1/sqrt(sample size) (exactly for the asymptotic interval, up to log factors for the finite one), so
-    n_units * (half / |d|)^2 units, in questions at the sample's questions per unit. A planning estimate from the
-    observed effect; infinite when the observed difference is 0."""
+    """How many questions would resolve each pair's observed difference under the same guarantee.
+
+    The half-width shrinks as 1/sqrt(sample size) (exactly for the asymptotic interval, up to log factors for the
+    finite one), so n_units * (half / |d|)^2 units, in questions at the sample's questions per unit. A planning
+    estimate from the observed effect; infinite when the observed difference is 0.
+
+    Parameters
+    ----------
+    d : ndarray
+        (P,) observed differences.
+    half : ndarray
+        (P,) half-widths of their intervals.
+    units : int
+        Units (questions or clusters) the intervals were computed from.
+    items : int
+        Questions in the sample.
+
+    Returns
+    -------
+    ndarray
+        (P,) questions needed, rounded up; ``inf`` where the observed difference is 0.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> print(items_to_resolve(np.array([0.2, 0.05, 0.0]), np.array([0.1, 0.1, 0.1]), 200, 200).tolist())
+    [50.0, 800.0, inf]
+    """
     with np.errstate(divide="ignore", invalid="ignore"):
         need = units * (half / np.abs(d)) ** 2 * (items / units)
     return np.where(np.abs(d) > 0, np.ceil(need), np.inf)

@@ -57,6 +57,45 @@ def merge_judge(
 
     Rows only in the judge file become unlabelled (``loss_human`` NaN); every candidate must appear
     in both files.
+
+    Parameters
+    ----------
+    human : DataFrame
+        The human labels: one row per (candidate, item) with a human loss; other columns are kept.
+    judge : DataFrame
+        The judge labels: one row per (candidate, item) with a judge loss.
+    candidate : str, default "candidate"
+        Name of the candidate column in both files.
+    item : str, default "item"
+        Name of the item column in both files.
+    human_col : str, default "loss_human"
+        Name of the human loss column in ``human``.
+    judge_col : str, default "loss_judge"
+        Name of the judge loss column in ``judge``.
+
+    Returns
+    -------
+    DataFrame
+        Columns ``candidate, item, loss_human``, the human file's other columns, and ``loss_judge``; candidate and
+        item ids as strings.
+
+    Raises
+    ------
+    AssayInputError
+        When a column is missing, the two files name different candidates, or a file repeats a (candidate, item).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> human = pd.DataFrame({"candidate": ["A", "A", "B"], "item": ["q1", "q2", "q1"], "loss_human": [0.0, 1.0, 0.0]})
+    >>> judge = pd.DataFrame({"candidate": ["A", "A", "B", "B"], "item": ["q1", "q2", "q1", "q2"],
+    ...                       "loss_judge": [0.0, 1.0, 1.0, 0.0]})
+    >>> print(merge_judge(human, judge).to_string(index=False))
+    candidate item  loss_human  loss_judge
+            A   q1         0.0         0.0
+            A   q2         1.0         1.0
+            B   q1         0.0         1.0
+            B   q2         NaN         0.0
     """
     h = map_columns(human, {"candidate": candidate, "item": item, "loss_human": human_col},
                     required=("candidate", "item", "loss_human"))

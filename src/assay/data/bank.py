@@ -15,10 +15,48 @@ __all__ = ["read_bank"]
 
 def read_bank(bank: Any, *, id_col: str = "id", prompt_col: str = "prompt", reference_col: str = "reference",
               scorer_col: str | None = None, choices_col: str | None = None, label: str = "") -> pd.DataFrame:
-    """The item bank as a DataFrame indexed by item id (str) with ``prompt`` and ``reference`` columns, ``scorer``
-    when ``scorer_col`` names a column holding each item's scorer, and ``choices`` (text) when ``choices_col`` names
-    the column of each question's answer choices (none may be empty). ``label`` prefixes the argument names in
-    errors (a campaign passes ``"<file>: [bank]."``)."""
+    """The item bank as a DataFrame indexed by item id (str).
+
+    The result has ``prompt`` and ``reference`` columns, ``scorer`` when ``scorer_col`` names a column holding each
+    item's scorer, and ``choices`` (text) when ``choices_col`` names the column of each question's answer choices
+    (none may be empty).
+
+    Parameters
+    ----------
+    bank : DataFrame, str or Path
+        The bank as a table, or the path of a table file (read with :func:`assay.data.read_table`, ids as text).
+    id_col : str, default "id"
+        Column of the item ids (unique).
+    prompt_col : str, default "prompt"
+        Column of the prompts (none may be empty).
+    reference_col : str, default "reference"
+        Column of the reference answers.
+    scorer_col : str, optional
+        Column holding each item's scorer.
+    choices_col : str, optional
+        Column of each question's answer choices.
+    label : str, default ""
+        Prefixes the argument names in errors (a campaign passes ``"<file>: [bank]."``).
+
+    Returns
+    -------
+    DataFrame
+        Indexed by item id, with ``prompt``, ``reference`` and, when asked for, ``scorer`` and ``choices``.
+
+    Raises
+    ------
+    AssayInputError
+        When the bank is not a table, lacks a column, repeats an id, or has an empty prompt, scorer or choices cell.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> bank = pd.DataFrame({"id": [1, 2], "prompt": ["2+2?", "3+3?"], "reference": ["4", "6"]})
+    >>> print(read_bank(bank).to_string())
+      prompt reference
+    1   2+2?         4
+    2   3+3?         6
+    """
     if isinstance(bank, (str, Path)):
         from . import read_table
 

@@ -64,7 +64,42 @@ def prepare_compare(table: pd.DataFrame, *, columns: Mapping[str, str] | None = 
     """Validate a long table of scores and pivot it to models x the questions every model answered.
 
     ``columns`` maps compare's names (``model``, ``item``, ``score``, ``cluster``, ``epoch``) to the table's;
-    ``cluster`` and ``epoch`` are optional. Epochs of one (model, question) are averaged first."""
+    ``cluster`` and ``epoch`` are optional. Epochs of one (model, question) are averaged first.
+
+    Parameters
+    ----------
+    table : DataFrame
+        One row per (model, question[, epoch]) score.
+    columns : mapping, optional
+        Compare's column names -> the table's.
+    bounds : sequence of two floats, default (0.0, 1.0)
+        The score range [low, high]; every score must lie in it.
+    require_complete : bool, default False
+        Refuse a table where some model lacks questions others answered (otherwise the comparison uses the questions
+        every model answered, with a note).
+
+    Returns
+    -------
+    CompareDesign
+        The models x shared questions matrix ``S``, the cluster codes and labels (or None), each pair's count of
+        shared questions, the mean epochs per model and the notes.
+
+    Raises
+    ------
+    AssayInputError
+        On an unknown column role, a missing or duplicate cell, a score outside the range, a question in more than one
+        cluster, fewer than 2 models, two models without a question in common, fewer than 2 shared questions or
+        clusters, or incomplete models with ``require_complete``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> table = pd.DataFrame({"model": ["A"] * 3 + ["B"] * 3, "item": ["q1", "q2", "q3"] * 2,
+    ...                       "score": [1, 1, 0, 0, 1, 0]})
+    >>> design = prepare_compare(table)
+    >>> print(design.models, design.items, design.S.tolist())
+    ['A', 'B'] ['q1', 'q2', 'q3'] [[1.0, 1.0, 0.0], [0.0, 1.0, 0.0]]
+    """
     low, high = _bounds(bounds)
     mapping = dict(columns or {})
     unknown = set(mapping) - set(COMPARE_COLUMNS)

@@ -282,11 +282,35 @@ def as_matrix(obj: Any, what: str, *, columns: Mapping[str, str] | None = None,
 
 
 def align_items(items_hist: Sequence[str], items_new: Sequence[str], what: str) -> np.ndarray:
-    """Column positions in the new table of each history item, so that ``Z[:, align_items(...)]`` is in the
-    history's item order.
+    """Column positions in the new table of each history item.
 
-    Every item must appear in both lists (the estimand is the accuracy over the whole bank); otherwise
-    :class:`~assay.errors.AssayInputError` names the items missing on each side, with ``what`` naming the new table.
+    With them, ``Z[:, align_items(...)]`` is in the history's item order. Every item must appear in both lists (the
+    estimand is the accuracy over the whole bank); otherwise :class:`~assay.errors.AssayInputError` names the items
+    missing on each side, with ``what`` naming the new table.
+
+    Parameters
+    ----------
+    items_hist : sequence of str
+        The history's item ids, in its order.
+    items_new : sequence of str
+        The new table's item ids, in its column order.
+    what : str
+        The new table's name in the error message.
+
+    Returns
+    -------
+    ndarray
+        Integer positions in ``items_new``, one per history item.
+
+    Raises
+    ------
+    AssayInputError
+        When the two lists do not hold the same items.
+
+    Examples
+    --------
+    >>> print(align_items(["a", "b", "c"], ["c", "a", "b"], "new").tolist())
+    [1, 2, 0]
     """
     pos = {it: j for j, it in enumerate(items_new)}
     missing = [it for it in items_hist if it not in pos]
@@ -304,17 +328,72 @@ def align_items(items_hist: Sequence[str], items_new: Sequence[str], what: str) 
 def prepare_answers(new: Any, items: Sequence[str], *, what: str = "new", label: str | None = None) -> FAQAnswers:
     """New models' answers (wide / long table, Series for one model, or array) -> :class:`FAQAnswers`.
 
-    Every answer must be present (0 or 1) and the items must be exactly ``items`` (the history's), in any order;
-    ``what`` names the table in messages about its cells, ``label`` (default ``what``) in a mismatch of items.
+    Every answer must be present (0 or 1) and the items must be exactly ``items`` (the history's), in any order.
+
+    Parameters
+    ----------
+    new : DataFrame, Series or array
+        The answers, in any form :func:`as_matrix` reads.
+    items : sequence of str
+        The history's item ids; the answers' columns are put in this order.
+    what : str, default "new"
+        Names the table in messages about its cells.
+    label : str, optional
+        Names the table in a mismatch of items (default ``what``).
+
+    Returns
+    -------
+    FAQAnswers
+        The (M, N) 0/1 answers in the history's item order and the M model ids.
+
+    Raises
+    ------
+    AssayInputError
+        When an answer is missing or not 0/1, or the items differ from ``items``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> answers = prepare_answers(pd.DataFrame({"b": [1, 0], "a": [0, 1]}, index=["m1", "m2"]), ["a", "b"])
+    >>> print(answers.Z.tolist(), answers.models)
+    [[0.0, 1.0], [1.0, 0.0]] ['m1', 'm2']
     """
     Z, models, new_items = as_matrix(new, what, allow_missing=False)
     return FAQAnswers(Z[:, align_items(items, new_items, label or what)], models)
 
 
 def prepare_protocol(history: Any, new_models: Any = None, *, codes: bool = False) -> FAQProtocolData:
-    """The validation protocol's inputs -> :class:`FAQProtocolData` (the history may have missing answers; new
-    models may not). ``codes``: the history as int8 codes (:func:`as_matrix`), as :func:`assay.faq.protocol`
-    holds it."""
+    """The validation protocol's inputs -> :class:`FAQProtocolData`.
+
+    The history may have missing answers; new models may not.
+
+    Parameters
+    ----------
+    history : DataFrame, Series or array
+        The history's models x items 0/1 answers, in any form :func:`as_matrix` reads.
+    new_models : DataFrame, Series or array, optional
+        Separate new models' answers on the same items; None: the protocol splits the history.
+    codes : bool, default False
+        The history as int8 codes (:func:`as_matrix`), as :func:`assay.faq.protocol` holds it.
+
+    Returns
+    -------
+    FAQProtocolData
+        The history, its model and item ids, and the new models' answers and ids (None when not given).
+
+    Raises
+    ------
+    AssayInputError
+        When a table is invalid or the new models' items differ from the history's.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> data = prepare_protocol(pd.DataFrame({"a": [1, 0, 1], "b": [0, np.nan, 1]}, index=["h1", "h2", "h3"]))
+    >>> print(data.H.tolist(), data.rows, data.items, data.Z_new)
+    [[1.0, 0.0], [0.0, nan], [1.0, 1.0]] ['h1', 'h2', 'h3'] ['a', 'b'] None
+    """
     H, rows, items = as_matrix(history, "history", codes=codes)
     if new_models is None:
         return FAQProtocolData(H, rows, items, None, None)

@@ -95,7 +95,33 @@ def jsonl_samples(f: Path):
 
 def read_lmeval(path, *, metric: str | None = None, filter: str | None = None, model: str | None = None,
                 variant: str | None = None) -> pd.DataFrame:
-    """lm-evaluation-harness ``--log_samples`` output (see the module docstring)."""
+    """lm-evaluation-harness ``--log_samples`` output (see the module docstring).
+
+    Parameters
+    ----------
+    path : str or Path
+        A directory (searched recursively for ``samples_<task>_<date>.jsonl``) or one samples file; the model name
+        comes from the ``results_<date>.json`` beside it.
+    metric : str, optional
+        The metric to read (default: the first scalar metric of each line); lines without it are skipped.
+    filter : str, optional
+        The filter to read (default: the first one seen per task).
+    model : str, optional
+        The model name to record (default: from the results file, else the directory's name).
+    variant : str, optional
+        The variant label (default: the task name with its few-shot count, ``task@5shot``).
+
+    Returns
+    -------
+    DataFrame
+        The tidy long table (module docstring), with ``filter`` and ``item_hash``; ``attrs["skipped"]`` counts the
+        lines without a scalar value of the metric.
+
+    Raises
+    ------
+    AssayInputError
+        When the path does not exist, holds no samples file, a line is not a JSON object, or no scalar score is found.
+    """
     path = Path(path)
     if not path.exists():
         raise AssayInputError(f"{path}: no such file or directory")
@@ -217,7 +243,29 @@ def _sample_list(path: Path, samples) -> list[dict]:
 
 
 def read_inspect(path, *, scorer: str | None = None, variant: str | None = None) -> pd.DataFrame:
-    """inspect-ai ``.eval`` / ``.json`` logs: a file or a directory of them (see the module docstring)."""
+    """inspect-ai ``.eval`` / ``.json`` logs: a file or a directory of them (see the module docstring).
+
+    Parameters
+    ----------
+    path : str or Path
+        A log file, or a directory searched recursively for ``.eval`` and ``.json`` logs.
+    scorer : str, optional
+        Read only this scorer (default: one row per scorer).
+    variant : str, optional
+        The variant label (default: the task name with its task arguments, ``task[k=v,...]``).
+
+    Returns
+    -------
+    DataFrame
+        The tidy long table (module docstring), with ``score_original``, ``score_human``, ``editor`` and
+        ``latency_s``.
+
+    Raises
+    ------
+    AssayInputError
+        When the path does not exist or holds no logs, a score is malformed, the scorer is absent, or no sample is
+        scored.
+    """
     path = Path(path)
     if not path.exists():
         raise AssayInputError(f"{path}: no such file or directory")
@@ -300,7 +348,33 @@ def to_autoeval(df: pd.DataFrame, *, candidate: str = "model") -> pd.DataFrame:
 
 def read_helm(path, *, metric: str = "exact_match", split: str | None = None, perturbation: str | None = None,
               model: str | None = None) -> pd.DataFrame:
-    """HELM ``per_instance_stats.json`` (a run directory, the file, or a suite directory of runs)."""
+    """HELM ``per_instance_stats.json`` (a run directory, the file, or a suite directory of runs).
+
+    A run that does not compute the metric is skipped (an error if none does).
+
+    Parameters
+    ----------
+    path : str or Path
+        A run directory, the file, or a suite directory searched recursively.
+    metric : str, default "exact_match"
+        The per-instance metric to read, by name.
+    split : str, optional
+        Read only the stats of this split.
+    perturbation : str, optional
+        Read the instances with this perturbation (default: the unperturbed ones).
+    model : str, optional
+        The model name to record (default: from ``run_spec.json``, else the run directory's name).
+
+    Returns
+    -------
+    DataFrame
+        The tidy long table (module docstring), with ``inference_runtime`` as ``latency_s``.
+
+    Raises
+    ------
+    AssayInputError
+        When the path does not exist, holds no stats file, a file is not JSON, or no run has the metric.
+    """
     path = Path(path)
     if not path.exists():
         raise AssayInputError(f"{path}: no such file or directory")

@@ -59,6 +59,25 @@ def read_plain(path: str | Path, *, format: str | None = None, text_columns: Seq
 
     The format comes from the file name unless ``format`` is given; evaluation logs are read by
     :func:`assay.data.read_table` through :mod:`assay.ingest` instead.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file or folder.
+    format : str, optional
+        One of ``csv``, ``tsv``, ``parquet``, ``jsonl``, ``json``, ``siren-release``.
+    text_columns : sequence of str, default ()
+        Columns read as text (e.g. ids that look like numbers), for the text formats.
+
+    Returns
+    -------
+    DataFrame
+        The table as read.
+
+    Raises
+    ------
+    AssayInputError
+        When the path does not exist, the format is unknown, or the parser fails.
     """
     p = Path(path)
     if not p.exists():
@@ -92,8 +111,32 @@ def map_columns(
 ) -> pd.DataFrame:
     """Rename the user's columns to assay's canonical names.
 
-    ``mapping`` maps canonical name -> the user's column name (``None`` or the canonical name
-    itself means "already called that"). Columns named in ``required`` must exist afterwards.
+    Parameters
+    ----------
+    df : DataFrame
+        The user's table; its column names must be unique.
+    mapping : mapping of str to str or None
+        Canonical name -> the user's column name (``None`` or the canonical name itself means "already called that").
+    required : iterable of str, default ()
+        Canonical columns that must exist afterwards.
+
+    Returns
+    -------
+    DataFrame
+        The table with the columns renamed.
+
+    Raises
+    ------
+    AssayInputError
+        When ``df`` is not a DataFrame, repeats a column name, lacks a mapped column, or lacks a required one.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"system": ["A", "B"], "question": ["q1", "q1"], "acc": [1.0, 0.5]})
+    >>> out = map_columns(df, {"model": "system", "item": "question", "score": "acc"}, required=("model", "item"))
+    >>> print(out.columns.tolist())
+    ['model', 'item', 'score']
     """
     if not isinstance(df, pd.DataFrame):
         raise AssayInputError(f"expected a pandas DataFrame, got {type(df).__name__}")
@@ -135,7 +178,43 @@ def check_scores(
 ) -> pd.Series:
     """Validate a numeric column: numbers only, finite, inside ``[low, high]``.
 
-    Returns the column as float64. NaN is an error unless ``allow_missing`` (then it stays NaN).
+    NaN is an error unless ``allow_missing`` (then it stays NaN).
+
+    Parameters
+    ----------
+    df : DataFrame
+        The table.
+    column : str
+        The column to check.
+    low, high : float, default 0.0 and 1.0
+        The allowed range.
+    allow_missing : bool, default False
+        Accept NaN.
+    what : str, default "score"
+        Names the column's role in error messages.
+    missing_hint : str, optional
+        What the error about missing values advises (default: fill them, remove those rows, or drop incomplete items).
+
+    Returns
+    -------
+    Series
+        The column as float64.
+
+    Raises
+    ------
+    AssayInputError
+        On a non-numeric, missing (unless allowed), infinite or out-of-range value, naming the rows.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"acc": [1.0, 0.5]})
+    >>> print(check_scores(df, "acc").tolist())
+    [1.0, 0.5]
+    >>> check_scores(df, "acc", high=0.8)
+    Traceback (most recent call last):
+    ...
+    assay.errors.AssayInputError: score column 'acc' is outside [0, 0.8] at row 0 (0-based) (e.g. 1). Rescale ...
     """
     raw = df[column]
     values = pd.to_numeric(raw, errors="coerce")
@@ -173,7 +252,34 @@ def check_scores(
 
 
 def check_unique(df: pd.DataFrame, keys: Sequence[str], *, what: str = "score") -> None:
-    """Each combination of ``keys`` must appear at most once."""
+    """Each combination of ``keys`` must appear at most once.
+
+    Parameters
+    ----------
+    df : DataFrame
+        The table.
+    keys : sequence of str
+        The columns whose combination must be unique.
+    what : str, default "score"
+        Names the rows' role in the error message.
+
+    Returns
+    -------
+    None
+
+    Raises
+    ------
+    AssayInputError
+        When a combination repeats, naming the rows.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> check_unique(pd.DataFrame({"model": ["A", "A"], "item": ["q1", "q1"]}), ["model", "item"])
+    Traceback (most recent call last):
+    ...
+    assay.errors.AssayInputError: duplicate scores for the same (model, item) at rows 0, 1 (0-based) ...
+    """
     dup = df.duplicated(subset=list(keys), keep=False)
     if dup.any():
         rows = df.index[dup]

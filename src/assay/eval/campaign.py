@@ -496,9 +496,27 @@ _COST_OF: dict[str, Callable[[str], tuple[str, str]]] = {
 
 
 def summary_rows(c: Campaign, sections: dict[str, Section], costs: pd.DataFrame) -> pd.DataFrame:
-    """One row per statement: subject (model, configuration or KPI), section, the statement in plain words, its
-    level, and what the section cost for that subject (requests, tokens, model seconds). Each method's result
-    states its own claims (:meth:`assay.results.Result.statements`)."""
+    """One row per statement of every section's results.
+
+    A row holds the subject (model, configuration or KPI), section, the statement in plain words, its level, and what
+    the section cost for that subject (requests, tokens, model seconds). Each method's result states its own claims
+    (:meth:`assay.results.Result.statements`); a skipped subject gets one ``"skipped: <why>"`` row.
+
+    Parameters
+    ----------
+    c : Campaign
+        The campaign.
+    sections : dict of str to Section
+        The sections run, by name, with their results and skipped subjects.
+    costs : DataFrame
+        What each (model, section) cost: ``model``, ``section``, ``requests``, ``prompt_tokens``,
+        ``completion_tokens``, ``seconds``.
+
+    Returns
+    -------
+    DataFrame
+        Columns ``subject, section, statement, level, requests, tokens, seconds``.
+    """
     rows: list[dict] = []
 
     def cost(model: str, section: str) -> dict:
@@ -529,11 +547,37 @@ def run(c: Campaign, *, journal: str | Path | None = None, backend: str = "seria
         models: Callable[[ModelSpec], Any] | None = None, judge_model: Any = None) -> CampaignResult:
     """Run campaign ``c`` (see the module docstring); rerunning it, or :func:`resume`, pays only for what is missing.
 
-    journal : the journal file (default: the campaign's ``journal``, else ``$ASSAY_JOURNAL`` or the user cache).
-    backend : "serial" or "ray" (the per-model FAQ, QuickScope and sample units on a Ray cluster, ``address``
-        as in :class:`assay.parallel.RayExecutor`); the numbers do not depend on it.
-    progress : called with an :class:`Event` as sections advance.
-    models, judge_model : build the Model of a ``[[model]]`` spec / the judge (tests pass their own).
+    A campaign over its ``[budget]`` caps stops at planning, before any request.
+
+    Parameters
+    ----------
+    c : Campaign
+        The campaign to run.
+    journal : str or Path, optional
+        The journal file (default: the campaign's ``journal``, else ``$ASSAY_JOURNAL`` or the user cache).
+    backend : {"serial", "ray"}, default "serial"
+        Where the per-model FAQ, QuickScope and sample units run: here, or on a Ray cluster; the numbers do not
+        depend on it.
+    address : str, optional
+        The Ray cluster's address, as in :class:`assay.parallel.RayExecutor`.
+    workers : int, optional
+        Ray workers (default: one per unit, at most 8).
+    progress : callable, optional
+        Called with an :class:`Event` as sections advance.
+    models : callable, optional
+        Builds the Model of a ``[[model]]`` spec (tests pass their own).
+    judge_model : Model, optional
+        The judge (tests pass their own).
+
+    Returns
+    -------
+    CampaignResult
+        The sections' results, the shared sample, the costs, the summary and the provenance.
+
+    Raises
+    ------
+    AssayInputError
+        When the campaign is over its budget caps or its inputs are invalid.
     """
     from ..models.journal import Journal, default_path
     from .plan import plan as make_plan

@@ -27,7 +27,34 @@ _PLACEHOLDER = re.compile(r"\{question\}|\{choices\}")
 
 
 def render(template: str, question: str, choices: str | None = None) -> str:
-    """``template`` with ``{question}`` (and ``{choices}``) replaced by the item's text; other braces stay."""
+    """``template`` with ``{question}`` (and ``{choices}``) replaced by the item's text; other braces stay.
+
+    The replacement is one pass, so a question that itself contains ``"{choices}"`` is left as written.
+
+    Parameters
+    ----------
+    template : str
+        The model's prompt template.
+    question : str
+        The item's question.
+    choices : str, optional
+        The item's answer choices as text.
+
+    Returns
+    -------
+    str
+        The prompt.
+
+    Raises
+    ------
+    AssayInputError
+        When the template uses ``{choices}`` but the item has none (``[bank].choices_col``).
+
+    Examples
+    --------
+    >>> print(render("Q: {question} {json} Choices: {choices}", "2+2?", "A) 4"))
+    Q: 2+2? {json} Choices: A) 4
+    """
     if "{choices}" in template and choices is None:
         raise AssayInputError("the template uses {choices} but the item has none ([bank].choices_col)")
     # one pass, so a question that itself contains "{choices}" is left as written
@@ -43,8 +70,35 @@ def render_bank(template: str, bank) -> list[str]:
 
 
 def uniform_sample(ids: Sequence[str], n: int, seed: int) -> list[str]:
-    """``n`` distinct ids of ``ids`` drawn uniformly without replacement from ``seed`` (all of them, in a
-    random order, when ``n >= len(ids)``)."""
+    """``n`` distinct ids of ``ids`` drawn uniformly without replacement from ``seed``.
+
+    All of them are returned, in a random order, when ``n >= len(ids)``. The draw uses the :data:`SAMPLE_STREAM`
+    child of the seed.
+
+    Parameters
+    ----------
+    ids : sequence of str
+        The bank's ids, in the bank's order (unique).
+    n : int
+        The sample size (at least 1).
+    seed : int
+        The campaign seed.
+
+    Returns
+    -------
+    list of str
+        The sampled ids, in the order drawn.
+
+    Raises
+    ------
+    AssayInputError
+        When the ids are not unique, the bank is empty, or ``n < 1``.
+
+    Examples
+    --------
+    >>> uniform_sample(["a", "b", "c", "d", "e"], 3, seed=0)
+    ['e', 'd', 'c']
+    """
     ids = list(ids)
     if len(set(ids)) != len(ids):
         raise AssayInputError("the bank's ids are not unique; the shared sample needs one id per item")

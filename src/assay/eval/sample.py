@@ -37,18 +37,65 @@ def campaign_run_id(c: Campaign) -> str:
 
 
 def section_run_id(c: Campaign, model: str, section: str) -> str:
-    """The journal run of one model's part of one section."""
+    """The journal run of one model's part of one section.
+
+    Parameters
+    ----------
+    c : Campaign
+        The campaign.
+    model : str
+        The model's name.
+    section : str
+        The section's name.
+
+    Returns
+    -------
+    str
+        ``<campaign run id>/<model>/<section>``.
+
+    Examples
+    --------
+    >>> from assay.eval.spec import parse_campaign
+    >>> c = parse_campaign({"campaign": {"name": "t", "seed": 5}, "scope": {"budget": 5},
+    ...                     "model": [{"name": "a", "endpoint": "http://127.0.0.1:9/v1", "model": "m"}]})
+    >>> section_run_id(c, "a", "scope")
+    'eval-t-...-s5/a/scope'
+    """
     return f"{campaign_run_id(c)}/{model}/{section}"
 
 
 def section_seed(c: Campaign, section: str, model: str | None = None) -> int:
-    """The seed of one section's draws for one model (or, ``model=None``, for the section as a whole): a child of
-    the campaign seed, spawned by the section's place in :data:`~assay.eval.spec.SECTIONS` and the model's place in
-    the file (DESIGN's seed rule). Sections and models draw independent streams, and adding a section or a model
-    after the others changes nobody else's draws.
+    """The seed of one section's draws for one model (or, ``model=None``, for the section as a whole).
+
+    It is a child of the campaign seed, spawned by the section's place in :data:`~assay.eval.spec.SECTIONS` and the
+    model's place in the file (DESIGN's seed rule). Sections and models draw independent streams, and adding a section
+    or a model after the others changes nobody else's draws.
 
     The models' own ``seed`` request parameter stays the campaign seed (:func:`make_model`): it is part of every
-    journaled request, and a new value would make answers already paid for look new."""
+    journaled request, and a new value would make answers already paid for look new.
+
+    Parameters
+    ----------
+    c : Campaign
+        The campaign.
+    section : str
+        The section's name, one of :data:`~assay.eval.spec.SECTIONS`.
+    model : str, optional
+        The model's name; None: the section as a whole.
+
+    Returns
+    -------
+    int
+        The seed.
+
+    Examples
+    --------
+    >>> from assay.eval.spec import parse_campaign
+    >>> c = parse_campaign({"campaign": {"name": "t", "seed": 5}, "scope": {"budget": 5},
+    ...                     "model": [{"name": "a", "endpoint": "http://127.0.0.1:9/v1", "model": "m"}]})
+    >>> section_seed(c, "scope", "a"), section_seed(c, "scope")
+    (3509516835, 3767054407)
+    """
     from .spec import SECTIONS
 
     key = (SECTIONS.index(section),) if model is None else (
@@ -84,11 +131,42 @@ def run_sample(c: Campaign, *, bank: pd.DataFrame | None = None, journal=None,
                models: Callable[[ModelSpec], object] | None = None,
                progress: Callable[[str, dict], None] | None = None, only: list[str] | None = None,
                reuse: bool = False) -> pd.DataFrame:
-    """Ask every model (or the ones named in ``only``) the campaign's shared sample; one row per (model, item) with
-    the question, reference, answer, its score and KPIs. ``models`` builds the Model of a spec (default
-    :func:`make_model`; tests pass their own); ``progress(model_name, stats)`` is called as requests complete.
-    ``reuse``: an answer the journal holds for the same request from any run (FAQ's, of the same campaign) is
-    read, not bought again. ``bank``: the campaign's bank, when the caller has read it (:func:`load_bank`)."""
+    """Ask every model (or the ones named in ``only``) the campaign's shared sample.
+
+    The result has one row per (model, item) with the question, reference, answer, its score and KPIs.
+
+    Parameters
+    ----------
+    c : Campaign
+        The campaign.
+    bank : DataFrame, optional
+        The campaign's bank, when the caller has read it (:func:`load_bank`).
+    journal : str or Path, optional
+        The journal file (default: the user cache's).
+    models : callable, optional
+        Builds the Model of a spec (default :func:`make_model`; tests pass their own).
+    progress : callable, optional
+        ``progress(model_name, stats)`` is called as requests complete.
+    only : list of str, optional
+        The models to ask (default: all).
+    reuse : bool, default False
+        An answer the journal holds for the same request from any run (FAQ's, of the same campaign) is read, not
+        bought again.
+
+    Returns
+    -------
+    DataFrame
+        Columns ``model, item, question, reference, prompt, text, status, score, latency_s, ttft_s, prompt_tokens,
+        completion_tokens, cached, run_id, cost``.
+
+    Raises
+    ------
+    AssayInputError
+        When the campaign has no bank or the bank is invalid.
+    AssayBackendError
+        When requests to a model fail after retries (the answers obtained are in the journal: rerun to ask only the
+        missing ones).
+    """
     from ..models import run as run_model
     from ..models.journal import default_path
     from ..models.scoring import score

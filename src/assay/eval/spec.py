@@ -573,8 +573,33 @@ def parse_campaign(data: Mapping, *, source: str | os.PathLike = "campaign", bas
                    path: Path | None = None) -> Campaign:
     """Validate already-parsed campaign data (a TOML document as a dict) into a :class:`Campaign`.
 
-    ``source`` names the file in error messages; relative paths are resolved against ``base`` (default: the
-    current directory); ``path`` is recorded as :attr:`Campaign.source`.
+    Parameters
+    ----------
+    data : mapping
+        The campaign document.
+    source : str or path-like, default "campaign"
+        Names the file in error messages.
+    base : str or path-like, optional
+        Relative paths are resolved against it (default: the current directory).
+    path : Path, optional
+        Recorded as :attr:`Campaign.source`.
+
+    Returns
+    -------
+    Campaign
+        The validated campaign.
+
+    Raises
+    ------
+    AssayInputError
+        When the data is not a valid campaign (the message names ``source``).
+
+    Examples
+    --------
+    >>> c = parse_campaign({"campaign": {"name": "t", "seed": 5}, "scope": {"budget": 5},
+    ...                     "model": [{"name": "a", "endpoint": "http://127.0.0.1:9/v1", "model": "m"}]})
+    >>> c.name, c.seed, [m.name for m in c.models], c.sections()
+    ('t', 5, ['a'], ['scope'])
     """
     folder = Path(os.path.abspath(base if base is not None else os.getcwd()))
     return _Reader(str(source), folder, path).campaign(data)

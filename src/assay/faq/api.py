@@ -204,10 +204,40 @@ def expect(history, *, budget: float | int, alpha: float = 0.05, delta: float | 
            progress: Callable[[int, int], None] | None = None) -> dict | None:
     """What FAQ at ``budget`` is expected to do for a new model, measured on the history before any query.
 
-    Runs FAQ on held-out families of the history (:mod:`assay.faq.calibrate`; cached with the fit) and returns
-    ``{"budget", "held_out_models", "runs", "crit", "expected_coverage", "expected_saving", "fallback_rate",
-    "cache"}``, or None when the history has too few complete models to say. ``expected_saving`` is how many
-    uniformly sampled questions each FAQ question is worth on those models; ``expected_coverage`` is cross-fitted.
+    Runs FAQ on held-out families of the history (:mod:`assay.faq.calibrate`; cached with the fit).
+    ``expected_saving`` is how many uniformly sampled questions each FAQ question is worth on those models;
+    ``expected_coverage`` is cross-fitted.
+
+    Parameters
+    ----------
+    history : DataFrame or array
+        The history's models x items 0/1 answers (wide DataFrame, long ``model, item, score`` table, or array;
+        NaN = missing).
+    budget : float or int
+        A fraction of the bank in (0, 1] or a number of queries (:func:`resolve_budget`).
+    alpha : float, default 0.05
+        Miscoverage of the interval whose coverage is measured.
+    delta : float, optional
+        assay's common name for the error level; when given it is used as ``alpha``.
+    params : FAQParams or mapping, optional
+        FAQ's sampling parameters (default :class:`FAQParams`).
+    cache : bool, default True
+        Read and write the factor fit and the calibration in the cache.
+    fit_progress : callable, optional
+        Progress callback of the factor fit.
+    progress : callable, optional
+        ``progress(done, total)`` as the held-out runs complete.
+
+    Returns
+    -------
+    dict or None
+        ``{"budget", "held_out_models", "runs", "crit", "expected_coverage", "expected_saving", "fallback_rate",
+        "cache"}``, or None when the history has too few complete models to say.
+
+    Raises
+    ------
+    AssayInputError
+        When the history, the budget or a level is invalid.
     """
     alpha = level_alias(alpha, delta, 0.05)
     _check_alpha(alpha)

@@ -226,6 +226,31 @@ def wilson_fpc(k, n, N, alpha=0.05) -> tuple[np.ndarray, np.ndarray]:
     n / (1 - n/N), i.e. the finite-population correction applied under the null value m. Unlike the Wald
     interval it never collapses to zero width when every sampled answer agrees (a Wald interval then covers
     the truth only by luck), and it equals the exact answer when n = N.
+
+    Parameters
+    ----------
+    k : array_like
+        Successes in the sample.
+    n : array_like
+        Sample sizes.
+    N : int
+        Population size (questions in the bank).
+    alpha : float, default 0.05
+        Miscoverage: z = the normal 1 - alpha/2 quantile.
+
+    Returns
+    -------
+    tuple of ndarray
+        (lo, hi), clipped to [0, 1].
+
+    Examples
+    --------
+    >>> lo, hi = wilson_fpc(20, 20, 100)
+    >>> print(round(float(lo), 4), round(float(hi), 4))
+    0.8668 1.0
+    >>> lo, hi = wilson_fpc(12, 20, 20)
+    >>> print(round(float(lo), 4), round(float(hi), 4))
+    0.6 0.6
     """
     k = np.asarray(k, dtype=float)
     n = np.asarray(n, dtype=float)
@@ -253,6 +278,35 @@ def uniform_mean(Z, n_b, *, rng, alpha=0.05) -> Estimates:
     ``n_b == N`` the answer is exact (se 0, lo = hi = estimate).
 
     This is the honest fixed-budget uniform reference; :func:`ht_uniform` is the paper's (noisier) one.
+
+    Parameters
+    ----------
+    Z : array_like
+        (M, N) 0/1 answers of M models to the N questions.
+    n_b : int
+        Questions sampled per model (the budget).
+    rng : numpy.random.Generator
+        Randomness of the draws.
+    alpha : float, default 0.05
+        Miscoverage of the interval.
+
+    Returns
+    -------
+    Estimates
+        Per model: ``estimate``, ``se``, ``lo``, ``hi``, ``n_labels``, ``n_distinct``.
+
+    Raises
+    ------
+    AssayInputError
+        When ``Z``, ``n_b``, ``alpha`` or ``rng`` is invalid.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> Z = (np.random.default_rng(0).random((2, 500)) < np.array([[0.3], [0.7]])).astype(float)
+    >>> est = uniform_mean(Z, 100, rng=np.random.default_rng(1))
+    >>> print(est.estimate.round(3), est.se.round(4), est.lo.round(3), est.hi.round(3))
+    [0.24 0.66] [0.0384 0.0426] [0.174 0.573] [0.322 0.737]
     """
     A = _check_Z(Z)
     M, N = A.shape
@@ -287,6 +341,35 @@ def ht_uniform(Z, n_b, *, rng, alpha=0.05) -> Estimates:
     questions (:func:`uniform_mean`) by a factor ``1/(1-theta)``: about 1.3-1.5x for accuracies 0.25-0.35.
     Effective-sample-size gains measured against this reference are inflated by that factor relative to
     gains measured against :func:`uniform_mean`.
+
+    Parameters
+    ----------
+    Z : array_like
+        (M, N) 0/1 answers of M models to the N questions.
+    n_b : int
+        Expected number of labels per model (the budget).
+    rng : numpy.random.Generator
+        Randomness of the labelling decisions.
+    alpha : float, default 0.05
+        Miscoverage of the interval.
+
+    Returns
+    -------
+    Estimates
+        Per model: ``estimate``, ``se``, ``lo``, ``hi``, ``n_labels``, ``n_distinct``.
+
+    Raises
+    ------
+    AssayInputError
+        When ``Z``, ``n_b``, ``alpha`` or ``rng`` is invalid.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> Z = (np.random.default_rng(0).random((2, 500)) < np.array([[0.3], [0.7]])).astype(float)
+    >>> est = ht_uniform(Z, 100, rng=np.random.default_rng(1))
+    >>> print(est.estimate.round(3), est.se.round(4))
+    [0.24 0.57] [0.0438 0.0675]
     """
     A = _check_Z(Z)
     M, N = A.shape

@@ -253,12 +253,39 @@ def _fold_fit(H, train, fm: FactorModel, hkey: str, f: int) -> FactorModel:
 def calibrate(H: np.ndarray, rows: Sequence[str], fm: FactorModel, n_b: int, params: FAQParams, *, seeds: int = 2,
               max_models: int = 300, n_folds: int = 3,
               progress: Callable[[int, int], None] | None = None) -> Calibration | None:
-    """Run FAQ at budget ``n_b`` on held-out families of the history ``H`` (models x items, NaN = missing, or int8
-    codes with -1 = missing as ``as_matrix(..., codes=True)`` gives them; the columns in the order of ``fm``'s
-    items), with factors of ``fm``'s (k, lambda) refitted without each fold. The history is held as int8.
+    """Run FAQ at budget ``n_b`` on held-out families of the history ``H``.
 
-    At most ``max_models`` complete held-out rows (a random subset, fixed by the history), ``seeds`` runs each.
-    None when the history has fewer than :data:`MIN_MODELS` complete rows or too few models for the folds.
+    The factors of ``fm``'s (k, lambda) are refitted without each fold. The history is held as int8. At most
+    ``max_models`` complete held-out rows (a random subset, fixed by the history), ``seeds`` runs each; every run is
+    paired with a uniform sample of the same size (:func:`assay.faq.baselines.uniform_mean`).
+
+    Parameters
+    ----------
+    H : ndarray
+        The history, models x items: NaN = missing, or int8 codes with -1 = missing as ``as_matrix(..., codes=True)``
+        gives them; the columns in the order of ``fm``'s items.
+    rows : sequence of str
+        The history's model ids (their families decide the folds).
+    fm : FactorModel
+        The factor model fitted on the whole history.
+    n_b : int
+        The budget in questions.
+    params : FAQParams
+        FAQ's sampling parameters.
+    seeds : int, default 2
+        Runs per held-out model.
+    max_models : int, default 300
+        Most complete held-out rows used.
+    n_folds : int, default 3
+        Model-level folds.
+    progress : callable, optional
+        ``progress(done, total)`` as the (fold, seed) runs complete.
+
+    Returns
+    -------
+    Calibration or None
+        The held-out runs; None when the history has fewer than :data:`MIN_MODELS` complete rows or too few models
+        for the folds (or ``n_b`` covers the bank).
     """
     from ..data.faq import int8_bytes, to_codes
 

@@ -254,7 +254,33 @@ def standard_errors(phi, answers, p_chosen, q_chosen, sum_p, var_model, N, *, we
                     design: str = "wr") -> dict[str, np.ndarray]:
     """Standard errors of theta_hat (M,) under every variance estimator (module docstring), from one run's arrays.
 
-    ``weights`` (n,) are the c_t (default 1), ``used`` (M, n) marks the rounds each model used (default all).
+    Parameters
+    ----------
+    phi : ndarray
+        (M, n) increments phi_t.
+    answers : ndarray
+        (M, n) observed answers z_{I_t}.
+    p_chosen : ndarray
+        (M, n) p_t(I_t), the working model's probability of the asked question before the answer.
+    q_chosen : ndarray
+        (M, n) sampling probabilities q_t(I_t).
+    sum_p : ndarray
+        (M, n) sum_j p_j^(t-1) over the bank, for eq. 8's B term.
+    var_model : ndarray
+        (M, n) conditional variance of phi_t if the factor model were true.
+    N : int
+        Questions in the bank.
+    weights : ndarray, optional
+        (n,) the c_t (default 1).
+    used : ndarray, optional
+        (M, n) booleans marking the rounds each model used (default all).
+    design : str, default "wr"
+        The sampling design; the ``paper`` estimator exists only for ``"wr"`` with every round used.
+
+    Returns
+    -------
+    dict of str to ndarray
+        ``increments``, ``model``, ``conservative`` (their maximum) and, when available, ``paper``; (M,) each.
     """
     M, n = phi.shape
     c = np.ones(n) if weights is None else np.asarray(weights, dtype=float)
@@ -273,7 +299,27 @@ def standard_errors(phi, answers, p_chosen, q_chosen, sum_p, var_model, N, *, we
 
 
 def critical_value(alpha: float, n, quantile: str):
-    """z_{1-alpha/2}, or the Student t quantile with n - 1 degrees of freedom (``n`` may be an array)."""
+    """z_{1-alpha/2}, or the Student t quantile with n - 1 degrees of freedom (``n`` may be an array).
+
+    Parameters
+    ----------
+    alpha : float
+        Miscoverage of the two-sided interval.
+    n : float or array_like
+        Effective sample size(s); the degrees of freedom are at least 1.
+    quantile : str
+        ``"t"`` for Student t; anything else gives the normal quantile.
+
+    Returns
+    -------
+    float or ndarray
+        The critical value (an array when ``quantile="t"`` and ``n`` is one).
+
+    Examples
+    --------
+    >>> round(critical_value(0.05, 30, "normal"), 4), round(critical_value(0.05, 30, "t"), 4)
+    (1.96, 2.0452)
+    """
     if quantile == "t":
         df = np.maximum(np.asarray(n, dtype=float) - 1.0, 1.0)
         out = stats.t.ppf(1 - alpha / 2, df)
@@ -282,8 +328,32 @@ def critical_value(alpha: float, n, quantile: str):
 
 
 def interval(run: "FAQRun", alpha: float, variance: str | None = None, quantile: str | None = None):
-    """(lo, hi) of the fixed-budget interval of a finished run with another variance estimator / quantile
-    (same draws), clipped to [0, 1]."""
+    """(lo, hi) of the fixed-budget interval of a finished run with another variance estimator / quantile.
+
+    The run's draws are reused; the degrees of freedom come from its weights over the rounds used, and the ends are
+    clipped to [0, 1].
+
+    Parameters
+    ----------
+    run : FAQRun
+        A finished run.
+    alpha : float
+        Miscoverage.
+    variance : str, optional
+        A variance estimator of ``run.ses`` (default: the run's own).
+    quantile : str, optional
+        ``"t"`` or ``"normal"`` (default: the run's own).
+
+    Returns
+    -------
+    tuple of ndarray
+        (lo, hi), (M,) each.
+
+    Raises
+    ------
+    AssayInputError
+        When the variance estimator is not available for the run's design.
+    """
     variance = variance or run.params.variance
     quantile = quantile or run.params.quantile
     if variance not in run.ses:
@@ -305,7 +375,32 @@ def cs_rho(alpha: float, v_target: float) -> float:
 
 
 def cs_radius(V, rho: float, alpha: float, sum_c):
-    """Half-width of the two-sided normal-mixture confidence sequence for theta (module docstring)."""
+    """Half-width of the two-sided normal-mixture confidence sequence for theta (module docstring).
+
+    The radius is sqrt((V + 1/rho^2) (log(1 + rho^2 V) + 2 log(1/alpha))) / sum_c.
+
+    Parameters
+    ----------
+    V : array_like
+        The variance process V_t on the unnormalised scale (negative values count as 0).
+    rho : float
+        The mixing scale (:func:`cs_rho`): where the boundary is tightest, never its validity.
+    alpha : float
+        Miscoverage.
+    sum_c : array_like
+        The sum of the weights c_t so far.
+
+    Returns
+    -------
+    ndarray
+        The radius around theta_hat_t.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> print(cs_radius(np.array([10.0, 100.0]), 0.5, 0.05, np.array([100.0, 100.0])).round(4))
+    [0.1007 0.3102]
+    """
     V = np.maximum(np.asarray(V, dtype=float), 0.0)
     r2 = (V + 1.0 / rho**2) * (np.log1p(rho**2 * V) + 2.0 * np.log(1.0 / alpha))
     return np.sqrt(r2) / sum_c
@@ -869,9 +964,33 @@ class FAQEstimate(NamedTuple):
 
 
 def uniform_gain(estimate, se, n, N: int) -> np.ndarray:
-    """Estimated effective-sample-size gain over uniform sampling: the variance a simple random sample of ``n``
-    of the ``N`` questions would have at the estimated accuracy, theta_hat (1 - theta_hat) (1 - n/N) / n, over
-    ``se``^2 (NaN where se = 0)."""
+    """Estimated effective-sample-size gain over uniform sampling.
+
+    The gain is the variance a simple random sample of ``n`` of the ``N`` questions would have at the estimated
+    accuracy, theta_hat (1 - theta_hat) (1 - n/N) / n, over ``se``^2 (NaN where se = 0).
+
+    Parameters
+    ----------
+    estimate : array_like
+        The estimated accuracies theta_hat (clipped to [0, 1]).
+    se : array_like
+        Their standard errors.
+    n : array_like
+        Questions asked.
+    N : int
+        Questions in the bank.
+
+    Returns
+    -------
+    ndarray
+        The gain per model.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> print(uniform_gain(np.array([0.7, 0.5]), np.array([0.03, 0.0]), 100, 1000).round(3))
+    [2.1 nan]
+    """
     th = np.clip(np.asarray(estimate, dtype=float), 0.0, 1.0)
     n = np.asarray(n, dtype=float)
     v_unif = th * (1 - th) * np.maximum(1 - n / N, 0.0) / np.maximum(n, 1)
@@ -893,11 +1012,38 @@ def plain_words(*, n_queries: int, gain=None, expected: dict | None = None, mode
                 until_width=None, calibrated: bool | None = None, fell_back=None, design: str = "wor") -> list[str]:
     """The notes every FAQ output carries beside its numbers (evaluate, protocol, the studies, report and JSON).
 
-    n_queries : the budget in questions. gain : realised or estimated effective-sample-size gain over uniform
-    sampling, per model (evaluate) or one number (protocol). expected : :meth:`Calibration.summary` (what the
-    history predicts before any query), or None when the history cannot say. calibrated : whether the interval
-    was calibrated on the history (None: not applicable). fell_back : per model, the round from which
-    it was sampled uniformly (0 = never).
+    Parameters
+    ----------
+    n_queries : int
+        The budget in questions.
+    gain : float or array_like, optional
+        Realised or estimated effective-sample-size gain over uniform sampling, per model (evaluate) or one number
+        (protocol).
+    expected : dict, optional
+        :meth:`Calibration.summary` (what the history predicts before any query), or None when the history cannot
+        say.
+    model_ids : sequence of str, optional
+        The models' ids, to name them in the notes.
+    until_width : float, optional
+        The target width of a run that stops early (the notes about a fixed-budget interval's validation and
+        calibration are then left out).
+    calibrated : bool, optional
+        Whether the interval was calibrated on the history (None: not applicable).
+    fell_back : array_like, optional
+        Per model, the round from which it was sampled uniformly (0 = never).
+    design : str, default "wor"
+        The sampling design (``"naive-wor"`` gets a note that its interval is not valid).
+
+    Returns
+    -------
+    list of str
+        The notes, possibly none.
+
+    Examples
+    --------
+    >>> for note in plain_words(n_queries=100, gain=[2.5, 0.8], model_ids=["a/x", "b/y"], calibrated=True):
+    ...     print(note[:60])
+    no saving for 1 of 2 models: the interval is about as wide a
     """
     notes: list[str] = []
     ids = list(model_ids) if model_ids is not None else None

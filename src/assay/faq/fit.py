@@ -74,12 +74,35 @@ def _history_hash(H: np.ndarray, rows: Sequence[str], items: Sequence[str], sett
 
 def fit_factors(H: np.ndarray, rows: Sequence[str], items: Sequence[str], *, cache: bool = True,
                 progress: Callable | None = None) -> tuple[FactorModel, dict]:
-    """Fit :func:`default_factor_model` on a history matrix (float, NaN = missing, or int8 codes with -1 = missing:
-    ``as_matrix(..., codes=True)``) (or load it from the cache) -> (model, info).
+    """Fit :func:`default_factor_model` on a history matrix (or load it from the cache) -> (model, info).
 
     The fit is a function of the history alone (fixed internal seed, model families from the ``owner/`` part of
     the row ids), so it is cached under a hash of the history and its ids: the second run on the same history
     starts at once. ``info`` says whether the cache was used and where.
+
+    Parameters
+    ----------
+    H : ndarray
+        The history, models x items: float with NaN = missing, or int8 codes with -1 = missing
+        (``as_matrix(..., codes=True)``).
+    rows : sequence of str
+        The history's model ids.
+    items : sequence of str
+        The history's item ids.
+    cache : bool, default True
+        Read the fit from the cache and write it there (a cache that cannot be written is reported, not an error).
+    progress : callable, optional
+        Progress callback of the fit.
+
+    Returns
+    -------
+    tuple
+        (the fitted :class:`FactorModel`, info ``{"cache": "hit" / "miss" / "not written (...)", "path", "key"}``).
+
+    Raises
+    ------
+    AssayInputError
+        When the history cannot support the model's number of factors.
     """
     from .io import load_factors, save_factors
 

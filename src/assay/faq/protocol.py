@@ -115,9 +115,38 @@ class FAQProtocolResult(Result):
 def model_splits(rows: Sequence[str], n_splits: int, split_by: Any = "auto", *, seed=0) -> list[tuple[np.ndarray, np.ndarray]]:
     """Model-level splits of a history: ``n_splits`` folds, each in turn the new models, the rest the history.
 
-    split_by : "auto" (whole model families, the ``owner`` of ``owner/name`` ids, when the ids have one; else
-        "random"), "random" (models independently), or one group label per row. Whole groups stay together, so
-        the new models of a split belong to families the history of that split does not contain.
+    Whole groups stay together, so the new models of a split belong to families the history of that split does not
+    contain.
+
+    Parameters
+    ----------
+    rows : sequence of str
+        The history's model ids.
+    n_splits : int
+        Number of folds (at least 2); each holds out about 1/n_splits of the models.
+    split_by : "auto", "random" or sequence, default "auto"
+        "auto" (whole model families, the ``owner`` of ``owner/name`` ids, when the ids have one; else "random"),
+        "random" (models independently), or one group label per row.
+    seed : int, Generator or None, default 0
+        Randomness of the assignment to folds.
+
+    Returns
+    -------
+    list of tuple of ndarray
+        Per fold, (row positions of the history, row positions of the new models).
+
+    Raises
+    ------
+    AssayInputError
+        When ``split_by`` or ``n_splits`` is invalid.
+
+    Examples
+    --------
+    >>> for history, new in model_splits(["a/1", "a/2", "b/1", "b/2", "c/1", "c/2"], 3):
+    ...     print(history.tolist(), new.tolist())
+    [0, 1, 2, 3] [4, 5]
+    [2, 3, 4, 5] [0, 1]
+    [0, 1, 4, 5] [2, 3]
     """
     from .factor import _row_folds
 

@@ -364,7 +364,30 @@ def extract_choice(text: str | None, choices: Any = "ABCD", options: dict[str, s
        ``(B) 26``) gives that option's letter.
 
     Letters outside ``choices`` never count, so with choices up to ``J`` a standalone ``I`` in an
-    answer line is read as option I. Returns ``None`` when nothing matches.
+    answer line is read as option I.
+
+    Parameters
+    ----------
+    text : str or None
+        The model's response.
+    choices : str or list of str, default "ABCD"
+        The valid letters.
+    options : dict of str to str, optional
+        The options the prompt lists, letter -> option text.
+
+    Returns
+    -------
+    str or None
+        The letter, or ``None`` when nothing matches or the answer is ambiguous.
+
+    Examples
+    --------
+    >>> extract_choice("B looks wrong at first. Answer: (C)")
+    'C'
+    >>> print(extract_choice("Answer: C or D"))
+    None
+    >>> extract_choice("(B) 26", "ABCDE")
+    'B'
     """
     return _choice_with_reason(text, choices, options)[0]
 
@@ -916,7 +939,31 @@ def extract_number(text: str | None, cut_off: bool = False, question: Any = None
 
     The candidate stated last wins (a model that restates its answer at the end is read at the end); an expression
     left unevaluated ("18 (Mateo) - 32 (Jonas)") and a number only in parentheses are not answers. Numbers may be
-    written in words ("eight"). Returns the number as written, for :func:`parse_number`.
+    written in words ("eight").
+
+    Parameters
+    ----------
+    text : str or None
+        The model's response.
+    cut_off : bool, default False
+        The response was cut off by its token limit (its last sentence is then not read as a conclusion).
+    question : str or list of dict, optional
+        The question asked, or its chat messages (the last user message is used), to tell the thing the question
+        counts.
+
+    Returns
+    -------
+    str or None
+        The number as written, for :func:`parse_number`, or ``None``.
+
+    Examples
+    --------
+    >>> extract_number("The answer is 36 - 13 = 20 cookies left.")
+    '20'
+    >>> extract_number("So, Lena has 17 more coins than Kenji.")
+    '17'
+    >>> extract_number("Answer: eight")
+    'eight'
     """
     text = _check_text(text, "extract_number")
     text = strip_reasoning(text)

@@ -131,6 +131,32 @@ def request_key(model: str, prompt: Any, params: Mapping[str, Any] | None) -> st
 
     Canonical: ``sort_keys=True``, ``separators=(",", ":")``, ``ensure_ascii=False``; so the key does
     not depend on dict order, and tuples and lists hash alike.
+
+    Parameters
+    ----------
+    model : str
+        The model's name.
+    prompt : str or list
+        The prompt (text or chat messages).
+    params : mapping, optional
+        The request parameters (None counts as ``{}``).
+
+    Returns
+    -------
+    str
+        64 hex characters.
+
+    Raises
+    ------
+    AssayInputError
+        When ``params`` is not a mapping.
+
+    Examples
+    --------
+    >>> request_key("m", "Hi", {"temperature": 0, "api_key": "x"}) == request_key("m", "Hi", {"temperature": 0})
+    True
+    >>> request_key("m", ["a", "b"], None) == request_key("m", ("a", "b"), {})
+    True
     """
     import hashlib
 

@@ -504,11 +504,47 @@ def score_response(
     context-length message ``too_long``, any other ``transport``; the scorer is then not called and ``detail``
     holds the message. A call with no text, or only whitespace, is ``refused`` (the model answered nothing).
     Otherwise ``scorer`` (a name or callable, see :func:`make_scorer`) decides between ``answered`` and
-    ``unparseable``; ``prompt`` (optional) lets the ``choice`` scorer read the options it lists and the ``numeric``
-    scorer the thing the question counts, ``finish_reason``
-    (optional, the server's: ``"length"`` when the answer was cut off by its token limit) lets the ``numeric``
-    scorer read a cut-off answer by its answer markers alone. The returned outcome carries ``policy`` and
-    ``final_score = apply_policy(outcome, policy)``.
+    ``unparseable``.
+
+    Parameters
+    ----------
+    text : str or None
+        The response's text.
+    error : str or None
+        The model layer's error string, ``None`` when the call succeeded.
+    reference : Any
+        The reference answer.
+    scorer : str or callable, default "exact"
+        A scorer name or callable (:func:`make_scorer`).
+    policy : str, default DEFAULT_POLICY
+        The failure policy (``"wrong"``, ``"missing"`` or ``"correct"``).
+    outcome : str, optional
+        The outcome the model layer already knows (one of :data:`STATUSES`).
+    detail : str, optional
+        The server's words about that outcome.
+    prompt : str or list, optional
+        Lets the ``choice`` scorer read the options it lists and the ``numeric`` scorer the thing the question
+        counts.
+    finish_reason : str, optional
+        The server's (``"length"`` when the answer was cut off by its token limit); lets the ``numeric`` scorer read
+        a cut-off answer by its answer markers alone.
+
+    Returns
+    -------
+    Outcome
+        The outcome, carrying ``policy`` and ``final_score = apply_policy(outcome, policy)``.
+
+    Raises
+    ------
+    AssayInputError
+        On an unknown policy or outcome, an ``error`` that is not a string, or a scorer that returns no Outcome.
+
+    Examples
+    --------
+    >>> score_response("Answer: C", None, "C", "choice")
+    Outcome(score=1.0, status='answered', extracted='C', detail='Answer: C', policy='wrong', final_score=1.0)
+    >>> score_response(None, "Read timeout", "C", "choice").status
+    'timeout'
     """
     policy = _check_policy(policy)
     if error is not None and not isinstance(error, str):
@@ -535,8 +571,33 @@ def score_response(
 
 def score(response: Any, reference: Any, scorer: Any = "exact", policy: str = DEFAULT_POLICY,
           prompt: Any = None) -> Outcome:
-    """:func:`score_response` on a :class:`~assay.models.base.Response` (or its dict): text, error, outcome and
-    detail are read from it; ``prompt`` as in :func:`score_response`."""
+    """:func:`score_response` on a :class:`~assay.models.base.Response` (or its dict).
+
+    Text, error, outcome, detail and finish reason are read from it.
+
+    Parameters
+    ----------
+    response : Response or mapping
+        The model's response.
+    reference : Any
+        The reference answer.
+    scorer : str or callable, default "exact"
+        A scorer name or callable (:func:`make_scorer`).
+    policy : str, default DEFAULT_POLICY
+        The failure policy.
+    prompt : str or list, optional
+        As in :func:`score_response`.
+
+    Returns
+    -------
+    Outcome
+        The scored outcome with its policy and final score.
+
+    Examples
+    --------
+    >>> score({"text": "The answer is 42.", "error": None}, "42", "numeric")
+    Outcome(score=1.0, status='answered', extracted='42', detail='parsed 42.0', policy='wrong', final_score=1.0)
+    """
     get = response.get if isinstance(response, Mapping) else (lambda k, d=None: getattr(response, k, d))
     return score_response(get("text"), get("error"), reference, scorer, policy, outcome=get("outcome"),
                           detail=get("detail"), prompt=prompt, finish_reason=get("finish_reason"))
@@ -563,9 +624,39 @@ def score_rows(texts: Iterable[Any], references: Iterable[Any], scorers: Any, po
                finish_reasons: Iterable[Any] | None = None) -> list[Outcome]:
     """Score many stored answers at once (e.g. a history of raw answers read back from a journal or a file).
 
-    ``scorers`` is one scorer (name or callable) or one per row; ``outcomes`` the model layer's outcome per row
-    (``Response.outcome``) and ``finish_reasons`` the server's finish reason per row, when known. Rescoring stored
-    text with better extraction rules needs no model call.
+    Rescoring stored text with better extraction rules needs no model call.
+
+    Parameters
+    ----------
+    texts : iterable
+        The responses' texts (None or NaN: no text).
+    references : iterable
+        The reference answers, one per text.
+    scorers : str, callable or sequence
+        One scorer (name or callable) or one per row.
+    policy : str, default DEFAULT_POLICY
+        The failure policy.
+    outcomes : iterable, optional
+        The model layer's outcome per row (``Response.outcome``), when known.
+    prompts : iterable, optional
+        The prompt per row, as in :func:`score_response`.
+    finish_reasons : iterable, optional
+        The server's finish reason per row, when known.
+
+    Returns
+    -------
+    list of Outcome
+        One per row.
+
+    Raises
+    ------
+    AssayInputError
+        When the per-row inputs differ in length.
+
+    Examples
+    --------
+    >>> [(o.status, o.final_score) for o in score_rows(["Answer: B", "", "Answer: A"], ["B", "B", "B"], "choice")]
+    [('answered', 1.0), ('refused', 0.0), ('answered', 0.0)]
     """
     texts, references = list(texts), list(references)
     if len(texts) != len(references):

@@ -32,6 +32,36 @@ def cdf_bands(samples: np.ndarray | Sequence[np.ndarray], alpha: float, band: st
     ``"berk-jones"``: the KL inversion with the exact critical value q_{n_k}(1 - alpha) (App. F, eq. 40-42).
     A +inf observation (a failure) counts as mass above every finite x, and comes back as +inf in ``x``.
     Rows may have different n_k (a list of 1-D arrays).
+
+    Parameters
+    ----------
+    samples : ndarray (K, n) or sequence of 1-D ndarrays
+        The KPI observations of each configuration, one row (or one array) per band; +inf marks a failure.
+    alpha : float
+        Miscoverage of each band (the per-band level, e.g. from :func:`assay.psdme.fcr.levels`).
+    band : str, default "dkw"
+        ``"dkw"`` or ``"berk-jones"``.
+
+    Returns
+    -------
+    CDFBand
+        The bands of :mod:`assay.stats.bands`, one row per sample: sorted observations ``x`` (NaN pads the shorter
+        rows, failures as +inf), counts ``n``, and ``lower`` / ``upper`` (at each x) and ``lower_left`` /
+        ``upper_left`` (just before it).
+
+    Raises
+    ------
+    AssayInputError
+        If ``band`` is not ``"dkw"`` or ``"berk-jones"``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> b = cdf_bands([np.array([1., 2., 3., 4.]), np.array([2., np.inf, 5.])], alpha=0.1)
+    >>> b.x.tolist(), b.n.tolist()
+    ([[1.0, 2.0, 3.0, 4.0], [2.0, 5.0, inf, nan]], [4, 3])
+    >>> b.lower.round(4).tolist(), b.width.round(4).tolist()
+    ([[0.0, 0.0, 0.1381, 0.3881], [0.0, 0.0, 0.2934, nan]], [0.6119, 0.7066])
     """
     band = _check_band(band)
     if isinstance(samples, np.ndarray) and samples.ndim == 2:

@@ -35,6 +35,34 @@ def levels(K: int, selected: int, delta: float, calibrator: Any = "optimal") -> 
     (eq. 14), with the power calibrator f_tau (eq. 12) at its optimal tau (eq. 17; alpha = exp(W_{-1}(-delta |S| /
     (e K)))) for ``"optimal"``, at a given tau for a number, or the numerical generalised inverse of a calibrator
     function. NaN for ps-dme when |S| = 0.
+
+    Parameters
+    ----------
+    K : int
+        Number of configurations (>= 1).
+    selected : int
+        Number |S| of selected configurations (0 <= |S| <= K).
+    delta : float
+        Target false coverage rate, strictly between 0 and 1.
+    calibrator : "optimal", float or callable, default "optimal"
+        PS-DME's p-to-e calibrator: ``"optimal"`` (or None) for the power calibrator at its optimal tau, a tau in
+        (0, 1) for the power calibrator at that tau, or a calibrator function f.
+
+    Returns
+    -------
+    dict of str to float
+        The per-band alpha of ``"naive"``, ``"ss-dme"``, ``"bonferroni"`` and ``"ps-dme"``.
+
+    Raises
+    ------
+    AssayInputError
+        If K or ``selected`` is not an integer in range, ``selected`` exceeds K, ``delta`` is not in (0, 1), a
+        numeric tau is not in (0, 1), or ``calibrator`` is none of the accepted kinds.
+
+    Examples
+    --------
+    >>> {k: round(v, 4) for k, v in levels(10, 2, 0.1).items()}
+    {'naive': 0.1, 'ss-dme': 0.1, 'bonferroni': 0.01, 'ps-dme': 0.0011}
     """
     for name, v, lo in (("K", K, 1), ("selected", selected, 0)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
@@ -64,6 +92,44 @@ def narrowest_method(K: int, selected: int, delta: float, n: float, split: float
 
     Compares the DKW half-widths (eq. 11, 14) of ps-dme and bonferroni on n observations with ss-dme's on
     (1 - split) n (Lemma 2, eq. 15; Bonferroni is narrower than the optimal PS-DME when |S| < e ln(K / delta)).
+
+    Parameters
+    ----------
+    K : int
+        Number of configurations (>= 1).
+    selected : int
+        Number |S| of selected configurations (0 <= |S| <= K).
+    delta : float
+        Target false coverage rate, strictly between 0 and 1.
+    n : float
+        Observations per configuration (positive).
+    split : float
+        SS-DME's fraction of the observations spent on selection, in (0, 1).
+    calibrator : "optimal", float or callable, default "optimal"
+        PS-DME's calibrator, as in :func:`levels`.
+
+    Returns
+    -------
+    method : str
+        ``"ps-dme"``, ``"bonferroni"`` or ``"ss-dme"`` (``"ps-dme"`` when nothing is selected).
+    reason : str
+        The three half-widths and the |S| < e ln(K / delta) threshold, or ``"nothing selected"``.
+
+    Raises
+    ------
+    AssayInputError
+        If the design is invalid (as in :func:`levels`), ``n`` or ``split`` is not a finite number, ``n`` is not
+        positive, or ``split`` is not in (0, 1).
+
+    Examples
+    --------
+    >>> method, reason = narrowest_method(10, 2, 0.1, n=200, split=0.5)
+    >>> method
+    'bonferroni'
+    >>> for part in reason.split("; "):
+    ...     print(part)
+    DKW half-widths at n = 200: ps-dme 0.1372, bonferroni 0.1151, ss-dme (split 0.5) 0.1224
+    Bonferroni beats PS-DME when |S| = 2 < e ln(K/delta) = 12.5
     """
     lv = levels(K, selected, delta, calibrator)  # validates K, selected, delta, calibrator
     for name, v in (("n", n), ("split", split)):

@@ -101,9 +101,30 @@ def split_samples(samples: Sequence[np.ndarray], split: float,
     For each configuration in turn, one permutation ``rng.permutation(n_k)``; its first
     m_k = round(split * n_k) points (kept in [1, n_k - 1]) select, the others build the band.
 
+    Parameters
+    ----------
+    samples : sequence of 1-D ndarrays
+        The observations D_k of each configuration, at least 2 each.
+    split : float
+        Fraction of each D_k that goes to selection, in (0, 1).
+    rng : numpy.random.Generator
+        The source of the permutations (consumed in the order of ``samples``).
+
     Returns
     -------
     (select_samples, eval_samples) : two lists of sorted arrays, in the order of ``samples``.
+
+    Raises
+    ------
+    AssayInputError
+        If ``split`` is not a number in (0, 1), or a sample is not 1-D with at least 2 observations.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> sel, ev = split_samples([np.arange(5.), np.arange(4.)], 0.4, np.random.default_rng(0))
+    >>> [len(s) for s in sel], [len(e) for e in ev]
+    ([2, 2], [3, 2])
     """
     if not _is_number(split) or not (0 < float(split) < 1):
         raise AssayInputError(f"split must be a number in (0, 1), got {split!r}")

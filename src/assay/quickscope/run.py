@@ -136,6 +136,45 @@ def _score_ticket(resp, inst, ticket, generator, ufn, policy: str, failure_utili
 
 def result_from_search(search: Search, *, params: Mapping, tickets: pd.DataFrame | None = None, top: int = 50,
                        failures: Mapping | None = None, extra: Mapping | None = None) -> ScopeResult:
+    """Package a finished (or paused) :class:`Search` as a :class:`ScopeResult`.
+
+    The result's tables are ``top`` (the ``top`` configurations ranked by LCB, from ``search.top``), ``certified``
+    (in order of certification), ``trace`` (one row per batch) and ``evaluations`` (``tickets``, or empty). Its
+    ``info`` holds the search's status (tickets, pool, number certified, tau, epsilon, refits, whether the space is
+    exhausted), ``failures`` and the last 500 search events, updated with ``extra``; a ``"warnings"`` entry of
+    ``extra`` becomes the result's warnings. The statement it carries: all [ci_low, ci_high] bounds (LCB, UCB) of all
+    configurations hold at all times, and every certificate (LCB >= tau) is correct, with probability >= 1 - delta.
+
+    Parameters
+    ----------
+    search : Search
+        The search to report (its seed and ``params.delta`` are recorded).
+    params : Mapping
+        The run's parameters, recorded in the result.
+    tickets : pandas.DataFrame or None, default None
+        One row per ticket (the ``evaluations`` table); None gives an empty table.
+    top : int, default 50
+        Rows of the ``top`` table.
+    failures : Mapping or None, default None
+        Counts of failed tickets by outcome, stored as ``info["failures"]``.
+    extra : Mapping or None, default None
+        More ``info`` entries (e.g. ``run_id``, ``seconds``, ``warnings``).
+
+    Returns
+    -------
+    ScopeResult
+        ``n`` is the number of tickets (model calls) told to the search.
+
+    Examples
+    --------
+    >>> from assay.quickscope import Integer, Search, SearchSpace
+    >>> from assay.quickscope.simulate import run_simulated
+    >>> s = Search(SearchSpace([Integer("k", 0, 9)]), certify=0.5, seed=0, n0=10, surrogate=None)
+    >>> s = run_simulated(s, lambda c: float(c["k"] >= 7), 400, seed=0)
+    >>> r = result_from_search(s, params={"budget": 400})
+    >>> r.info["tickets"], r.info["n_certified"], list(r.tables)
+    (400, 3, ['top', 'certified', 'trace', 'evaluations'])
+    """
     st = search.status()
     info = {"tickets": st["tickets"], "pool": st["pool"], "n_certified": st["certified"], "tau": search.tau,
             "epsilon": st["epsilon"], "refits": st["refits"], "exhausted": search.exhausted,
@@ -191,13 +230,95 @@ def run(space, generator, model, *, budget: int, batch: int = 20, seed: int | No
         on_status: Callable[[dict], None] | None = None, **search_params: Any) -> ScopeResult:
     """Run QuickScope for ``budget`` model calls in batches of ``batch`` (see the module docstring).
 
-    ``model``: an :class:`~assay.models.Model` (endpoint) or a plain callable ``prompt -> text`` (wrapped).
-    ``search_params``: :class:`~assay.quickscope.COUPParams` fields (``certify``, ``strategy``, ``repulsion``, ...).
-    ``reuse``: an answer the journal holds for the same request from any run is read, not asked again.
-    ``progress``: called as ``progress(tickets, budget)`` after each batch is told to the search. ``on_status``:
-    called with ``{"tickets", "budget", "answered", "certified", "pool"}`` as each answer of a batch arrives
-    (``answered``: tickets told plus answers of the batch in flight) and after each batch (a display that must
-    speak while a slow model works through a batch).
+    Each batch: ask the search for tickets, generate one instance per ticket with ``default_rng([seed, ticket])``,
+    query the model for the batch concurrently through the journal, score, turn each outcome into a utility and tell
+    it to the search. A space that does not fit the generator is caught before any model call (:func:`check_space`).
+
+    Parameters
+    ----------
+    space : SearchSpace
+        The configurations (question templates) to search; unused when ``search`` is given.
+    generator : object
+        Has ``generate(config, rng) -> Instance`` and ``score(text, instance)`` (and ``complexity(config)`` for
+        ``utility="cwe"``).
+    model : Model or callable
+        An :class:`~assay.models.Model` (endpoint) or a plain callable ``prompt -> text`` (wrapped).
+    budget : int
+        Model calls (tickets) to spend, at least one batch.
+    batch : int, default 20
+        Tickets per batch.
+    seed : int, Generator or None, default 0
+        Resolved once, before any work (:mod:`assay.seeds`); a Generator gives an integer drawn from it, and
+        generation and the search derive their streams from that recorded integer, so the run replays from it.
+    utility : "error", "cwe" or callable, default "error"
+        How an outcome becomes a utility in [0, 1] (module docstring, :func:`make_utility`).
+    journal : Journal, path or None, default None
+        Where requests and answers are recorded (:func:`assay.models.run`); None: no journal.
+    run_id : str or None, default None
+        Journal run to write to or resume; a new id if None.
+    concurrency : int, default 8
+        Cap on requests in flight.
+    timeout : float or None, default 120.0
+        Per-attempt timeout in seconds (None: the model's own).
+    max_retries : int, default 4
+        Retries per request after the first attempt.
+    failure_utility : float, default 0.0
+        Utility, in [0, 1], of a ticket the endpoint or the generator failed on (and of a model failure under
+        ``policy="missing"``).
+    max_failed_batches : int, default 3
+        Consecutive batches failing entirely on the endpoint's side (or in the generator) that stop the run.
+    policy : str, default "wrong"
+        What an unparseable, too long or refused answer counts as: ``"wrong"``, ``"correct"`` or ``"missing"``.
+    progress : callable or None, default None
+        Called as ``progress(tickets, budget)`` after each batch is told to the search.
+    search : Search or None, default None
+        A search to continue instead of a new ``Search(space, seed=seed, **search_params)``.
+    reuse : bool, default False
+        An answer the journal holds for the same request from any run is read, not asked again.
+    on_status : callable or None, default None
+        Called with ``{"tickets", "budget", "answered", "certified", "pool"}`` as each answer of a batch arrives
+        (``answered``: tickets told plus answers of the batch in flight) and after each batch (a display that must
+        speak while a slow model works through a batch).
+    **search_params
+        :class:`~assay.quickscope.COUPParams` fields (``certify``, ``strategy``, ``repulsion``, ...).
+
+    Returns
+    -------
+    ScopeResult
+        Top configurations with their bounds, the certified set, the certification trace and one row per ticket
+        (``evaluations``); ``info`` holds ``failures``, ``run_id`` and ``seconds``.
+
+    Raises
+    ------
+    AssayInputError
+        If ``budget`` or ``batch`` is not a positive integer, ``budget`` is smaller than one batch,
+        ``failure_utility`` is not in [0, 1], ``policy`` is unknown, ``model`` is neither a Model nor a callable,
+        ``generator`` lacks ``generate`` or ``score``, the space does not fit the generator, or the generator fails on
+        every ticket of ``max_failed_batches`` batches in a row (or on every ticket of the run).
+    AssayBackendError
+        If every request of ``max_failed_batches`` batches in a row fails on the endpoint's side (the message names
+        the run id to resume).
+
+    Examples
+    --------
+    A callable model that is wrong on templates ``k >= 8``; their error rate 1 is certified above 0.5:
+
+    >>> import re
+    >>> from assay.benchmarks import Instance
+    >>> from assay.quickscope import Integer, SearchSpace
+    >>> class Add:
+    ...     def generate(self, config, rng):
+    ...         a = int(rng.integers(0, 100))
+    ...         return Instance(f"What is {a} + {config['k']}?", a + config["k"], {})
+    ...     def score(self, text, inst):
+    ...         return float(text == str(inst.reference))
+    >>> def model(prompt):
+    ...     a, k = (int(x) for x in re.findall(r"[0-9]+", prompt))
+    ...     return str(a + k + (k >= 8))
+    >>> res = run(SearchSpace([Integer("k", 0, 9)]), Add(), model, budget=200, seed=0, certify=0.5, n0=10,
+    ...           surrogate=None)
+    >>> res.info["tickets"], sorted(res.tables["certified"]["k"])
+    (200, [8, 9])
     """
     from ..models import CallableModel
     from ..models import run as run_prompts

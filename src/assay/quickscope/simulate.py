@@ -90,7 +90,38 @@ def simulate(world: Any, *, budget: int, batch: int = 20, seed: Any = 0, top: in
 
 
 def run_simulated(search, truth: Callable[[Mapping], float], budget: int, *, batch: int = 20, seed=None):
-    """Drive ``search`` for ``budget`` tickets against Bernoulli(truth(config)) outcomes; returns the search."""
+    """Drive ``search`` for ``budget`` tickets against Bernoulli(truth(config)) outcomes; returns the search.
+
+    The bare loop behind :func:`simulate`: ask a batch, draw each ticket's outcome as 1 with probability
+    ``truth(config)`` (computed once per configuration), tell. ``budget`` counts all tickets told, so a search that
+    has already been told some continues up to ``budget``.
+
+    Parameters
+    ----------
+    search : Search
+        The search to drive, built by the caller.
+    truth : callable
+        ``truth(config) -> float`` in [0, 1], the true utility (error rate) of a configuration.
+    budget : int
+        Tickets the search has been told when the loop stops.
+    batch : int, default 20
+        Tickets per batch.
+    seed : int, Generator or None, default None
+        Seeds the outcomes (``numpy.random.default_rng(seed)``; a Generator is used as it is).
+
+    Returns
+    -------
+    Search
+        ``search`` itself, told ``budget`` tickets.
+
+    Examples
+    --------
+    >>> from assay.quickscope import Integer, Search, SearchSpace
+    >>> s = Search(SearchSpace([Integer("k", 0, 9)]), certify=0.5, seed=0, n0=10, surrogate=None)
+    >>> s = run_simulated(s, lambda c: float(c["k"] >= 7), 400, seed=0)
+    >>> s.tickets_told, sorted(s.certified()["k"])
+    (400, [7, 8, 9])
+    """
     rng = np.random.default_rng(seed)
     cache: dict[int, float] = {}
     while search.tickets_told < budget:
@@ -103,9 +134,43 @@ def run_simulated(search, truth: Callable[[Mapping], float], budget: int, *, bat
 
 def uniform_baseline(space: SearchSpace, truth: Callable[[Mapping], float], budget: int, *, evals_per_config: int = 10,
                      seed=None) -> pd.DataFrame:
-    """Uniform sampling: budget // evals_per_config distinct configurations, each evaluated evals_per_config
+    """The paper's uniform-sampling baseline.
+
+    Uniform sampling: budget // evals_per_config distinct configurations, each evaluated evals_per_config
     times; returns one row per configuration with ``n``, ``mean``, ``truth`` and a random tie-break key, ranked
-    by empirical mean (ties in random order, as the paper's expected-over-ties curve)."""
+    by empirical mean (ties in random order, as the paper's expected-over-ties curve).
+
+    Parameters
+    ----------
+    space : SearchSpace
+        The space the configurations are drawn from (distinct, without replacement).
+    truth : callable
+        ``truth(config) -> float`` in [0, 1], each evaluation being Bernoulli(truth(config)).
+    budget : int
+        Total evaluations to spend.
+    evals_per_config : int, default 10
+        Evaluations of each configuration.
+    seed : int, Generator or None, default None
+        Seeds the draws (``numpy.random.default_rng(seed)``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per configuration: its parameters, ``n``, ``mean``, ``truth`` and ``tiebreak``, sorted by ``mean``
+        descending, ties by ``tiebreak``.
+
+    Raises
+    ------
+    AssayInputError
+        If ``evals_per_config`` < 1 or ``budget`` < ``evals_per_config`` (not even one configuration).
+
+    Examples
+    --------
+    >>> from assay.quickscope import Integer, SearchSpace
+    >>> df = uniform_baseline(SearchSpace([Integer("k", 0, 9)]), lambda c: c["k"] / 10, 50, seed=0)
+    >>> df[["k", "n", "mean", "truth"]].round(4).values.tolist()
+    [[7.0, 10.0, 0.7, 0.7], [5.0, 10.0, 0.7, 0.5], [4.0, 10.0, 0.6, 0.4], [3.0, 10.0, 0.3, 0.3], [2.0, 10.0, 0.3, 0.2]]
+    """
     if evals_per_config < 1 or budget < evals_per_config:
         raise AssayInputError("uniform baseline: budget must allow at least one configuration")
     rng = np.random.default_rng(seed)

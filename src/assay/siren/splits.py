@@ -66,6 +66,34 @@ def split_design(
 
     Each split draws a uniformly random subset of size floor(rho M) independently of the others
     (the k-th smallest of M uniforms marks the subset: O(M) per split, no sort).
+
+    Parameters
+    ----------
+    M : int
+        Number of items.
+    reps : int
+        Number R of splits.
+    score_fraction : float
+        rho, the fraction of the items in each scoring set; |D_r| = floor(rho M), kept in [1, M - 1]
+        (:func:`split_sizes`).
+    rng : numpy.random.Generator
+        Draws the uniforms.
+    batch : int or None, default None
+        When given, that many independent designs stacked along a leading axis.
+
+    Returns
+    -------
+    bool ndarray (R, M), or (batch, R, M)
+        True where the item is in the scoring set D_r; the held-out set E_r is the complement.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> D = split_design(10, 3, 0.5, np.random.default_rng(0))
+    >>> D.shape, D.sum(axis=1).tolist()
+    ((3, 10), [5, 5, 5])
+    >>> split_design(10, 3, 0.5, np.random.default_rng(0), batch=2).shape
+    (2, 3, 10)
     """
     m, _ = split_sizes(M, score_fraction)
     shape = (reps, M) if batch is None else (batch, reps, M)

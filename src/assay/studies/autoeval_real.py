@@ -217,7 +217,30 @@ def _losses(root: str, quality: str, examples: int) -> np.ndarray:
 
 def candidate_table(dataset: str = "triviaqa", data_dir: str | Path | None = None,
                     qualities: Sequence[str] = QUALITIES) -> pd.DataFrame:
-    """The 48 candidates in FST order: bits, GB, full-data mean true loss and mean judge losses."""
+    """The 48 candidates in FST order: bits, GB, full-data mean true loss and mean judge losses.
+
+    Reads the released loss tables (module docstring); memory in GB = 8.03 * bits / 8.
+
+    Parameters
+    ----------
+    dataset : str, default "triviaqa"
+        ``"triviaqa"`` or ``"coqa"``.
+    data_dir : str, Path or None, default None
+        The folder that contains ``llm_quantization/``; None: ``shared/data/autoeval`` next to the repository.
+    qualities : sequence of str, default ("best", "med", "bad")
+        The judge qualities whose mean losses are added.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per candidate, in FST order: ``config``, ``bits``, ``gb``, ``mean_true_loss`` and one
+        ``mean_judge_loss_<quality>`` column per quality, each mean over all examples of the dataset.
+
+    Raises
+    ------
+    AssayInputError
+        If ``dataset`` is unknown or its loss tables are not found.
+    """
     root = str(_root(data_dir, dataset))
     ex = DATASETS[dataset]["examples"]
     bits = _bits(root)
@@ -274,7 +297,56 @@ def fst_select(human: np.ndarray, judge_lab: np.ndarray | None, judge_unl: np.nd
     human (K, n) and judge_lab (K, n): human and judge losses on the labelled examples;
     judge_unl (K, N): judge losses on the unlabelled ones (in processing order). Returns the index
     of the last certified candidate (-1 if none) and the p-values min(1, 1 / max_i E_i) (1.0 for
-    candidates that FST did not need to test, with UP and ``early_stop``).
+    candidates that FST did not need to test, with UP and ``early_stop``). A candidate is certified when its
+    p-value is <= delta; FST stops at the first candidate that is not.
+
+    Parameters
+    ----------
+    human : ndarray (K, n)
+        Human losses on the labelled examples, one row per candidate in FST order.
+    judge_lab : ndarray (K, n) or None
+        Judge losses on the labelled examples (not used by R-Eval, which may pass None).
+    judge_unl : ndarray (K, N) or None
+        Judge losses on the unlabelled examples, in processing order (not used by R-Eval).
+    method : str
+        ``"r-eval"`` (rho = 0), ``"r-autoeval"`` (rho = 1) or ``"r-autoeval+"`` (rho = linspace(0, 1, 10)).
+    alpha : float
+        Risk target (H0: R > alpha).
+    delta : float
+        Level of each test.
+    betting : str, default "wsr"
+        ``"wsr"`` (horizon n) or ``"up"`` (universal portfolio).
+    grid : int, default 10000
+        Bet-grid size of the universal portfolio (``"up"`` only).
+    early_stop : bool, default True
+        With UP, a block of candidates stops once every candidate in it passes, and after a block containing a
+    failure the rest is not tested (p-value 1.0).
+
+    Returns
+    -------
+    selected : int
+        Index of the last certified candidate, -1 if none.
+    p : ndarray (K,)
+        The p-values min(1, 1 / max_i E_i).
+
+    Raises
+    ------
+    AssayInputError
+        If ``method`` or ``betting`` is unknown.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> risk = np.array([0.02, 0.05, 0.3])[:, None]  # true risks of three candidates in FST order
+    >>> human = (rng.random((3, 200)) < risk).astype(float)
+    >>> judge_unl = (rng.random((3, 1000)) < risk).astype(float)
+    >>> k, p = fst_select(human, human.copy(), judge_unl, method="r-autoeval+", alpha=0.1, delta=0.1)
+    >>> k, p.round(4).tolist()
+    (1, [0.0004, 0.0019, 1.0])
+    >>> k, p = fst_select(human, None, None, method="r-eval", alpha=0.1, delta=0.1)
+    >>> k, p.round(4).tolist()
+    (1, [0.0002, 0.0006, 1.0])
     """
     rhos = reliance_factors(method)
     K, n = human.shape
@@ -453,6 +525,57 @@ def study_quant(
     ``alpha`` is the risk target; ``r`` the unlabelled-per-labelled ratio (default 5, or 3 with
     ``ns``); ``splits`` "seeded" or "reference" (the released code's permutations); ``engine``
     "arrays" or "certify".
+
+    Parameters
+    ----------
+    trials : int, default 500
+        Repetitions (random permutations of the examples).
+    n : int, default 150
+        Labelled examples per repetition (ignored when ``ns`` is given).
+    r : int or None, default None
+        Unlabelled examples per labelled one; None: 5, or 3 with ``ns``.
+    alpha : float, default 0.1
+        Risk target.
+    delta : float, default 0.1
+        Level of each fixed-sequence test.
+    betting : str, default "wsr"
+        ``"wsr"`` or ``"up"``.
+    qualities : sequence of str, default ("best", "med", "bad")
+        Judge qualities to run (a single string is one quality).
+    dataset : str, default "triviaqa"
+        ``"triviaqa"`` or ``"coqa"``.
+    ns : sequence of int or None, default None
+        The n of the Fig. 4a sweep; each repetition's permutation serves every n.
+    grid : int, default 10000
+        Bet-grid size of the universal portfolio (at least 10; ``"up"`` only).
+    splits : str, default "seeded"
+        ``"seeded"`` (permutations from each repetition's child seed) or ``"reference"`` (the released code's
+        permutations; ``seed`` is then unused).
+    engine : str, default "arrays"
+        ``"arrays"`` (the same test on numpy arrays) or ``"certify"`` (:func:`assay.autoeval.certify`).
+    data_dir : str, Path or None, default None
+        The folder that contains ``llm_quantization/``; None: ``shared/data/autoeval`` next to the repository.
+    seed : int or None, default 0
+        Root seed (:mod:`assay.seeds`); each repetition gets a child seed.
+    workers : int, default 1
+        Processes for the repetitions (the numbers do not depend on it).
+    progress : callable or None, default None
+        Called as ``progress(done, total)`` as repetitions finish.
+
+    Returns
+    -------
+    StudyResult
+        ``rows``: one row per (n, judge, method) with the memory of the selected config (``mean_gb`` and its se,
+        ``median_gb``, ``whisker_gb``, ``mean_gb_certified_only``), ``violation_rate`` (test split) and its se,
+        ``violation_rate_population``, ``no_certified_rate`` and ``guarantee``; ``info["oracle"]`` is FST on the
+        full-data mean true loss.
+
+    Raises
+    ------
+    AssayInputError
+        If a count is not a positive integer, ``alpha`` or ``delta`` is not in (0, 1), ``betting``, ``splits``,
+        ``engine``, ``dataset`` or a quality is unknown, ``ns`` is empty, n (1 + r) labelled and unlabelled examples
+        do not fit beside the test split, or the loss tables are not found.
     """
     trials = _check_int("trials", trials)
     alpha = checks.level(alpha, "alpha")

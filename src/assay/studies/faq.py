@@ -127,7 +127,54 @@ def study_leaderboard(
 
     ``path``: a file, or a name of :data:`MATRICES` ("mmlu_pro_math", the default; "tiny_v1"; "bbh_tracking").
     ``calibrate=False`` / ``fallback=0`` show FAQ without the interval calibrated on the history / without
-    the fallback to uniform sampling (the ablations of docs/faq.md)."""
+    the fallback to uniform sampling (the ablations of docs/faq.md). The protocol is
+    :func:`assay.faq.protocol` (module docstring): model-level folds, each in turn the new models, with the factors
+    fitted on the other folds only.
+
+    Parameters
+    ----------
+    trials : int, default 10
+        Runs of every new model per budget (seeds).
+    budgets : sequence of float, default (0.025, 0.05, 0.075, 0.1, 0.15, 0.25)
+        Query budgets, as fractions of the bank (or numbers of queries).
+    splits : int, default 3
+        Model-level folds.
+    split_by : str or sequence, default "auto"
+        ``"auto"`` (whole model families, the owner of ``owner/name`` ids), ``"random"`` or one group label per model.
+    methods : sequence of str, default ("faq", "faq_paper", "uniform", "ht_uniform", "aipw", "ai_factor")
+        Methods to run (see :func:`assay.faq.protocol`).
+    path : str, Path or None, default None
+        The history's answer matrix: a file or a name of :data:`MATRICES`; None: the MMLU-Pro math matrix.
+    new_path : str, Path or None, default None
+        Evaluate on the models of this file instead, with the whole ``path`` file as the history (its questions
+        must be the history's).
+    n_models : int or None, default None
+        Keep a random subset of this many models (a smaller study, e.g. for CI).
+    seed : int or None, default 0
+        Root seed (:mod:`assay.seeds`).
+    workers : int, default 1
+        Parallel workers (the numbers do not depend on it).
+    calibrate : bool, default True
+        Give FAQ the interval calibrated on held-out families of each split's history.
+    fallback : float or None, default None
+        FAQ's fallback setting (``0``: no fallback to uniform sampling); None: FAQ's default.
+    progress : callable or None, default None
+        Called as ``progress(done, total)`` as tasks finish.
+    fit_progress : callable or None, default None
+        Progress callback of the factor fits.
+
+    Returns
+    -------
+    StudyResult
+        ``rows``: the protocol's table (one row per method and budget: coverage, width, ESS, ...), with the reference
+        columns ``ref_released_ess_vs_ht``, ``ref_released_coverage``, ``paper_ess`` and ``paper_coverage`` on the
+        ``faq`` rows; the notes give the splits and the share of new models whose own FAQ coverage is below 0.85.
+
+    Raises
+    ------
+    AssayInputError
+        If the questions of ``new_path`` differ from the history's (and as :func:`assay.faq.protocol` does).
+    """
     from ..faq import protocol
     from ..seeds import resolve_seed
 
@@ -222,6 +269,42 @@ def study_stopping(
     interval at the stopping time, mean queries used and mean final width, the share of models that reached W,
     and the fixed budget (the same for every model, interpolated on ``fixed_budgets``) whose usual fixed-budget
     FAQ interval has the same mean width: what a user who had guessed the right budget in advance would spend.
+
+    Parameters
+    ----------
+    trials : int, default 5
+        Runs of every new model per target width and per fixed budget.
+    widths : sequence of float, default (0.15, 0.1, 0.07)
+        Target widths W.
+    max_budget : float, default 0.5
+        Most queries a stopped run may use, as a fraction of the bank (or a number of queries).
+    fixed_budgets : sequence of float, default (0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5)
+        Fixed budgets whose mean widths are interpolated (log queries against log width).
+    splits : int, default 3
+        Model-level folds (whole model families together).
+    min_queries : int, default 20
+        Queries before the anytime-valid interval may stop the run.
+    path : str, Path or None, default None
+        The history's answer matrix: a file or a name of :data:`MATRICES`; None: the MMLU-Pro math matrix.
+    new_path : str, Path or None, default None
+        Evaluate on the models of this file instead, with the whole ``path`` file as the history.
+    n_models : int or None, default None
+        Keep a random subset of this many models (a smaller study).
+    seed : int or None, default 0
+        Root seed (:mod:`assay.seeds`).
+    workers : int, default 1
+        Parallel workers (the numbers do not depend on it).
+    progress : callable or None, default None
+        Called as tasks finish.
+    fit_progress : callable or None, default None
+        Progress callback of the factor fits.
+
+    Returns
+    -------
+    StudyResult
+        ``rows``: one row per target width with ``coverage_at_stop`` and its se, ``mean_queries``,
+        ``median_queries``, ``mean_final_width``, ``share_reached``, ``fixed_budget_same_width`` (NaN outside the
+        range of ``fixed_budgets``) and ``queries_vs_fixed``; the notes list each fixed budget's width and coverage.
     """
     from ..data.faq import as_matrix, prepare_answers
     from ..faq import api

@@ -84,7 +84,42 @@ TRIALS_PER_TASK = 10
 
 def ridge_models(rng: np.random.Generator, K: int = 2000, n_train: int = N_TRAIN, dim: int = DIM,
                  lambdas: np.ndarray | None = None, chunk: int = 250) -> dict[str, np.ndarray]:
-    """beta, the K ridge coefficient vectors (each on its own training set) and s_k^2 = ||beta - b_k||^2 + 1."""
+    """beta, the K ridge coefficient vectors (each on its own training set) and s_k^2 = ||beta - b_k||^2 + 1.
+
+    beta ~ N(0, I_dim); model k is fitted in closed form, b_k = (X'X + lambda_k I)^{-1} X'y, on its own
+    independent training set of ``n_train`` points (U ~ N(0, I), V = U'beta + eps, eps ~ N(0, 1)), with lambda on a
+    log grid over [1e-4, 1e2] unless ``lambdas`` is given. s_k^2 is the variance of the model's residual
+    V - U'b_k ~ N(0, s_k^2), so its squared error is s_k^2 chi2_1.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        Draws beta and the training sets.
+    K : int, default 2000
+        Number of ridge models.
+    n_train : int, default 600
+        Training points per model.
+    dim : int, default 10
+        Number of covariates.
+    lambdas : ndarray (K,) or None, default None
+        Ridge penalties; None: ``np.logspace(-4, 2, K)``.
+    chunk : int, default 250
+        Models fitted together in one batched solve.
+
+    Returns
+    -------
+    dict
+        ``beta`` (dim,), ``B`` (K, dim) the coefficients, ``s2`` (K,) and ``lambdas`` (K,).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> m = ridge_models(np.random.default_rng(0), K=5)
+    >>> m["B"].shape, m["lambdas"].round(4).tolist()
+    ((5, 10), [0.0001, 0.0032, 0.1, 3.1623, 100.0])
+    >>> m["s2"].round(4).tolist()
+    [1.0191, 1.0103, 1.0155, 1.0204, 1.1475]
+    """
     beta = rng.standard_normal(dim)
     lam = np.logspace(math.log10(LAMBDA_RANGE[0]), math.log10(LAMBDA_RANGE[1]), K) if lambdas is None else lambdas
     B = np.empty((K, dim))
@@ -101,7 +136,35 @@ def ridge_models(rng: np.random.Generator, K: int = 2000, n_train: int = N_TRAIN
 
 
 def calibration_kpis(rng: np.random.Generator, beta: np.ndarray, B: np.ndarray, n: int) -> np.ndarray:
-    """KPI matrix X (K, n): squared errors of every model on one shared calibration sample of size n."""
+    """KPI matrix X (K, n): squared errors of every model on one shared calibration sample of size n.
+
+    The sample is U_i ~ N(0, I), V_i = U_i'beta + eps_i with eps_i ~ N(0, 1); X_k,i = (V_i - U_i' b_k)^2, so the
+    KPIs are strongly correlated across k.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        Draws the calibration sample.
+    beta : ndarray (dim,)
+        The true coefficients.
+    B : ndarray (K, dim)
+        The models' coefficients (rows b_k).
+    n : int
+        Size of the calibration sample.
+
+    Returns
+    -------
+    ndarray (K, n)
+        X_k,i, unsorted.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> m = ridge_models(np.random.default_rng(0), K=5)
+    >>> X = calibration_kpis(np.random.default_rng(1), m["beta"], m["B"], 20)
+    >>> X.shape, X.mean(axis=1).round(4).tolist()
+    ((5, 20), [0.9002, 0.9481, 0.9066, 0.9212, 0.9797])
+    """
     U = rng.standard_normal((n, beta.size))
     V = U @ beta + rng.standard_normal(n)
     return (V[None, :] - B @ U.T) ** 2
@@ -148,6 +211,52 @@ def select_and_band(X: np.ndarray, method: str, M: int, *, delta: float = DELTA,
     ``perm``: SS-DME's permutation of the n columns, shared (shape (n,)) or per model (shape (K, n));
     the first round(split * n) permuted points select. ``levels``: :func:`assay.psdme.levels` of the design,
     if already known. Returns (selected indices, band, alpha); :func:`assay.psdme.core` does the work.
+    The selection is the M models with the smallest empirical mean KPI on the selection data.
+
+    Parameters
+    ----------
+    X : ndarray (K, n)
+        KPIs of the K models on the shared calibration sample, each row sorted ascending.
+    method : str
+        ``"ps-dme"``, ``"ss-dme"``, ``"bonferroni"`` or ``"naive"``.
+    M : int
+        Number of models to select.
+    delta : float, default 0.1
+        Target FCR.
+    band : str, default "dkw"
+        ``"dkw"`` or ``"berk-jones"`` (``"bj"``).
+    split : float, default 0.5
+        SS-DME's selection fraction.
+    perm : ndarray (n,) or (K, n), or None, default None
+        SS-DME's permutation of the columns (required for ``"ss-dme"``).
+    levels : dict or None, default None
+        The per-band levels of the design, if already known.
+
+    Returns
+    -------
+    selected : ndarray
+        Indices of the selected models.
+    band : CDFBand
+        Their bands.
+    alpha : float
+        The per-band miscoverage.
+
+    Raises
+    ------
+    AssayInputError
+        If ``method="ss-dme"`` has no ``perm`` (and on an invalid design, from :func:`assay.psdme.core`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> m = ridge_models(np.random.default_rng(0), K=5)
+    >>> X = np.sort(calibration_kpis(np.random.default_rng(1), m["beta"], m["B"], 20), axis=1)
+    >>> sel, b, alpha = select_and_band(X, "ps-dme", 2)
+    >>> sel.tolist(), round(alpha, 4)
+    ([0, 2], 0.0024)
+    >>> sel, b, alpha = select_and_band(X, "ss-dme", 2, perm=np.random.default_rng(2).permutation(20))
+    >>> sel.tolist(), round(alpha, 4)
+    ([2, 3], 0.1)
     """
     fit = _fit(X, method, M, delta=delta, band=band, split=split, perm=perm, levels=levels)
     return fit.selected, fit.band, fit.alpha
@@ -190,7 +299,36 @@ def _task(cfg: dict[str, Any], ss: np.random.SeedSequence) -> dict[str, Any]:
 
 
 def analytic_width(method: str, n: int, K: int, M: int, *, delta: float = DELTA, split: float = 0.5) -> float:
-    """DKW half-width of each method (eq. 11, 14) at the design (K, |S| = M, delta, n)."""
+    """DKW half-width of each method (eq. 11, 14) at the design (K, |S| = M, delta, n).
+
+    sqrt(ln(2 / alpha) / (2 n)) at the method's per-band level alpha (:func:`assay.psdme.levels`); SS-DME's is at
+    delta on its n_eval = n - round(split * n) evaluation points (the selection part kept in [1, n - 1]).
+
+    Parameters
+    ----------
+    method : str
+        ``"ps-dme"``, ``"ss-dme"``, ``"bonferroni"`` or ``"naive"``.
+    n : int
+        Calibration points per model.
+    K : int
+        Number of models.
+    M : int
+        Number |S| of selected models.
+    delta : float, default 0.1
+        Target FCR.
+    split : float, default 0.5
+        SS-DME's selection fraction.
+
+    Returns
+    -------
+    float
+        The DKW half-width eps.
+
+    Examples
+    --------
+    >>> {m: round(analytic_width(m, 100, 2000, 1000), 4) for m in ("naive", "bonferroni", "ps-dme", "ss-dme")}
+    {'naive': 0.1224, 'bonferroni': 0.2302, 'ps-dme': 0.1794, 'ss-dme': 0.1731}
+    """
     if method == "ss-dme":
         n_eval = n - min(max(int(round(split * n)), 1), n - 1)
         return float(cal.dkw_halfwidth(n_eval, delta))
@@ -198,14 +336,74 @@ def analytic_width(method: str, n: int, K: int, M: int, *, delta: float = DELTA,
 
 
 def crossover_ratio(K: int, S: int, delta: float = DELTA, tau: float | None = None) -> float:
-    """Lemma 2 / eq. (15): PS-DME is narrower than SS-DME iff n_eval / n < ln(2/delta) / ln(2/alpha)."""
+    """Lemma 2 / eq. (15): PS-DME is narrower than SS-DME iff n_eval / n < ln(2/delta) / ln(2/alpha).
+
+    alpha is PS-DME's per-band level: the power calibrator at its optimal tau (eq. 17), or at ``tau``.
+
+    Parameters
+    ----------
+    K : int
+        Number of configurations.
+    S : int
+        Number |S| selected.
+    delta : float, default 0.1
+        Target FCR.
+    tau : float or None, default None
+        The power calibrator's tau; None: the optimal tau.
+
+    Returns
+    -------
+    float
+        The crossover ratio ln(2/delta) / ln(2/alpha).
+
+    Examples
+    --------
+    >>> round(crossover_ratio(1000, 100), 4), round(crossover_ratio(1000, 100, tau=0.5), 4)
+    (0.3596, 0.2653)
+    """
     log_alpha = math.log(cal.optimal_power_level(K, S, delta)) if tau is None else cal.power_log_level(K, S, delta, tau)
     return math.log(2.0 / delta) / (math.log(2.0) - log_alpha)
 
 
 def width_curve(ratios: Sequence[float] = CURVE_RATIOS, taus: Sequence[float] = CURVE_TAUS, *,
                 K: int = CURVE_K, S: int = CURVE_S, delta: float = DELTA) -> pd.DataFrame:
-    """Fig. 6: widths in units of sqrt(1/(2n)) against the evaluation ratio n_eval / n."""
+    """Fig. 6: widths in units of sqrt(1/(2n)) against the evaluation ratio n_eval / n.
+
+    SS-DME: sqrt(ln(2/delta) / ratio); PS-DME (all n points): sqrt(ln(2/alpha)), flat in the ratio, for every tau
+    of ``taus`` and for the optimal tau* (``tau_label`` "tau*"), each row with its crossover ratio (eq. 15,
+    :func:`crossover_ratio`).
+
+    Parameters
+    ----------
+    ratios : sequence of float, default 0.05, 0.10, ..., 0.95
+        Evaluation ratios n_eval / n.
+    taus : sequence of float, default (0.25, 0.5, 0.75)
+        Power-calibrator taus (tau* is always added).
+    K : int, default 1000
+        Number of configurations.
+    S : int, default 100
+        Number |S| selected (delta |S| / K = 0.01 at the defaults).
+    delta : float, default 0.1
+        Target FCR.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``width-curve`` rows: ``method``, ``ratio``, ``tau``, ``tau_label``, ``width_unit``, ``crossover``, ``K``,
+        ``selected`` and ``delta``.
+
+    Examples
+    --------
+    >>> c = width_curve(ratios=(0.5, 1.0), taus=(0.5,))
+    >>> for m, r, t, w in zip(c["method"], c["ratio"], c["tau_label"], c["width_unit"]):
+    ...     print(m, r, t or "-", round(w, 4))
+    ss-dme 0.5 - 2.4477
+    ss-dme 1.0 - 1.7308
+    ps-dme 0.5 0.5 3.36
+    ps-dme 1.0 0.5 3.36
+    ps-dme 0.5 tau* 2.8864
+    ps-dme 1.0 tau* 2.8864
+    """
     rows = []
     for r in ratios:
         rows.append({"kind": "width-curve", "method": "ss-dme", "ratio": float(r), "tau": float("nan"),
@@ -252,7 +450,61 @@ def study_ridge(
     workers: int = 1,
     progress: Callable[[int, int], None] | None = None,
 ) -> StudyResult:
-    """Synthetic ridge study of PS-DME (paper Sec. 5.2): FCR (Table 1), guaranteed KPI (Fig. 3), widths (Fig. 6)."""
+    """Synthetic ridge study of PS-DME (paper Sec. 5.2): FCR (Table 1), guaranteed KPI (Fig. 3), widths (Fig. 6).
+
+    The models (:func:`ridge_models`) are drawn once per seed; every trial draws a fresh shared calibration sample
+    (:func:`calibration_kpis`), selects the M models with the smallest mean KPI and builds the bands of each method
+    (see the module docstring for the process and the rows ``fcr``, ``tradeoff`` and ``width-curve``).
+
+    Parameters
+    ----------
+    trials : int, default 100
+        Calibration samples per n.
+    ns : sequence of int, default (20, 100)
+        Calibration sample sizes (each >= 2).
+    methods : sequence of str, default ("ps-dme", "ss-dme", "bonferroni", "naive")
+        Methods of the ``fcr`` rows.
+    band : str, default "dkw"
+        ``"dkw"`` or ``"berk-jones"`` (``"bj"``).
+    split : float, default 0.5
+        SS-DME's selection fraction in the ``fcr`` rows.
+    splits : sequence of float, default (0.5, 0.6, 0.7)
+        SS-DME's selection fractions in the ``tradeoff`` rows (nested selection parts of one permutation).
+    K : int, default 2000
+        Number of ridge models.
+    M : int, default 1000
+        Number of selected models (at most K).
+    seed : int or None, default 0
+        Root seed (:mod:`assay.seeds`): the models come from one child seed, the trials from the other.
+    workers : int, default 1
+        Processes for the tasks (the numbers do not depend on it).
+    progress : callable or None, default None
+        Called as ``progress(done, total)`` as tasks finish.
+
+    Returns
+    -------
+    StudyResult
+        ``rows``: ``fcr``, ``tradeoff`` and ``width-curve`` rows (module docstring), with ``paper_fcr`` (App. G.1
+        Table 1) and ``paper_width`` (notes/psdme.md section 3) at the paper's design; ``info`` holds the crossover
+        ratios, the range of s_k^2, tau* and the per-band levels.
+
+    Raises
+    ------
+    AssayInputError
+        If ``trials``, ``K``, ``M`` or ``workers`` is not a positive integer, ``ns`` is empty or has a size < 2, a
+        method or the band is unknown, a split is not in (0, 1), or M > K.
+
+    Examples
+    --------
+    >>> res = study_ridge(trials=2, ns=(20,), K=20, M=10)
+    >>> fcr = res.rows[res.rows["kind"] == "fcr"]
+    >>> for m, f, w in zip(fcr["method"], fcr["fcr"], fcr["width"]):
+    ...     print(m, round(f, 4), round(w, 4))
+    ps-dme 0.0 0.4012
+    ss-dme 0.0 0.387
+    bonferroni 0.0 0.387
+    naive 0.3 0.2737
+    """
     _check_positive(trials=trials, K=K, M=M, workers=workers)
     ns = tuple(int(n) for n in ns)
     if not ns or any(n < 2 for n in ns):

@@ -162,7 +162,48 @@ def study_scope_sim(
     workers: int = 1,
     progress: Callable[[int, int], None] | None = None,
 ) -> StudyResult:
-    """COUP vs uniform sampling, certificate validity, repulsion and adaptive certification on known worlds."""
+    """COUP vs uniform sampling, certificate validity, repulsion and adaptive certification on known worlds.
+
+    Each selected part (module docstring: ``topk``, ``certify``, ``repulsion``, ``adaptive``) becomes one task per
+    (world, method, budget, seed index); the rows average the runs of each (part, world, method, budget) cell, with the
+    worst run of ``top10_true``, ``configs`` and ``certified`` and, for ``certify``, the Monte Carlo se of the false
+    certification rate. ``info["summary"]`` collects the headline figures at the first budget, next to the released
+    code's (notes quickscope.md Sec. 9).
+
+    Parameters
+    ----------
+    trials : int, default 20
+        Seeded runs per cell of ``topk``, ``repulsion`` and ``adaptive`` (and at least that many for
+        ``dyval-ceiling`` in ``certify``).
+    cert_trials : int, default 200
+        Seeded runs per method on the ``plateau`` world in ``certify`` (``dyval-ceiling`` runs
+        max(trials, cert_trials // 4)).
+    budgets : sequence of int, default (2000, 5000)
+        Ticket budgets of ``topk``.
+    cert_budget : int, default 3000
+        Ticket budget of each ``certify`` run.
+    region_budget : int, default 5000
+        Ticket budget of each ``repulsion`` and ``adaptive`` run.
+    parts : sequence of str, default ("topk", "certify", "repulsion", "adaptive")
+        The parts to run.
+    seed : int or None, default 0
+        Root seed (:mod:`assay.seeds`); None draws one and records it.
+    workers : int, default 1
+        Processes for the tasks (the numbers do not depend on it).
+    progress : callable or None, default None
+        Called as ``progress(done, total)`` as tasks finish.
+
+    Returns
+    -------
+    StudyResult
+        ``rows``: one row per (part, world, method, budget) with ``runs`` and the mean of every figure;
+        ``info["summary"]`` and ``info["released_code"]``.
+
+    Raises
+    ------
+    AssayInputError
+        If ``trials`` or ``cert_trials`` is < 1.
+    """
     from ..parallel import run_tasks
     from ..seeds import resolve_seed
 

@@ -199,7 +199,63 @@ def study_a(
     workers: int = 1,
     progress: Callable[[int, int], None] | None = None,
 ) -> StudyResult:
-    """Study A: coverage and width of the SIREN interval over M, K and R (paper Table 6, Fig. 2-4)."""
+    """Study A: coverage and width of the SIREN interval over M, K and R (paper Table 6, Fig. 2-4).
+
+    Qualities q_k = linspace(0, 0.3, K); every (M, K, R) cell of the grid is one task. The target theta* = E[theta~]
+    at the same M is estimated by ``gt`` independent replications (paper: 3,000); each trial's interval is the
+    symmetric multiplier-bootstrap interval with ``n_boot`` replicates drawn from the exact bootstrap law
+    N(0, |psi_c|^2 / M) (module docstring). At K = 10, R = 5 and M in ``item_bootstrap_Ms`` the nonparametric item
+    bootstrap (percentile interval) runs on the same trials too (Figure 4).
+
+    Parameters
+    ----------
+    trials : int, default 2000
+        Trials per cell (coverage_se = sqrt(p(1-p)/trials)).
+    gt : int, default 3000
+        Replications that estimate the target theta*.
+    n_boot : int, default 500
+        Bootstrap replicates per interval (at least 20).
+    alpha : float, default 0.05
+        Nominal miscoverage.
+    Ms : tuple of int, default (100, 200, 500, 1000, 2000)
+        Numbers of items M.
+    Ks : tuple of int, default (2, 5, 10)
+        Numbers of artifacts K.
+    Rs : tuple of int, default (1, 3, 5, 10)
+        Numbers of splits R.
+    item_bootstrap_trials : int, default 400
+        Trials (at most ``trials``) that also run the item bootstrap, in its cells.
+    item_bootstrap_draws : int, default 500
+        Replicates of each item bootstrap.
+    item_bootstrap_Ms : tuple of int, default (200, 500, 1000)
+        The M of the item-bootstrap cells.
+    seed : int or None, default 0
+        Root seed (:mod:`assay.seeds`); each cell gets a child seed.
+    workers : int, default 1
+        Processes for the cells (the numbers do not depend on it).
+    progress : callable or None, default None
+        Called as ``progress(done, total)`` as cells finish.
+
+    Returns
+    -------
+    StudyResult
+        ``rows``: per cell (and per interval ``kind``) coverage and its se, width, theta* and its se, the true and
+        bootstrap sd, bias and ``paper_width`` (Table 6 at R = 5; the R-effect paragraph at M = 500, K = 10);
+        ``info["width_slopes"]``: the log-log slope of width against M at R = 5 (theory -0.5; paper -0.510, -0.524,
+        -0.520 for K = 2, 5, 10).
+
+    Raises
+    ------
+    AssayInputError
+        If ``trials``, ``gt`` or ``n_boot`` is not a positive integer, or ``n_boot`` < 20.
+
+    Examples
+    --------
+    >>> res = study_a(trials=2, gt=2, n_boot=20, Ms=(100,), Ks=(2,), Rs=(1,))
+    >>> row = res.rows.iloc[0]
+    >>> row["kind"], int(row["M"]), round(float(row["width"]), 4), round(float(row["theta_star"]), 4)
+    ('grid', 100, 0.3032, 0.5437)
+    """
     check_counts(trials=trials, gt=gt, n_boot=n_boot)
     recorded, ss = resolve_seed(seed)
     configs = []
@@ -325,7 +381,58 @@ def study_b(
     workers: int = 1,
     progress: Callable[[int, int], None] | None = None,
 ) -> StudyResult:
-    """Study B: hard / soft / adaptive coverage against the quality gap (paper Table 7, Fig. 5-7)."""
+    """Study B: hard / soft / adaptive coverage against the quality gap (paper Table 7, Fig. 5-7).
+
+    K = 2 artifacts of quality q = (0.5 + gap, 0.5); hard argmax, softmax and the instability-triggered adaptive
+    rule run on the same data and splits, each judged against its own target E[theta~_method] (``gt``
+    replications). For the adaptive rule, ``coverage_mixed_target`` judges it against theta*_hard when the rule
+    chose hard and theta*_soft otherwise, which is what reproduces the paper's adaptive column.
+
+    Parameters
+    ----------
+    trials : int, default 2000
+        Trials per gap.
+    gt : int, default 3000
+        Replications that estimate each method's target.
+    n_boot : int, default 500
+        Bootstrap replicates per interval (at least 20).
+    alpha : float, default 0.05
+        Nominal miscoverage.
+    gaps : tuple of float or None, default None
+        Quality gaps; None: 0, 0.05, ..., 0.8 and 0.06.
+    M : int, default 500
+        Number of items.
+    R : int, default 5
+        Number of splits.
+    threshold : float, default 0.10
+        Instability threshold of the adaptive rule.
+    seed : int or None, default 0
+        Root seed (:mod:`assay.seeds`); each gap gets a child seed.
+    workers : int, default 1
+        Processes for the gaps (the numbers do not depend on it).
+    progress : callable or None, default None
+        Called as ``progress(done, total)`` as gaps finish.
+
+    Returns
+    -------
+    StudyResult
+        ``rows``: one row per (gap, method) with coverage and its se, width, true and bootstrap sd, theta*,
+        ``pi_win``, ``share_hard``, ``coverage_mixed_target`` and ``paper_coverage`` / ``paper_pi_win`` (Table 7).
+
+    Raises
+    ------
+    AssayInputError
+        If ``trials``, ``gt`` or ``n_boot`` is not a positive integer, or ``n_boot`` < 20.
+
+    Examples
+    --------
+    >>> res = study_b(trials=2, gt=2, n_boot=20, gaps=(0.1,), M=100)
+    >>> for m, w, s in zip(res.rows["method"], res.rows["width"], res.rows["share_hard"]):
+    ...     print(m, round(w, 4), round(s, 4))
+    hard 0.1796 1.0
+    soft 0.182 0.0
+    adaptive 0.178 0.5
+    """
     check_counts(trials=trials, gt=gt, n_boot=n_boot)
     if gaps is None:
         gaps = tuple(sorted(set(np.round(np.arange(0.0, 0.801, 0.05), 2).tolist()) | {0.06}))
@@ -419,7 +526,59 @@ def study_c(
     progress: Callable[[int, int], None] | None = None,
     gt: int | None = None,
 ) -> StudyResult:
-    """Study C: same-data optimism and false-winner rates with identical artifacts (Table 8, Fig. 8)."""
+    """Study C: same-data optimism and false-winner rates with identical artifacts (Table 8, Fig. 8).
+
+    Every artifact has quality 0.5, so theta* = mean_score(0.5) = 0.5944 exactly. System A searched H_A artifacts,
+    system B H_B, scored on the same items (paired) or on independent items (unpaired). Reported: the bias of the
+    same-data winner (M1) and of SIREN, and the false-winner rate: by the paper's rule (A's interval entirely above
+    B's) and by the lower end of the paired A - B contrast interval above 0 (nominal alpha / 2 = 2.5%).
+
+    Parameters
+    ----------
+    trials : int, default 2000
+        Trials per design.
+    n_boot : int, default 500
+        Bootstrap replicates per interval (at least 20).
+    alpha : float, default 0.05
+        Nominal miscoverage.
+    H_A : tuple of int, default (3, 5, 10, 20, 50)
+        Artifacts searched by system A in the paired designs.
+    H_B : int, default 3
+        Artifacts searched by system B in the paired designs.
+    unpaired : tuple of (int, int), default ((5, 3), (10, 5), (20, 5), (50, 5), (100, 5), (50, 10))
+        (H_A, H_B) of the unpaired designs.
+    M : int, default 500
+        Number of items.
+    R : int, default 5
+        Number of splits.
+    seed : int or None, default 0
+        Root seed (:mod:`assay.seeds`); each design gets a child seed.
+    workers : int, default 1
+        Processes for the designs (the numbers do not depend on it).
+    progress : callable or None, default None
+        Called as ``progress(done, total)`` as designs finish.
+    gt : int or None, default None
+        Unused: the target is known exactly (accepted with the options every study takes).
+
+    Returns
+    -------
+    StudyResult
+        ``rows``: one row per design with theta*, ``bias_same_data_pp``, ``bias_siren_pp`` and their se,
+        ``fwr_same_data``, ``fwr_siren_overlap``, ``fwr_siren_contrast``, ``coverage_siren_A`` and the paper's
+        numbers (``paper_*``; for unpaired rows Figure 8 right prints only (20, 5) and (100, 5)).
+
+    Raises
+    ------
+    AssayInputError
+        If ``trials`` or ``n_boot`` is not a positive integer, or ``n_boot`` < 20.
+
+    Examples
+    --------
+    >>> res = study_c(trials=2, n_boot=20, H_A=(3,), unpaired=(), M=100)
+    >>> row = res.rows.iloc[0]
+    >>> row["design"], round(float(row["theta_star"]), 4), round(float(row["bias_same_data_pp"]), 4)
+    ('paired', 0.5944, 5.5631)
+    """
     check_counts(trials=trials, gt=1, n_boot=n_boot)
     recorded, ss = resolve_seed(seed)
     configs = [dict(H_A=int(h), H_B=int(H_B), paired=True, M=M, R=R, trials=trials, n_boot=n_boot, alpha=alpha)
