@@ -5,7 +5,7 @@ utility 1 with probability theta(x) (an error), else 0. Because theta is known, 
 the true hardness of each method's top list can be checked exactly.
 
 * ``dyval``: the 4,440-template DyVal space with the error rate the research notes used to run the released
-  code on this machine (notes quickscope.md Sec. 9): theta = sigmoid(1.2 (depth - 7) + 0.3 (children - 2) +
+  code (notes quickscope.md Sec. 9): theta = sigmoid(1.2 (depth - 7) + 0.3 (children - 2) +
   0.2 extra_links + 0.1 add_rand_desc + 0.15 [order = random] + offset(type)), offsets arithmetic 0,
   linear_equation -1, bool_logic -2, deductive -3, abductive -2.5. 73 templates have theta >= 0.9; max 0.986.
 * ``dyval-ceiling``: the same, with every arithmetic template of depth >= 9 at theta = 1 (as in the paper's real

@@ -41,7 +41,7 @@ RATIO = 10
 DELTAS = tuple(float(d) for d in np.logspace(-1, -3, 4))
 METHOD_ROW = {"r-eval": 0, "r-autoeval": -1}
 
-# Released code, run on this machine (notes/autoeval.md 4.1): mean n_min for delta = 0.1, 0.0215, 0.00464, 0.001.
+# Released code, as the research notes ran it (notes/autoeval.md 4.1): mean n_min for delta = 0.1, 0.0215, 0.00464, 0.001.
 PAPER_WSR = {
     "r-eval": {g: (4981, 7167, 9934, 12613) for g in (0.99, 0.9, 0.7)},
     "r-autoeval": {0.99: (359, 653, 911, 1053), 0.9: (2678, 3324, 5597, 6551), 0.7: (9562, 11065, 21064, 18472)},

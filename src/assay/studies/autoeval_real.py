@@ -48,7 +48,7 @@ Protocol (the released code's, research notes ``autoeval.md`` Sec. 2.5, 2.6; dif
   runs as config 0 (comparable with the notes' numbers); ``mean_gb_certified_only`` averages over
   the runs that certified something. The released code dropped naive runs where nothing passed
   (an IndexError swallowed by a bare except); we count them as config 0 too and report their rate.
-* ``paper_*`` columns: the released code's numbers run on this machine (notes 4.2: WSR, 500
+* ``paper_*`` columns: the released code's numbers as the research notes ran it (notes 4.2: WSR, 500
   repetitions; 4.3: UP, 200 repetitions; TriviaQA, n = 150, r = 5, alpha = delta = 0.1 only). The
   paper itself prints no table for this experiment (Fig. 1 shows whiskers; Fig. 6 box plots).
 
@@ -116,7 +116,7 @@ METHODS = CERTIFIED + NAIVE
 REFERENCE_SEED = 10  # the released code's np.random.seed(10)
 UP_BETTORS_PER_BLOCK = 20  # UP: rows (candidates x reliance factors) advanced together; 20 x 10,000 fits in cache
 
-# Released code on this machine (research notes autoeval.md 4.2, 4.3), TriviaQA, n = 150, r = 5,
+# Released code as the research notes ran it (autoeval.md 4.2, 4.3), TriviaQA, n = 150, r = 5,
 # alpha = delta = 0.1: (mean GB, median GB or None when not printed, violation rate, mean test loss
 # or None). R-Eval and Eval do not use the judge, so their numbers repeat across judges.
 PAPER = {

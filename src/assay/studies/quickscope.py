@@ -4,7 +4,7 @@ No LLM: a ticket for template x fails with probability theta(x), a known functio
 :mod:`assay.quickscope.simulate`), so every claim is checked exactly. Four parts, each row a (part, world,
 method) cell averaged over seeds:
 
-``topk``  DyVal space, research-notes theta (the world the released code was run in on this machine): COUP
+``topk``  DyVal space, research-notes theta (the world the research notes ran the released code in): COUP
     without certification, COUP with certification at 0.9, and uniform sampling (10 evaluations per template,
     ranked by empirical mean, random tie-breaks) at equal budgets. Per run: the mean TRUE utility of the top-10
     (COUP ranked by LCB), the same re-evaluated with 200 fresh samples per template, the share of the top-10
