@@ -62,8 +62,35 @@ COLUMNS = AUTOEVAL_COLUMNS
 
 
 def reliance_factors(method: str, factors: int = 10) -> np.ndarray:
-    """The reliance factors rho_s of a method: [0] (R-Eval), [1] (R-AutoEval), linspace(0, 1, S) (R-AutoEval+,
-    eq. 9, S = ``factors`` >= 2)."""
+    """The reliance factors rho_s of a method.
+
+    [0] (R-Eval), [1] (R-AutoEval), linspace(0, 1, S) (R-AutoEval+, eq. 9, S = ``factors`` >= 2).
+
+    Parameters
+    ----------
+    method : {"r-eval", "r-autoeval", "r-autoeval+"}
+        The estimation method.
+    factors : int, default 10
+        S, the number of reliance factors of R-AutoEval+ (at least 2: it includes rho = 0 and 1); ignored by the
+        other methods.
+
+    Returns
+    -------
+    ndarray (S,)
+        The reliance factors rho_s, in [0, 1].
+
+    Raises
+    ------
+    AssayInputError
+        If ``method`` is unknown, or for R-AutoEval+ if ``factors`` is not an integer >= 2.
+
+    Examples
+    --------
+    >>> reliance_factors("r-autoeval+", 5).tolist()
+    [0.0, 0.25, 0.5, 0.75, 1.0]
+    >>> reliance_factors("r-eval").tolist()
+    [0.0]
+    """
     if method == "r-eval":
         return np.array([0.0])
     if method == "r-autoeval":

@@ -91,6 +91,25 @@ def _range(low: float | None, high: float | None, low_open: bool, high_open: boo
 def level(value: Any, name: str = "delta") -> float:
     """An error level (delta, alpha), a confidence or a quantile target: a number strictly between 0 and 1.
 
+    Parameters
+    ----------
+    value : Any
+        The value to check.
+    name : str, default "delta"
+        Its name, for the error message.
+
+    Returns
+    -------
+    float
+        ``value`` as a float.
+
+    Raises
+    ------
+    AssayInputError
+        If ``value`` is not a real number strictly between 0 and 1 (NaN included).
+
+    Examples
+    --------
     >>> level(1.0)
     Traceback (most recent call last):
     ...

@@ -17,7 +17,15 @@ __all__ = ["progress_reporter", "interactive"]
 
 
 def interactive() -> bool:
-    """True when stderr is a terminal and we are not in CI."""
+    """True when stderr is a terminal and we are not in CI.
+
+    ``CI`` set to ``1``, ``true`` or ``yes`` (any case) counts as CI.
+
+    Returns
+    -------
+    bool
+        Whether progress output may be interactive.
+    """
     if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
         return False
     return sys.stderr.isatty()

@@ -167,7 +167,25 @@ def _frame_from_records(records: list[dict[str, Any]]) -> pd.DataFrame:
 
 
 def fmt(x: Any, digits: int = 3) -> str:
-    """A number as a statement prints it: ``digits`` decimals, ``"n/a"`` for None, NaN or an infinity."""
+    """Format a number as a statement prints it: ``digits`` decimals, ``"n/a"`` for None, NaN or an infinity.
+
+    Parameters
+    ----------
+    x : float or None
+        The number to format.
+    digits : int, default 3
+        Number of decimals.
+
+    Returns
+    -------
+    str
+        ``x`` with ``digits`` decimals, or ``"n/a"``.
+
+    Examples
+    --------
+    >>> fmt(0.12345), fmt(2, digits=1), fmt(None), fmt(float("nan"))
+    ('0.123', '2.0', 'n/a', 'n/a')
+    """
     return "n/a" if x is None or not np.isfinite(x) else f"{x:.{digits}f}"
 
 

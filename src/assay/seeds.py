@@ -57,7 +57,33 @@ class Seed(NamedTuple):
 
 
 def resolve_seed(seed: Any) -> Seed:
-    """Resolve ``seed`` (int, SeedSequence, Generator or None) into a :class:`Seed`; see the module docstring."""
+    """Resolve ``seed`` (int, SeedSequence, Generator or None) into a :class:`Seed`; see the module docstring.
+
+    Parameters
+    ----------
+    seed : int, numpy.random.SeedSequence, numpy.random.Generator, Seed or None
+        The seed as the caller passed it. A :class:`Seed` is returned unchanged.
+
+    Returns
+    -------
+    Seed
+        ``recorded`` (the int the result stores, or None) and ``sequence`` (the ``SeedSequence`` every draw of the
+        call descends from).
+
+    Raises
+    ------
+    AssayInputError
+        When ``seed`` is not one of the types above (a bool included), or is a negative int.
+
+    Examples
+    --------
+    >>> s = resolve_seed(7)
+    >>> s.recorded, s.source
+    (7, 'int')
+    >>> import numpy as np
+    >>> resolve_seed(np.random.default_rng(0)).recorded is None
+    True
+    """
     if isinstance(seed, Seed):
         return seed
     if seed is None:
@@ -77,7 +103,30 @@ def resolve_seed(seed: Any) -> Seed:
 
 
 def spawn(seed: Any, n: int) -> list[np.random.SeedSequence]:
-    """``n`` independent child seed sequences of ``seed``, in a fixed order."""
+    """Return ``n`` independent child seed sequences of ``seed``, in a fixed order.
+
+    Parameters
+    ----------
+    seed : int, numpy.random.SeedSequence, numpy.random.Generator, Seed or None
+        The parent seed, resolved by :func:`resolve_seed`.
+    n : int
+        Number of children.
+
+    Returns
+    -------
+    list of numpy.random.SeedSequence
+        The ``n`` children.
+
+    Raises
+    ------
+    AssayInputError
+        When :func:`resolve_seed` refuses ``seed``.
+
+    Examples
+    --------
+    >>> len(spawn(7, 3))
+    3
+    """
     return resolve_seed(seed).spawn(n)
 
 
@@ -85,7 +134,31 @@ def seeded(fn: F) -> F:
     """Resolve the ``seed`` argument of ``fn`` once, at the call boundary, before the body runs.
 
     The body receives a :class:`Seed` (``seed.recorded`` goes into the result, ``seed.sequence`` / ``seed.rng()``
-    feed the draws). A bad seed is refused before any work is done."""
+    feed the draws). A bad seed is refused before any work is done.
+
+    Parameters
+    ----------
+    fn : callable
+        A function with a ``seed`` parameter; when the caller omits it, its default (or None) is resolved.
+
+    Returns
+    -------
+    callable
+        A wrapper of ``fn`` (same name and docstring) that calls :func:`resolve_seed` on ``seed`` first.
+
+    Raises
+    ------
+    TypeError
+        When ``fn`` has no ``seed`` parameter.
+
+    Examples
+    --------
+    >>> @seeded
+    ... def draw(n, seed=None):
+    ...     return seed.recorded, seed.rng().integers(0, 10, n).shape
+    >>> draw(3, seed=5)
+    (5, (3,))
+    """
     sig = inspect.signature(fn)
     if "seed" not in sig.parameters:  # pragma: no cover - programming error
         raise TypeError(f"{fn.__qualname__} has no 'seed' parameter")

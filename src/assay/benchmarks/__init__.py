@@ -75,7 +75,20 @@ _REGISTRY: dict[str, Callable[..., Any]] = {}
 
 
 def register_generator(name: str) -> Callable:
-    """Decorator registering a generator factory under ``name`` (a prefix ``name:`` passes the rest as ``task``)."""
+    """Decorator registering a generator factory under ``name``.
+
+    A prefix ``name:`` passes the rest as ``task`` (see :func:`get_generator`).
+
+    Parameters
+    ----------
+    name : str
+        The registry name.
+
+    Returns
+    -------
+    Callable
+        A decorator that records the factory it is applied to under ``name`` and returns it unchanged.
+    """
 
     def deco(factory):
         _REGISTRY[name] = factory
@@ -93,12 +106,44 @@ def _load_builtin() -> None:
 
 
 def generator_names() -> list[str]:
+    """The names of the registered generators, sorted (the shipped ones are loaded first).
+
+    Returns
+    -------
+    list of str
+        The registry names, e.g. ``"dyval"``, ``"grid"``, ``"reasoning_gym"``.
+
+    Examples
+    --------
+    >>> generator_names()
+    ['dyval', 'grid', 'reasoning_gym']
+    """
     _load_builtin()
     return sorted(_REGISTRY)
 
 
 def get_generator(name: str, **kwargs: Any):
-    """The generator registered as ``name``; ``"reasoning_gym:shortest_path"`` passes ``task="shortest_path"``."""
+    """The generator registered as ``name``.
+
+    ``"reasoning_gym:shortest_path"`` passes ``task="shortest_path"``.
+
+    Parameters
+    ----------
+    name : str
+        A registry name, optionally followed by ``:task``.
+    **kwargs : Any
+        Passed to the generator's factory.
+
+    Returns
+    -------
+    Generator
+        The generator the factory builds.
+
+    Raises
+    ------
+    AssayInputError
+        If ``name`` is not a non-empty string or no generator is registered under it.
+    """
     _load_builtin()
     if not isinstance(name, str) or not name:
         raise AssayInputError(f"generator must be a name; got {name!r}")

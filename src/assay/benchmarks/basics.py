@@ -172,8 +172,29 @@ def _unique(make, rng: np.random.Generator, n: int) -> list[dict]:
 
 
 def make_bank(seed: int = 0, per_shape: int = 80) -> pd.DataFrame:
-    """The bank: up to ``per_shape`` items of each shape, every prompt distinct (default 80 each, but there are 63
-    one-word questions: 303 in all), ids ``shape-NNN``, in a fixed order."""
+    """The bank of basic questions.
+
+    Up to ``per_shape`` items of each shape, every prompt distinct (default 80 each, but there are 63 one-word
+    questions: 303 in all), ids ``shape-NNN``, in a fixed order.
+
+    Parameters
+    ----------
+    seed : int, default 0
+        Seed of the random generator that draws the items.
+    per_shape : int, default 80
+        The most items of each shape.
+
+    Returns
+    -------
+    DataFrame
+        One row per item, with columns ``id``, ``prompt``, ``reference``, ``scorer``, ``shape`` and ``topic``.
+
+    Examples
+    --------
+    >>> bank = make_bank()
+    >>> len(bank), bank["id"].iloc[0]
+    (303, 'number-000')
+    """
     rng = np.random.default_rng([int(seed), 20261125])
     rows: list[dict] = []
     for make in (_number_items, _label_items, _choice_items, _word_items):

@@ -65,7 +65,13 @@ def _rg():
 
 
 def offered_tasks() -> list[str]:
-    """The reasoning-gym tasks this adapter offers (every installed task not in :data:`EXCLUDED`)."""
+    """The reasoning-gym tasks this adapter offers (every installed task not in :data:`EXCLUDED`).
+
+    Returns
+    -------
+    list of str
+        The task names, sorted.
+    """
     _rg()
     from reasoning_gym.factory import DATASETS
 

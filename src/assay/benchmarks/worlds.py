@@ -37,19 +37,63 @@ def _sigmoid(z: float) -> float:
 
 
 def dyval_truth(c: Mapping) -> float:
+    """The error rate theta of the ``dyval`` world for a DyVal template.
+
+    theta = sigmoid(1.2 (depth - 7) + 0.3 (children - 2) + 0.2 extra_links + 0.1 add_rand_desc
+    + 0.15 [order = random] + offset(type)) (see the module docstring).
+
+    Parameters
+    ----------
+    c : Mapping
+        A DyVal configuration: ``dataset_type``, ``depth``, ``children``, ``extra_links``, ``add_rand_desc`` and
+        ``order``.
+
+    Returns
+    -------
+    float
+        theta, in (0, 1).
+
+    Examples
+    --------
+    >>> c = {"dataset_type": "arithmetic", "depth": 9, "children": 2, "extra_links": 0, "add_rand_desc": 0,
+    ...      "order": "random"}
+    >>> round(dyval_truth(c), 4)
+    0.9276
+    """
     z = (1.2 * (c["depth"] - 7) + 0.3 * (c["children"] - 2) + 0.2 * c["extra_links"] + 0.1 * c["add_rand_desc"]
          + 0.15 * (c["order"] == "random") + _OFFSET[c["dataset_type"]])
     return _sigmoid(z)
 
 
 def dyval_ceiling_truth(c: Mapping) -> float:
+    """The error rate theta of the ``dyval-ceiling`` world.
+
+    theta = 1 for every arithmetic template of depth >= 9, else :func:`dyval_truth`.
+
+    Parameters
+    ----------
+    c : Mapping
+        A DyVal configuration (as for :func:`dyval_truth`).
+
+    Returns
+    -------
+    float
+        theta, in (0, 1].
+    """
     if c["dataset_type"] == "arithmetic" and c["depth"] >= 9:
         return 1.0
     return dyval_truth(c)
 
 
 def grid_space() -> SearchSpace:
-    """QuickScope's Grid Reasoning space (App. C): task, rows, cols, then task-specific parameters."""
+    """QuickScope's Grid Reasoning space (App. C): task, rows, cols, then task-specific parameters.
+
+    Returns
+    -------
+    SearchSpace
+        ``task`` (shortest_path or largest_island), ``rows`` and ``cols`` (5-25), ``p_blocked`` (0.1-0.9, for
+        shortest_path), ``num_islands`` (1-10) and ``island_size`` (1-20) (for largest_island).
+    """
     return SearchSpace([
         Categorical("task", ["shortest_path", "largest_island"]),
         Integer("rows", 5, 25),
@@ -61,6 +105,21 @@ def grid_space() -> SearchSpace:
 
 
 def grid_truth(c: Mapping) -> float:
+    """The error rate theta of the ``grid`` world.
+
+    Hardness grows with the grid's area (log2 of rows * cols) and, for shortest_path, peaks at mid blocking
+    (p_blocked = 0.4).
+
+    Parameters
+    ----------
+    c : Mapping
+        A configuration of :func:`grid_space`.
+
+    Returns
+    -------
+    float
+        theta, in (0, 1).
+    """
     area = math.log2(c["rows"] * c["cols"])  # 4.64 .. 9.29
     if c["task"] == "shortest_path":
         p = c["p_blocked"]
@@ -71,10 +130,37 @@ def grid_truth(c: Mapping) -> float:
 
 
 def plateau_space() -> SearchSpace:
+    """The ``plateau`` world's space: one integer ``template`` in 0-599.
+
+    Returns
+    -------
+    SearchSpace
+        The 600-template space.
+    """
     return SearchSpace([Integer("template", 0, 599)])
 
 
 def plateau_truth(c: Mapping) -> float:
+    """The error rate theta of the ``plateau`` world.
+
+    Templates 0-19 have theta = 0.99, templates 20-419 sit just below tau (0.86, 0.87, 0.88, 0.89 in turn) and the
+    rest have 0.3.
+
+    Parameters
+    ----------
+    c : Mapping
+        A configuration of :func:`plateau_space`.
+
+    Returns
+    -------
+    float
+        theta.
+
+    Examples
+    --------
+    >>> plateau_truth({"template": 25})
+    0.87
+    """
     t = c["template"]
     if t < 20:
         return 0.99
@@ -112,10 +198,44 @@ _WORLDS = {
 
 
 def world_names() -> list[str]:
+    """The names of the simulated worlds, sorted.
+
+    Returns
+    -------
+    list of str
+        The names :func:`get_world` accepts.
+
+    Examples
+    --------
+    >>> world_names()
+    ['dyval', 'dyval-ceiling', 'grid', 'plateau']
+    """
     return sorted(_WORLDS)
 
 
 def get_world(name: str) -> World:
+    """The simulated world named ``name``.
+
+    Parameters
+    ----------
+    name : str
+        One of :func:`world_names`.
+
+    Returns
+    -------
+    World
+        Its search space and true error rate.
+
+    Raises
+    ------
+    AssayInputError
+        If no world has that name.
+
+    Examples
+    --------
+    >>> get_world("plateau").description
+    '600 templates: 400 just below 0.9, 20 at 0.99'
+    """
     if name not in _WORLDS:
         raise AssayInputError(f"unknown simulated world {name!r}; available: {', '.join(sorted(_WORLDS))}")
     return _WORLDS[name]

@@ -114,7 +114,32 @@ _MARGIN = re.compile(r"^(?P<b>.+?)\s*-\s*(?P<m>\d+(?:\.\d*)?|\.\d+)$")
 
 
 def parse_require(text: str, models: Sequence[str]) -> Requirement:
-    """Parse ``A>B`` or ``A>=B-0.01`` against the models' names (a name may itself contain ``-``)."""
+    """Parse ``A>B`` or ``A>=B-0.01`` against the models' names (a name may itself contain ``-``).
+
+    Parameters
+    ----------
+    text : str
+        The requirement: ``A>B`` (A certified better than B) or ``A>=B-0.01`` (A not worse than B by more than
+        0.01).
+    models : Sequence of str
+        The models' names.
+
+    Returns
+    -------
+    Requirement
+        The parsed requirement.
+
+    Raises
+    ------
+    AssayInputError
+        If ``text`` is not of either form, names a model not in ``models``, or compares a model with itself.
+
+    Examples
+    --------
+    >>> r = parse_require("gpt-4>=llama-3-0.01", ["gpt-4", "llama-3"])
+    >>> r.a, r.b, r.margin, r.strict
+    ('gpt-4', 'llama-3', 0.01, False)
+    """
     m = _REQ.match(str(text))
     if not m:
         raise AssayInputError(f"--require {text!r}: write A>B (A certified better than B) or A>=B-0.01 (A not worse "
@@ -134,7 +159,25 @@ def parse_require(text: str, models: Sequence[str]) -> Requirement:
 
 
 def check_require(res: CompareResult, requires: Sequence[str]) -> list[tuple[bool, str]]:
-    """Each requirement (``A>B``, ``A>=B-0.01``) with whether the result certifies it and a sentence."""
+    """Each requirement (``A>B``, ``A>=B-0.01``) with whether the result certifies it and a sentence.
+
+    Parameters
+    ----------
+    res : CompareResult
+        The comparison.
+    requires : Sequence of str
+        The requirements (see :func:`parse_require`).
+
+    Returns
+    -------
+    list of (bool, str)
+        Per requirement, whether it is certified and a sentence with the interval of the difference of means.
+
+    Raises
+    ------
+    AssayInputError
+        If a requirement cannot be parsed (see :func:`parse_require`).
+    """
     models = list(res.models["model"])
     return [parse_require(r, models).holds(res.pairs) for r in requires]
 

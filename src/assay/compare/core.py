@@ -62,7 +62,24 @@ class CompareCore(NamedTuple):
 
 
 def pair_index(K: int) -> tuple[np.ndarray, np.ndarray]:
-    """(a, b) of every pair a < b, in row-major order."""
+    """(a, b) of every pair a < b, in row-major order.
+
+    Parameters
+    ----------
+    K : int
+        The number of models.
+
+    Returns
+    -------
+    a, b : ndarray of int64 (K (K - 1) / 2,)
+        The first and second index of each pair.
+
+    Examples
+    --------
+    >>> a, b = pair_index(3)
+    >>> a.tolist(), b.tolist()
+    ([0, 0, 1], [1, 2, 2])
+    """
     a, b = np.triu_indices(K, k=1)
     return a.astype(np.int64), b.astype(np.int64)
 

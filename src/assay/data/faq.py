@@ -58,9 +58,27 @@ class FAQProtocolData(NamedTuple):
 
 
 def to_codes(H: np.ndarray) -> np.ndarray:
-    """A history's int8 codes (0, 1, :data:`MISSING` = -1) from a float array with NaN for missing, converted a block
-    of rows at a time (no second models x items float64 array); an int8 array is taken to be codes already and
-    returned as it is. The values are not checked: give it validated histories (:func:`as_matrix`)."""
+    """A history's int8 codes (0, 1, :data:`MISSING` = -1) from a float array with NaN for missing.
+
+    Converted a block of rows at a time (no second models x items float64 array); an int8 array is taken to be codes
+    already and returned as it is. The values are not checked: give it validated histories (:func:`as_matrix`).
+
+    Parameters
+    ----------
+    H : ndarray (models, items)
+        A history as float (0, 1, NaN for missing), integer or int8 codes.
+
+    Returns
+    -------
+    ndarray of int8 (models, items)
+        The codes.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> to_codes(np.array([[1.0, np.nan], [0.0, 1.0]])).tolist()
+    [[1, -1], [0, 1]]
+    """
     H = np.asarray(H)
     if H.dtype == np.int8:
         return H
@@ -74,7 +92,24 @@ def to_codes(H: np.ndarray) -> np.ndarray:
 
 
 def observed(H: np.ndarray) -> np.ndarray:
-    """The observed-entry mask (bool) of a history as float (NaN = missing) or int8 codes (:data:`MISSING`)."""
+    """The observed-entry mask (bool) of a history as float (NaN = missing) or int8 codes (:data:`MISSING`).
+
+    Parameters
+    ----------
+    H : ndarray (models, items)
+        A history as float or int8 codes.
+
+    Returns
+    -------
+    ndarray of bool (models, items)
+        True where the entry is observed.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> observed(np.array([[1.0, np.nan], [0.0, 1.0]])).tolist()
+    [[True, False], [True, True]]
+    """
     H = np.asarray(H)
     return H >= 0 if H.dtype == np.int8 else ~np.isnan(H)
 
@@ -402,9 +437,29 @@ def prepare_protocol(history: Any, new_models: Any = None, *, codes: bool = Fals
 
 
 def read_answers(path: str | Path, what: str = "answers"):
-    """Models' 0/1 answers from a file: a wide table (a ``model`` column, or the first column, is the model id; one
-    column per item), a long one (``model, item, score``), or an lm-eval / inspect / HELM log (read by
-    :mod:`assay.ingest`). ``what`` names the file in errors. The form :func:`assay.faq.evaluate` takes."""
+    """Models' 0/1 answers from a file, in the form :func:`assay.faq.evaluate` takes.
+
+    The file is a wide table (a ``model`` column, or the first column, is the model id; one column per item), a long
+    one (``model, item, score``), or an lm-eval / inspect / HELM log (read by :mod:`assay.ingest`).
+
+    Parameters
+    ----------
+    path : str or Path
+        The file.
+    what : str, default "answers"
+        Names the file in errors.
+
+    Returns
+    -------
+    DataFrame
+        A long table (``model``, ``item``, ``score``; for a log, its first repeat, items keyed ``task/item`` when it
+        holds several tasks) or a wide one (indexed by model id as text, one column per item).
+
+    Raises
+    ------
+    AssayInputError
+        If a wide table has fewer than two columns.
+    """
     import pandas as pd
 
     from . import read_table
@@ -430,16 +485,47 @@ def read_answers(path: str | Path, what: str = "answers"):
 
 
 def history_items(hist) -> list[str]:
-    """The question ids of an FAQ history as :func:`read_answers` returns it (long or wide)."""
+    """The question ids of an FAQ history as :func:`read_answers` returns it (long or wide).
+
+    Parameters
+    ----------
+    hist : DataFrame
+        A long (``model``, ``item``, ``score``) or wide (one column per item) history.
+
+    Returns
+    -------
+    list of str
+        The item ids, in first-seen order.
+    """
     if isinstance(hist, pd.DataFrame) and {"model", "item", "score"} <= set(hist.columns):
         return list(dict.fromkeys(hist["item"].astype(str)))
     return [str(x) for x in hist.columns]
 
 
 def int8_bytes(H: np.ndarray, rows_per_block: int = 256):
-    """The bytes of ``H`` as int8 with -1 for NaN (what the cache keys hash), built in blocks of rows, so a large
-    history never gets a second models x items float64 copy for it. A history already held as int8 codes
-    (:data:`MISSING` = -1) gives the same bytes as its float form: its own."""
+    r"""The bytes of ``H`` as int8 with -1 for NaN (what the cache keys hash).
+
+    Built in blocks of rows, so a large history never gets a second models x items float64 copy for it. A history
+    already held as int8 codes (:data:`MISSING` = -1) gives the same bytes as its float form: its own.
+
+    Parameters
+    ----------
+    H : ndarray (models, items)
+        A history as float (NaN for missing) or int8 codes.
+    rows_per_block : int, default 256
+        Rows converted at a time.
+
+    Returns
+    -------
+    bytes
+        The int8 bytes, in row-major order.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> int8_bytes(np.array([[1.0, np.nan], [0.0, 1.0]]))
+    b'\x01\xff\x00\x01'
+    """
     if H.dtype == np.int8:
         return np.ascontiguousarray(H).tobytes()
     parts = []

@@ -56,12 +56,44 @@ BANKS: dict[str, tuple[tuple[str, int, str], ...]] = {
 
 
 def bank_names() -> list[str]:
+    """The names of the question banks.
+
+    Returns
+    -------
+    list of str
+        ``mmlu-pro`` and ``leaderboard-v2``.
+
+    Examples
+    --------
+    >>> bank_names()
+    ['mmlu-pro', 'leaderboard-v2']
+    """
     return list(BANKS)
 
 
 def bank_subtasks(bank: str) -> tuple[tuple[str, int, str], ...]:
-    """The (task, size, field) triples of a bank (``mmlu-pro`` or ``leaderboard-v2``; a ``faq-`` prefix is
-    accepted)."""
+    """The (task, size, field) triples of a bank (``mmlu-pro`` or ``leaderboard-v2``; a ``faq-`` prefix is accepted).
+
+    Parameters
+    ----------
+    bank : str
+        The bank's name.
+
+    Returns
+    -------
+    tuple of (str, int, str)
+        Per lm-eval task, its name, its number of questions and the 0/1 per-sample field it is scored by.
+
+    Raises
+    ------
+    AssayInputError
+        If there is no bank of that name.
+
+    Examples
+    --------
+    >>> bank_subtasks("faq-mmlu-pro")
+    (('leaderboard_mmlu_pro', 12032, 'acc'),)
+    """
     key = bank[4:] if isinstance(bank, str) and bank.startswith("faq-") else bank
     if key not in BANKS:
         raise AssayInputError(f"no question bank {bank!r}; known: {', '.join(BANKS)} (FAQ packs: "
@@ -70,9 +102,30 @@ def bank_subtasks(bank: str) -> tuple[tuple[str, int, str], ...]:
 
 
 def bank_index(bank: str) -> pd.DataFrame:
-    """One row per question of the bank, in column order: ``column`` (0..N-1), ``task`` (the lm-eval task),
-    ``doc_id`` (0-based inside the task), ``item`` (``<task>/<doc_id>``, the FAQ item id) and ``metric``
-    (the 0/1 per-sample field the leaderboard scored it by)."""
+    """One row per question of the bank.
+
+    Parameters
+    ----------
+    bank : str
+        The bank's name (see :func:`bank_subtasks`).
+
+    Returns
+    -------
+    DataFrame
+        In column order: ``column`` (0..N-1), ``task`` (the lm-eval task), ``doc_id`` (0-based inside the task),
+        ``item`` (``<task>/<doc_id>``, the FAQ item id) and ``metric`` (the 0/1 per-sample field the leaderboard
+        scored it by).
+
+    Raises
+    ------
+    AssayInputError
+        If there is no bank of that name.
+
+    Examples
+    --------
+    >>> bank_index("mmlu-pro")["item"].iloc[1]
+    'leaderboard_mmlu_pro/1'
+    """
     subs = bank_subtasks(bank)
     task = np.concatenate([np.full(n, t, dtype=object) for t, n, _ in subs])
     doc = np.concatenate([np.arange(n) for _, n, _ in subs])
@@ -82,9 +135,30 @@ def bank_index(bank: str) -> pd.DataFrame:
 
 
 def details_task(path: str | Path, tasks: Iterable[str]) -> str | None:
-    """The task of ``tasks`` a details file belongs to, read from its path: the innermost path component that
-    names one (``samples_leaderboard_bbh_navigate_2024-06-26T....jsonl``, or a Hub config folder such as
-    ``org__model__leaderboard_bbh_navigate/latest/0000.parquet``); None when no component does."""
+    """The task of ``tasks`` a details file belongs to, read from its path.
+
+    The innermost path component that names one (``samples_leaderboard_bbh_navigate_2024-06-26T....jsonl``, or a Hub
+    config folder such as ``org__model__leaderboard_bbh_navigate/latest/0000.parquet``); the longest name wins, so a
+    task whose name extends another's is read whole.
+
+    Parameters
+    ----------
+    path : str or Path
+        The details file.
+    tasks : Iterable of str
+        The task names.
+
+    Returns
+    -------
+    str or None
+        The task; None when no component names one.
+
+    Examples
+    --------
+    >>> details_task("out/samples_leaderboard_bbh_navigate_2024-06-26T10.jsonl",
+    ...              ["leaderboard_bbh", "leaderboard_bbh_navigate"])
+    'leaderboard_bbh_navigate'
+    """
     names = sorted(tasks, key=len, reverse=True)
     pat = re.compile(r"(?<![A-Za-z0-9])(" + "|".join(map(re.escape, names)) + r")(?![A-Za-z0-9])")
     for part in reversed(Path(path).parts):

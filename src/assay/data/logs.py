@@ -48,7 +48,25 @@ _WORD = {"yes": 1.0, "true": 1.0, "correct": 1.0, "no": 0.0, "false": 0.0, "inco
 
 
 def score_value(v: Any) -> float:
-    """A score value as a float in [0, 1] (NaN when it has no scalar meaning: dicts, lists, None)."""
+    """A score value as a float in [0, 1] (NaN when it has no scalar meaning: dicts, lists, None).
+
+    Booleans and numbers are taken as they are; text is read as a letter grade, a word or a number.
+
+    Parameters
+    ----------
+    v : Any
+        The score as logged.
+
+    Returns
+    -------
+    float
+        The score, or NaN.
+
+    Examples
+    --------
+    >>> [score_value(x) for x in ["C", "yes", "0.5", None]]
+    [1.0, 1.0, 0.5, nan]
+    """
     if isinstance(v, bool):
         return float(v)
     if isinstance(v, (int, float, np.integer, np.floating)):
@@ -312,14 +330,33 @@ def _epoch(f: Path, s: dict) -> int:
 
 
 def to_autoeval(df: pd.DataFrame, *, candidate: str = "model") -> pd.DataFrame:
-    """R-AutoEval+ table from an inspect table: one row per (candidate, item), ``loss_judge`` = 1 - the original
-    score, ``loss_human`` = 1 - the human edit (NaN where no person reviewed the item).
+    """R-AutoEval+ table from an inspect table.
+
+    One row per (candidate, item), ``loss_judge`` = 1 - the original score, ``loss_human`` = 1 - the human edit (NaN
+    where no person reviewed the item).
 
     Repeats of one question (inspect epochs) are NOT independent examples: the certificate's i.i.d. unit is the
     question. So the epochs of an item are averaged into one example: an item that a person reviewed on some of
     its epochs gets the mean human loss over those epochs and the mean judge loss over the SAME epochs (the pair the
     rectifier compares); an item nobody reviewed gets the mean judge loss over all its epochs. When several epochs
     exist, ``df.attrs["note"]`` says how many were averaged per item.
+
+    Parameters
+    ----------
+    df : DataFrame
+        An inspect table, with ``score_original``, ``score_human`` and ``item`` columns.
+    candidate : str, default "model"
+        The column naming the candidate.
+
+    Returns
+    -------
+    DataFrame
+        Columns ``candidate``, ``item``, ``loss_human``, ``loss_judge``.
+
+    Raises
+    ------
+    AssayInputError
+        If ``df`` lacks ``score_original``, ``score_human`` or ``item``.
     """
     need = {"score_original", "score_human", "item"}
     if not need <= set(df.columns):
@@ -425,7 +462,24 @@ def read_helm(path, *, metric: str = "exact_match", split: str | None = None, pe
 # -- dispatch -------------------------------------------------------------------------------------------------
 
 def detect_format(path) -> str:
-    """``lmeval``, ``inspect``, ``helm`` or ``table``."""
+    """The format of a log file or folder: ``lmeval``, ``inspect``, ``helm`` or ``table``.
+
+    Parameters
+    ----------
+    path : str or Path
+        A file or a directory.
+
+    Returns
+    -------
+    str
+        ``lmeval``, ``inspect``, ``helm`` or ``table``.
+
+    Raises
+    ------
+    AssayInputError
+        If ``path`` is a directory with no lm-eval samples, HELM per_instance_stats.json or inspect logs, or a
+        ``.json`` file cannot be read.
+    """
     p = Path(path)
     if p.is_dir():
         if any(p.rglob("samples_*.jsonl")):
@@ -453,7 +507,28 @@ def detect_format(path) -> str:
 
 
 def read_any(path, *, format: str = "auto", **kwargs: Any) -> pd.DataFrame:
-    """Read ``path`` in the given (or detected) format into the tidy table."""
+    """Read ``path`` in the given (or detected) format into the tidy table.
+
+    Parameters
+    ----------
+    path : str or Path
+        A log file or folder, or a plain table.
+    format : {"auto", "lmeval", "inspect", "helm", "table"}, default "auto"
+        The format; ``auto`` detects it (:func:`detect_format`).
+    **kwargs : Any
+        Options of the format's reader (lm-eval: ``metric``, ``filter``, ``model``, ``variant``; inspect: ``scorer``,
+        ``variant``; HELM: ``metric``, ``split``, ``perturbation``, ``model``); others and None values are ignored.
+
+    Returns
+    -------
+    DataFrame
+        The tidy table.
+
+    Raises
+    ------
+    AssayInputError
+        If ``format`` is unknown (readers raise it for files they cannot read).
+    """
     fmt = detect_format(path) if format == "auto" else format
     readers = {"lmeval": read_lmeval, "inspect": read_inspect, "helm": read_helm}
     if fmt in readers:

@@ -16,6 +16,18 @@ _TENSOR = re.compile(r"tensor_a_B(\d+)\.npy$")
 
 
 def looks_like_siren_release(path: Path) -> bool:
+    """Whether ``path`` holds a SIREN release: ``tensor_a_B*.npy`` files in it or one or two folder levels below.
+
+    Parameters
+    ----------
+    path : Path
+        A folder.
+
+    Returns
+    -------
+    bool
+        True when such a file exists.
+    """
     return any(True for _ in path.glob("tensor_a_B*.npy")) or any(
         True for _ in path.glob("*/tensor_a_B*.npy")
     ) or any(True for _ in path.glob("*/*/tensor_a_B*.npy"))
@@ -42,6 +54,22 @@ def read_siren_release(path: str | Path) -> pd.DataFrame:
     tuners are read (``dspy/Qwen_Qwen3-8B_law``). The default prompt becomes budget 0 with the
     single artifact ``default``. Items are the row positions ``"0" .. "M-1"`` (the release
     ships no item ids; rows are aligned across models and tuners).
+
+    Parameters
+    ----------
+    path : str or Path
+        A model folder, a tuner folder or a folder of tuner folders.
+
+    Returns
+    -------
+    DataFrame
+        Columns ``system``, ``budget``, ``artifact``, ``item`` and ``score``.
+
+    Raises
+    ------
+    AssayInputError
+        If there are no ``tensor_a_B*.npy`` files, a tensor's name carries no integer budget, a tensor is not 2-D,
+        or a model's tensors disagree on the number of items.
     """
     root = Path(path)
     dirs = _model_dirs(root)

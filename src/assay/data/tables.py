@@ -295,7 +295,23 @@ _SUFFIX = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9}
 
 
 def parse_budget(value: Any) -> float | str:
-    """Budgets are numbers where possible ("1.5M" -> 1.5e6, "500k" -> 5e5); other labels stay text."""
+    """Budgets are numbers where possible ("1.5M" -> 1.5e6, "500k" -> 5e5); other labels stay text.
+
+    Parameters
+    ----------
+    value : Any
+        A number or a label.
+
+    Returns
+    -------
+    float or str
+        The budget as a float, or the stripped label.
+
+    Examples
+    --------
+    >>> parse_budget("1.5M"), parse_budget("500k"), parse_budget("full")
+    (1500000.0, 500000.0, 'full')
+    """
     if isinstance(value, (int, np.integer)):
         return float(value)
     if isinstance(value, (float, np.floating)):
@@ -308,7 +324,25 @@ def parse_budget(value: Any) -> float | str:
 
 
 def format_budget(value: float | str, compact: bool = False) -> str:
-    """Budget as text: ``1500000`` -> "1500000", or with ``compact`` -> "1.5M" (parse_budget reads both)."""
+    """Budget as text: ``1500000`` -> "1500000", or with ``compact`` -> "1.5M" (parse_budget reads both).
+
+    Parameters
+    ----------
+    value : float or str
+        The budget; text is returned as it is.
+    compact : bool, default False
+        Write thousands, millions and billions with a K, M or B suffix when exact.
+
+    Returns
+    -------
+    str
+        The budget as text.
+
+    Examples
+    --------
+    >>> format_budget(1500000), format_budget(1500000, compact=True)
+    ('1500000', '1.5M')
+    """
     if isinstance(value, str):
         return value
     v = float(value)

@@ -24,7 +24,23 @@ SHIPPED = {
 
 
 def path(name: str) -> str:
-    """File system path of a shipped data set (usable with ``assay siren PATH``)."""
+    """File system path of a shipped data set (usable with ``assay siren PATH``).
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`SHIPPED` (``siren-law``, ``basics``).
+
+    Returns
+    -------
+    str
+        The path of the data set's file.
+
+    Raises
+    ------
+    AssayInputError
+        If no data set of that name is shipped.
+    """
     from ..errors import AssayInputError
 
     if name not in SHIPPED:
@@ -33,8 +49,16 @@ def path(name: str) -> str:
 
 
 def load_basics() -> pd.DataFrame:
-    """The ``basics`` item bank (:mod:`assay.benchmarks.basics`, ``make_bank(seed=0)``): 303 distinct questions with columns
-    ``id, prompt, reference, scorer, shape, topic``; ``scorer`` names the scorer that reads each item's answer."""
+    """The ``basics`` item bank (:mod:`assay.benchmarks.basics`, ``make_bank(seed=0)``).
+
+    303 distinct questions with columns ``id, prompt, reference, scorer, shape, topic``; ``scorer`` names the scorer
+    that reads each item's answer.
+
+    Returns
+    -------
+    DataFrame
+        One row per question; ``id`` and ``reference`` as text.
+    """
     with resources.files(__package__).joinpath("basics.parquet").open("rb") as fh:
         df = pd.read_parquet(fh)
     return df.astype({"id": str, "reference": str})
@@ -47,6 +71,11 @@ def load_siren_law() -> pd.DataFrame:
     and Mistral-7B-Instruct-v0.3, the frozen shortlist at token budgets 500K / 1.5M / 3M / 6.5M
     (K = 4-6 artifacts) and the untuned default prompt (budget 0), each scored 0/1 on the same
     1,001 evaluation items. From the public SIREN release (MIT); items from MMLU-Pro (MIT).
+
+    Returns
+    -------
+    DataFrame
+        The tidy table (``system``, ``artifact`` and ``item`` as text, ``score`` as float).
     """
     with resources.files(__package__).joinpath("siren_law_dspy.parquet").open("rb") as fh:
         df = pd.read_parquet(fh)
@@ -122,6 +151,17 @@ def load_llmperf() -> pd.DataFrame:
     27aa9b6a6c4282f6d5599b9199fbb57256a2dcd8, ``raw_data/individual/*.json``; licence Apache-2.0
     (see LICENSE-APACHE-llmperf and README.md in this folder). No row was dropped; successful
     requests keep their recorded values unchanged.
+
+    Returns
+    -------
+    DataFrame
+        One row per request.
+
+    Examples
+    --------
+    >>> df = load_llmperf()
+    >>> df.shape, df["config"].nunique()
+    ((2845, 4), 19)
     """
     with resources.files(__package__).joinpath("llmperf_ttft.parquet").open("rb") as fh:
         df = pd.read_parquet(fh)
@@ -140,8 +180,17 @@ SHIPPED["llmperf"] = (
 
 
 def load_faq_factors() -> dict:
-    """The FAQ paper's fitted MMLU-Pro factors for the 1,351 math questions (``V``, ``doc_id``) and 600 historical
-    models (``U``); Apache-2.0 (see README.md). P(correct) = sigmoid(U[i] . V[j])."""
+    """The FAQ paper's fitted MMLU-Pro factors for the 1,351 math questions and 600 historical models.
+
+    ``V`` and ``doc_id`` hold the questions, ``U`` the models; Apache-2.0 (see README.md).
+    P(correct) = sigmoid(U[i] . V[j]).
+
+    Returns
+    -------
+    dict of str to ndarray
+        The arrays of the file by name: ``V`` (1,351 x 64), ``U`` (600 x 64), ``doc_id`` (1,351) and ``u_rows``
+        (600).
+    """
     import numpy as np
 
     with resources.files(__package__).joinpath("faq_mmlu_pro_math_factors.npz").open("rb") as fh:

@@ -48,7 +48,18 @@ _K, _WEIGHT_DECAY, _STEPS = 64, 0.1, 2000
 
 
 def faq_packs() -> list[str]:
-    """Names of the FAQ packs shipped inside the package."""
+    """Names of the FAQ packs shipped inside the package.
+
+    Returns
+    -------
+    list of str
+        The keys of :data:`FAQ_PACKS`.
+
+    Examples
+    --------
+    >>> faq_packs()
+    ['faq-mmlu-pro', 'faq-leaderboard-v2']
+    """
     return list(FAQ_PACKS)
 
 
@@ -59,10 +70,26 @@ def _entry(name: str) -> tuple[str, str, str, str]:
 
 
 def load_faq_pack(name: str) -> dict:
-    """A pack's arrays: ``V`` (N x 64 float32, one row per question, in column order), ``U`` (models x 64
-    float32), ``task`` and ``doc_id`` (N, the question index), ``subtask``, ``size``, ``metric`` (one per lm-eval
-    task, in order: its number of questions and the 0/1 per-sample field it is scored by), ``item`` (N ids
-    ``<task>/<doc_id>``), ``prior_mean`` (64) and ``prior_cov`` (64 x 64, float64)."""
+    """A pack's arrays.
+
+    Parameters
+    ----------
+    name : str
+        One of :func:`faq_packs`.
+
+    Returns
+    -------
+    dict of str to ndarray
+        ``V`` (N x 64 float32, one row per question, in column order), ``U`` (models x 64 float32), ``task`` and
+        ``doc_id`` (N, the question index), ``subtask``, ``size``, ``metric`` (one per lm-eval task, in order: its
+        number of questions and the 0/1 per-sample field it is scored by), ``item`` (N ids ``<task>/<doc_id>``),
+        ``prior_mean`` (64) and ``prior_cov`` (64 x 64, float64).
+
+    Raises
+    ------
+    AssayInputError
+        If there is no pack of that name.
+    """
     file = _entry(name)[0]
     with resources.files(__package__).joinpath(file).open("rb") as fh:
         with np.load(fh, allow_pickle=False) as z:
@@ -75,16 +102,49 @@ def load_faq_pack(name: str) -> dict:
 
 
 def faq_pack_index(name: str) -> pd.DataFrame:
-    """The pack's question index, one row per column of ``V``: ``column``, ``task`` (the lm-eval task),
-    ``doc_id``, ``item`` (``<task>/<doc_id>``, FAQ's item id) and ``metric`` (the 0/1 per-sample field)."""
+    """The pack's question index, one row per column of ``V``.
+
+    Parameters
+    ----------
+    name : str
+        One of :func:`faq_packs`.
+
+    Returns
+    -------
+    DataFrame
+        ``column``, ``task`` (the lm-eval task), ``doc_id``, ``item`` (``<task>/<doc_id>``, FAQ's item id) and
+        ``metric`` (the 0/1 per-sample field).
+
+    Raises
+    ------
+    AssayInputError
+        If there is no pack of that name.
+    """
     return bank_index(_entry(name)[1])
 
 
 def faq_pack_factors(name: str):
-    """A fitted :class:`assay.faq.FactorModel` from a pack, to pass as ``history`` (or ``factors=``) to
-    :func:`assay.faq.evaluate`: ``V_`` the question factors, ``U_`` the paper's historical models, the prior
-    from ``U_``, no per-question intercept, item ids ``<task>/<doc_id>``. Without a history FAQ's interval is
-    the conservative Student t one (it cannot be calibrated, and says so)."""
+    """A fitted :class:`assay.faq.FactorModel` from a pack.
+
+    To pass as ``history`` (or ``factors=``) to :func:`assay.faq.evaluate`: ``V_`` the question factors, ``U_``
+    the paper's historical models, the prior from ``U_``, no per-question intercept, item ids ``<task>/<doc_id>``.
+    Without a history FAQ's interval is the conservative Student t one (it cannot be calibrated, and says so).
+
+    Parameters
+    ----------
+    name : str
+        One of :func:`faq_packs`.
+
+    Returns
+    -------
+    FactorModel
+        The fitted model (``pack_`` is ``name``; the log-losses are NaN, as the paper reports none).
+
+    Raises
+    ------
+    AssayInputError
+        If there is no pack of that name.
+    """
     from ..faq.factor import FactorModel
 
     _, bank, _, _ = _entry(name)

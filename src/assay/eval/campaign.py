@@ -654,8 +654,28 @@ def _run_meta(run_id: str, journal: str | Path | None) -> dict:
 
 
 def load_campaign_of_run(run_id: str, journal: str | Path | None = None) -> Campaign:
-    """The campaign a run was started with, read back from the journal (its file need not exist any more; the
-    bank, history and label files it names must)."""
+    """The campaign a run was started with, read back from the journal.
+
+    Its file need not exist any more; the bank, history and label files it names must.
+
+    Parameters
+    ----------
+    run_id : str
+        The campaign's run id.
+    journal : str or Path, optional
+        The journal the campaign used; None reads the default journal.
+
+    Returns
+    -------
+    Campaign
+        The campaign, parsed from the journal's record.
+
+    Raises
+    ------
+    AssayInputError
+        If there is no such journal, the run is not in it or is not an ``assay eval`` campaign, it has no campaign
+        record, or the campaign read back does not match the one the run was started with.
+    """
     meta = _run_meta(run_id, journal)
     if "campaign" not in meta:
         raise AssayInputError(f"run {run_id!r} has no campaign record to resume from")
@@ -668,15 +688,52 @@ def load_campaign_of_run(run_id: str, journal: str | Path | None = None) -> Camp
 
 
 def resume(run_id: str, *, journal: str | Path | None = None, **kw) -> CampaignResult:
-    """Finish run ``run_id`` (``assay eval --resume``): the campaign is read from the journal and run again; every
-    answer already journaled is read, not asked, so the result is the one an uninterrupted run gives."""
+    """Finish run ``run_id`` (``assay eval --resume``).
+
+    The campaign is read from the journal and run again; every answer already journaled is read, not asked, so the
+    result is the one an uninterrupted run gives.
+
+    Parameters
+    ----------
+    run_id : str
+        The campaign's run id.
+    journal : str or Path, optional
+        The journal the campaign used; None reads the default journal and runs with the campaign's own.
+    **kw
+        Passed to :func:`run` (``backend``, ``address``, ``workers``, ``progress``, ``models``, ``judge_model``).
+
+    Returns
+    -------
+    CampaignResult
+        The campaign's result.
+
+    Raises
+    ------
+    AssayInputError
+        If the campaign cannot be read back (see :func:`load_campaign_of_run`).
+    """
     c = load_campaign_of_run(run_id, journal)
     return run(c, journal=journal if journal is not None else c.journal, **kw)
 
 
 def write_report(res: CampaignResult, folder: str | Path) -> Path:
-    """Write ``report.json`` (everything, for ``assay report RUN_ID``), ``report.md`` and ``report.html`` into
-    ``folder``, and record where in the campaign's journal run."""
+    """Write ``report.json``, ``report.md`` and ``report.html`` into ``folder``.
+
+    ``report.json`` holds everything, for ``assay report RUN_ID`` (secrets masked); where it is written is recorded
+    in the campaign's journal run.
+
+    Parameters
+    ----------
+    res : CampaignResult
+        The campaign's result.
+    folder : str or Path
+        The folder, created if missing.
+
+    Returns
+    -------
+    Path
+        ``folder``.
+    """
     import json
 
     from ..models.journal import Journal
@@ -697,7 +754,26 @@ def write_report(res: CampaignResult, folder: str | Path) -> Path:
 
 
 def report_of_run(run_id: str, journal: str | Path | None = None) -> CampaignResult:
-    """The saved result of campaign run ``run_id`` (the ``report.json`` its run recorded in the journal)."""
+    """The saved result of campaign run ``run_id`` (the ``report.json`` its run recorded in the journal).
+
+    Parameters
+    ----------
+    run_id : str
+        The campaign's run id.
+    journal : str or Path, optional
+        The journal the campaign used; None reads the default journal.
+
+    Returns
+    -------
+    CampaignResult
+        The result read back from ``report.json``.
+
+    Raises
+    ------
+    AssayInputError
+        If there is no such journal or run, the run is not an ``assay eval`` campaign, or it has no saved report
+        (``assay eval --resume RUN_ID`` rebuilds it from the journal without asking anything already answered).
+    """
     import json
 
     path = _run_meta(run_id, journal).get("report")

@@ -101,8 +101,28 @@ def _row(m: ModelSpec, section: str, n: int, lens: np.ndarray | None, note: str 
 
 
 def plan(c: Campaign, bank: pd.DataFrame | None = None) -> Plan:
-    """The plan of campaign ``c`` (module docstring). Reads the bank (to count and measure its prompts; ``bank``:
-    already read by :func:`~assay.eval.sample.load_bank`), never a model."""
+    """The plan of campaign ``c`` (module docstring).
+
+    Reads the bank (to count and measure its prompts), never a model.
+
+    Parameters
+    ----------
+    c : Campaign
+        The campaign.
+    bank : DataFrame, optional
+        The bank already read by :func:`~assay.eval.sample.load_bank`; None reads it.
+
+    Returns
+    -------
+    Plan
+        Per model and section the most requests, prompt and completion tokens and their price, with the skipped
+        sections and notes.
+
+    Raises
+    ------
+    AssayInputError
+        If the plan is over a ``[budget]`` cap (questions, tokens or dollars), raised before any request.
+    """
     p = Plan(campaign=c.name, fingerprint=c.fingerprint(), bank_size=None, sample_size=None)
     lens = None
     if c.bank is not None:

@@ -63,8 +63,28 @@ def render(template: str, question: str, choices: str | None = None) -> str:
 
 
 def render_bank(template: str, bank) -> list[str]:
-    """Every question of ``bank`` (its ``prompt`` and, when present, ``choices`` columns) put in ``template``: the
-    one place a campaign renders its prompts (the plan measures these, the sample, FAQ and compare ask them)."""
+    """Every question of ``bank`` (its ``prompt`` and, when present, ``choices`` columns) put in ``template``.
+
+    The one place a campaign renders its prompts (the plan measures these, the sample, FAQ and compare ask them).
+
+    Parameters
+    ----------
+    template : str
+        The prompt template, with ``{question}`` (and ``{choices}``) (see :func:`render`).
+    bank : DataFrame
+        The bank, with a ``prompt`` and optionally a ``choices`` column.
+
+    Returns
+    -------
+    list of str
+        One prompt per row of ``bank``, in order.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> render_bank("Q: {question} {choices}", pd.DataFrame({"prompt": ["2+2?"], "choices": ["A) 4 B) 5"]}))
+    ['Q: 2+2? A) 4 B) 5']
+    """
     choices = bank["choices"] if "choices" in bank.columns else [None] * len(bank)
     return [render(template, str(q), None if ch is None else str(ch)) for q, ch in zip(bank["prompt"], choices)]
 

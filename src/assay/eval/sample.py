@@ -32,7 +32,18 @@ _BANDS = {"dkw": "dkw", "bj": "berk-jones"}
 
 
 def campaign_run_id(c: Campaign) -> str:
-    """The campaign's run id: its name, the fingerprint of its file's content and its seed (same file, same id)."""
+    """The campaign's run id: its name, the fingerprint of its file's content and its seed (same file, same id).
+
+    Parameters
+    ----------
+    c : Campaign
+        The campaign.
+
+    Returns
+    -------
+    str
+        ``eval-<name>-<first 8 characters of the fingerprint>-s<seed>``.
+    """
     return f"eval-{c.name}-{c.fingerprint()[:8]}-s{c.seed}"
 
 
@@ -104,7 +115,20 @@ def section_seed(c: Campaign, section: str, model: str | None = None) -> int:
 
 
 def make_model(m: ModelSpec, seed: int | None = None):
-    """The :class:`~assay.models.Model` that asks ``m``'s endpoint (chat, or completions for a pretrained model)."""
+    """The :class:`~assay.models.Model` that asks ``m``'s endpoint (chat, or completions for a pretrained model).
+
+    Parameters
+    ----------
+    m : ModelSpec
+        The ``[[model]]`` section: model name, endpoint, API key variable and generation settings.
+    seed : int, optional
+        The sampling seed sent with each request.
+
+    Returns
+    -------
+    OpenAIChatModel or OpenAICompletionModel
+        The model client.
+    """
     from ..models import OpenAIChatModel, OpenAICompletionModel
 
     cls = OpenAICompletionModel if m.completions else OpenAIChatModel
@@ -114,7 +138,23 @@ def make_model(m: ModelSpec, seed: int | None = None):
 
 
 def load_bank(c: Campaign) -> pd.DataFrame:
-    """The bank indexed by item id with ``prompt``, ``reference``, ``scorer`` and, if named, ``choices``."""
+    """The bank indexed by item id with ``prompt``, ``reference``, ``scorer`` and, if named, ``choices``.
+
+    Parameters
+    ----------
+    c : Campaign
+        The campaign, with a ``[bank]`` section.
+
+    Returns
+    -------
+    DataFrame
+        The bank; without a scorer column every item gets ``[bank].scorer``.
+
+    Raises
+    ------
+    AssayInputError
+        If the campaign has no ``[bank]``, or the bank file cannot be read as one.
+    """
     from ..data.bank import read_bank
 
     b = c.bank
@@ -214,7 +254,25 @@ def _rule(c: Campaign) -> str:
 
 
 def kpi_section(c: Campaign, rows: pd.DataFrame) -> tuple[dict, dict[str, str]]:
-    """PS-DME per KPI of ``c.kpi.metrics`` on the sample's rows -> ({metric: PsdmeResult}, {metric: why skipped})."""
+    """PS-DME per KPI of ``c.kpi.metrics`` on the sample's rows.
+
+    A KPI the endpoint did not report for some model is skipped with the reason (for ``ttft_s``: set
+    ``stream = true`` in ``[[model]]``).
+
+    Parameters
+    ----------
+    c : Campaign
+        The campaign, with a ``[kpi]`` section.
+    rows : DataFrame
+        The sample's rows: a ``model`` column and one column per metric.
+
+    Returns
+    -------
+    results : dict of str to PsdmeResult
+        ``{metric: PsdmeResult}``.
+    skipped : dict of str to str
+        ``{metric: why skipped}``.
+    """
     from .. import psdme
 
     k = c.kpi

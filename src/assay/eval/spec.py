@@ -606,7 +606,24 @@ def parse_campaign(data: Mapping, *, source: str | os.PathLike = "campaign", bas
 
 
 def load_campaign(path: str | os.PathLike) -> Campaign:
-    """Read and validate a campaign file (TOML); relative paths in it are resolved against its folder."""
+    """Read and validate a campaign file (TOML); relative paths in it are resolved against its folder.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The campaign file.
+
+    Returns
+    -------
+    Campaign
+        The validated campaign (:func:`parse_campaign`).
+
+    Raises
+    ------
+    AssayInputError
+        If the file does not exist, is a directory, cannot be read, is not UTF-8 or not valid TOML (naming the line
+        and column), or the campaign is not valid.
+    """
     label, p = str(path), Path(path)
     try:
         raw = p.read_bytes()

@@ -38,12 +38,40 @@ __all__ = ["evaluate", "expect", "FAQResult", "resolve_budget", "as_matrix", "de
 
 
 def resolve_budget(budget: Any, N: int) -> tuple[int, str | None]:
-    """A budget -> (number of queries n_b <= N, a note for the user or None), by the one budget rule
+    """Turn a budget into a number of queries and a note, by the one budget rule.
+
+    A budget -> (number of queries n_b <= N, a note for the user or None), by the one budget rule
     (:func:`assay.checks.fraction_or_count`).
 
     A float in (0, 1] is a fraction of the bank (1.0 = every question); an integer (or an integral float above
     1) is a number of queries. A budget of N or more means every question, asked once: the accuracy is then
     known exactly, and FAQ never samples past the bank.
+
+    Parameters
+    ----------
+    budget : float or int
+        A fraction of the bank in (0, 1] or a number of queries.
+    N : int
+        The number of questions in the bank.
+
+    Returns
+    -------
+    n_b : int
+        The number of queries, at most ``N``.
+    note : str or None
+        A note for the user (e.g. that the budget covers the whole bank and the accuracy is exact), or None.
+
+    Raises
+    ------
+    AssayInputError
+        If the budget is not a valid fraction or count (raised by :func:`assay.checks.fraction_or_count`).
+
+    Examples
+    --------
+    >>> resolve_budget(0.5, 100)
+    (50, None)
+    >>> resolve_budget(30, 100)
+    (30, None)
     """
     n_b, note = checks.fraction_or_count(budget, N, "budget")
     return n_b, (None if note is None else f"{note} and the accuracy is exact")

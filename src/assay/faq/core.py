@@ -129,7 +129,24 @@ MIN_VALIDATED_QUERIES = 33
 
 
 def clamp_p(p: np.ndarray) -> np.ndarray:
-    """Clamp probabilities to [1e-12, 1 - 1e-12] (float64, where 1 - 1e-12 != 1)."""
+    """Clamp probabilities to [1e-12, 1 - 1e-12] (float64, where 1 - 1e-12 != 1).
+
+    Parameters
+    ----------
+    p : ndarray
+        Probabilities (any shape).
+
+    Returns
+    -------
+    ndarray
+        ``p`` clipped to [1e-12, 1 - 1e-12], same shape.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> print(clamp_p(np.array([0.0, 0.5, 1.0])))
+    [1.e-12 5.e-01 1.e+00]
+    """
     return np.clip(p, P_EPS, 1.0 - P_EPS)
 
 
@@ -368,8 +385,28 @@ def interval(run: "FAQRun", alpha: float, variance: str | None = None, quantile:
 
 
 def cs_rho(alpha: float, v_target: float) -> float:
-    """Mixing scale rho of the normal-mixture boundary, tightest where the variance process equals ``v_target``
-    (Waudby-Smith et al. 2024, Sec. 2: rho^2 = (2 log(1/alpha) + log(1 + 2 log(1/alpha))) / V*)."""
+    """Mixing scale rho of the normal-mixture boundary.
+
+    The boundary is tightest where the variance process equals ``v_target``
+    (Waudby-Smith et al. 2024, Sec. 2: rho^2 = (2 log(1/alpha) + log(1 + 2 log(1/alpha))) / V*).
+
+    Parameters
+    ----------
+    alpha : float
+        Miscoverage of the confidence sequence.
+    v_target : float
+        V*, the value of the variance process where the boundary should be tightest (floored at 1e-300).
+
+    Returns
+    -------
+    float
+        The mixing scale rho.
+
+    Examples
+    --------
+    >>> round(cs_rho(0.05, 100.0), 4)
+    0.2817
+    """
     a = 2.0 * np.log(1.0 / alpha)
     return float(np.sqrt((a + np.log1p(a)) / max(v_target, 1e-300)))
 
@@ -1000,7 +1037,20 @@ def uniform_gain(estimate, se, n, N: int) -> np.ndarray:
 
 
 def check_stopping(until_width, min_queries) -> None:
-    """Refuse a target width outside (0, 1] (the accuracy scale) and fewer than 2 rounds before stopping."""
+    """Refuse a target width outside (0, 1] (the accuracy scale) and fewer than 2 rounds before stopping.
+
+    Parameters
+    ----------
+    until_width : float or None
+        The target width of the interval on the accuracy scale, or None for no early stopping.
+    min_queries : int
+        The number of rounds before stopping may happen; at least 2.
+
+    Raises
+    ------
+    AssayInputError
+        If ``until_width`` is not None and not a number in (0, 1], or ``min_queries`` is not an integer >= 2.
+    """
     if until_width is not None and not (isinstance(until_width, (int, float, np.floating))
                                         and not isinstance(until_width, bool) and 0 < until_width <= 1):
         raise AssayInputError(f"until_width must be a width in (0, 1] on the accuracy scale; got {until_width!r}")

@@ -42,6 +42,19 @@ def default_factor_model(seed: int = 0, shape: tuple[int, int] | None = None) ->
     (those the history supports: (models + items) k at most 1/20 of the observed entries, k at most a quarter
     of min(models, items)) and lambda in {1, 3, 10}, with a per-item intercept, warm starts along lambda and
     early stopping in the CV fits. On the 755 x 1,351 leaderboard history it picks k = 8, lambda = 3.
+
+    Parameters
+    ----------
+    seed : int, optional
+        Seed of the cross-validation and the fits (default 0).
+    shape : tuple of int or None, optional
+        (models, items) or (models, items, observed entries) of the history, to keep only the k it supports
+        (k = 1 if none); a large history also runs the CV in 2 processes (same numbers). None keeps every k.
+
+    Returns
+    -------
+    FactorModel
+        An unfitted factor model with these settings.
     """
     ks: tuple[int, ...] = (2, 4, 8, 16)
     n_jobs = 1
@@ -55,7 +68,13 @@ def default_factor_model(seed: int = 0, shape: tuple[int, int] | None = None) ->
 
 
 def factor_cache_dir() -> Path:
-    """Where fitted default factors are cached: ``$ASSAY_CACHE_DIR/factors`` or ``~/.cache/assay/factors``."""
+    """Where fitted default factors are cached: ``$ASSAY_CACHE_DIR/factors`` or ``~/.cache/assay/factors``.
+
+    Returns
+    -------
+    Path
+        The cache directory (not created here).
+    """
     root = os.environ.get("ASSAY_CACHE_DIR")
     base = Path(root).expanduser() if root else Path.home() / ".cache" / "assay"
     return base / "factors"
@@ -182,8 +201,23 @@ def _unobserved_note(fm: FactorModel) -> str | None:
 
 
 def check_k(fm: FactorModel, H: np.ndarray) -> None:
-    """Refuse latent dimensions the history cannot identify: k <= min(models, items) and at least as many
-    observed entries as free parameters ((models + items) k)."""
+    """Refuse latent dimensions the history cannot identify.
+
+    The rule: k <= min(models, items) and at least as many observed entries as free parameters
+    ((models + items) k).
+
+    Parameters
+    ----------
+    fm : FactorModel
+        The factor model; its ``ks`` are checked when it cross-validates, else its ``k``.
+    H : ndarray
+        The (models, items) history; only observed entries count, and only models and items with one.
+
+    Raises
+    ------
+    AssayInputError
+        If some k is more than the history supports; the message says which k would fit.
+    """
     ks = list(fm.ks) if fm.cv is not None else [fm.k]
     obs = observed(H)
     m = int(obs.any(axis=1).sum())

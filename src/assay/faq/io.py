@@ -21,7 +21,25 @@ _SCALARS = ("k_", "weight_decay_", "bias", "train_logloss_", "heldout_logloss_",
 
 
 def save_factors(fm: FactorModel, path: str | Path) -> Path:
-    """Write a fitted FactorModel to ``path`` (.npz): factors, prior, item ids and the fit's diagnostics."""
+    """Write a fitted FactorModel to ``path`` (.npz): factors, prior, item ids and the fit's diagnostics.
+
+    Parameters
+    ----------
+    fm : FactorModel
+        A fitted factor model.
+    path : str or Path
+        Where to write; missing parent folders are created.
+
+    Returns
+    -------
+    Path
+        ``path``.
+
+    Raises
+    ------
+    AssayInputError
+        If ``fm`` is not fitted.
+    """
     if not hasattr(fm, "V_"):
         raise AssayInputError("the factor model is not fitted; nothing to save")
     path = Path(path)
@@ -35,7 +53,23 @@ def save_factors(fm: FactorModel, path: str | Path) -> Path:
 
 
 def load_factors(path: str | Path) -> FactorModel:
-    """Read a FactorModel written by :func:`save_factors`; it can be passed as ``factors=`` to FAQ."""
+    """Read a FactorModel written by :func:`save_factors`; it can be passed as ``factors=`` to FAQ.
+
+    Parameters
+    ----------
+    path : str or Path
+        A .npz file written by :func:`save_factors`.
+
+    Returns
+    -------
+    FactorModel
+        The fitted factor model (without cross-validation results).
+
+    Raises
+    ------
+    AssayInputError
+        If the file does not exist or is not a factors file written by assay.
+    """
     path = Path(path)
     if not path.exists():
         raise AssayInputError(f"no such factors file: {path}")

@@ -57,6 +57,28 @@ def extract_boxed(text: str | None) -> str | None:
     (``\\{``, ``\\}``) do not count. Returns ``None`` when there is no box, when the last box is
     unbalanced (e.g. a truncated response; an earlier box is *not* used instead, since the model's
     final answer is the one that was cut off) or when it is empty. The content is stripped.
+
+    Parameters
+    ----------
+    text : str or None
+        A model's response.
+
+    Returns
+    -------
+    str or None
+        The stripped content of the last box, or ``None``.
+
+    Raises
+    ------
+    AssayInputError
+        If ``text`` is neither a string nor None.
+
+    Examples
+    --------
+    >>> print(extract_boxed("so x = \\\\boxed{\\\\frac{1}{2}}"))
+    \\frac{1}{2}
+    >>> print(extract_boxed("no box here"))
+    None
     """
     text = _check_text(text, "extract_boxed")
     if not text:
@@ -137,6 +159,28 @@ def extract_answer(text: str | None, prefix: str = "Answer") -> str | None:
     whitespace, markdown markers and trailing punctuation (``.,;:!?``) are trimmed. If the last
     ``Answer:`` ends its line, the next non-empty line is taken. A ``\\boxed{...}`` inside the
     value is unwrapped. Returns ``None`` when there is no ``Answer:`` or its value is empty.
+
+    Parameters
+    ----------
+    text : str or None
+        A model's response.
+    prefix : str, optional
+        The word before the colon (default ``"Answer"``); a non-empty string.
+
+    Returns
+    -------
+    str or None
+        The trimmed value, or ``None``.
+
+    Raises
+    ------
+    AssayInputError
+        If ``text`` is neither a string nor None, or ``prefix`` is not a non-empty string.
+
+    Examples
+    --------
+    >>> extract_answer("Work...\\nThe rest.\\n**Answer:** 42.")
+    '42'
     """
     text = _check_text(text, "extract_answer")
     if not isinstance(prefix, str) or not prefix.strip():
@@ -325,8 +369,27 @@ _OPTION_DEF = re.compile(r"^\s*[(\[]?([A-Z])[)\].:]\s+(.+?)\s*$")
 
 
 def parse_options(prompt: Any) -> dict[str, str]:
-    """The options a multiple-choice prompt lists, one per line (``A) Paris``, ``(B) Rome``, ``C. Berlin``):
-    ``{"A": "Paris", ...}``; empty when the prompt lists none (chat messages: the last user message is read)."""
+    """The options a multiple-choice prompt lists, one per line (``A) Paris``, ``(B) Rome``, ``C. Berlin``).
+
+    The result is ``{"A": "Paris", ...}``; empty when the prompt lists none (chat messages: the last user message is
+    read).
+
+    Parameters
+    ----------
+    prompt : str or list of dict
+        The prompt: a string, or chat messages (dicts with ``role`` and ``content``).
+
+    Returns
+    -------
+    dict of str to str
+        Option letter -> option text (the first definition of a letter wins); empty when fewer than two options are
+        found or the prompt is not text.
+
+    Examples
+    --------
+    >>> parse_options("Capital of France?\\nA) Paris\\nB) Rome\\nC) Berlin")
+    {'A': 'Paris', 'B': 'Rome', 'C': 'Berlin'}
+    """
     if isinstance(prompt, (list, tuple)):
         users = [m.get("content") for m in prompt if isinstance(m, dict) and m.get("role") == "user"]
         prompt = users[-1] if users else None
@@ -424,6 +487,26 @@ def normalize(s: Any) -> str:
     zeros dropped (``2.50`` -> ``2.5``, ``3.0`` -> ``3``), ``+``/leading zeros removed. Fractions
     (``1/2``) and other strings are kept as they are. Numbers (int / float / Decimal) are accepted
     and formatted the same way.
+
+    Parameters
+    ----------
+    s : str, int, float, Decimal or Fraction
+        The answer.
+
+    Returns
+    -------
+    str
+        Its canonical form.
+
+    Raises
+    ------
+    AssayInputError
+        If ``s`` is not a string or a number (a bool is refused).
+
+    Examples
+    --------
+    >>> normalize("$1,000.50$"), normalize(" 3.0 "), normalize("Paris.")
+    ('1000.5', '3', 'paris')
     """
     if isinstance(s, bool) or not isinstance(s, (str, int, float, Decimal, Fraction)):
         raise AssayInputError(f"normalize expects a string or a number; got {type(s).__name__} {s!r}")
@@ -484,6 +567,26 @@ def parse_number(s: str | None) -> float | None:
     ``\\frac{3}{4}``, ``-\\frac{1}{2}``, ``50%`` (-> 50). Otherwise the *last* number in the
     answer is used (``x = 3, so y = 5`` -> 5; ``42 meters`` -> 42); without digits, the last number written in
     words (``six`` -> 6, ``twenty-four`` -> 24).
+
+    Parameters
+    ----------
+    s : str or None
+        An extracted answer.
+
+    Returns
+    -------
+    float or None
+        The number, or ``None`` when there is none (or the answer is an unevaluated expression such as ``sqrt(9)``).
+
+    Raises
+    ------
+    AssayInputError
+        If ``s`` is neither None nor a string or number (from :func:`normalize`).
+
+    Examples
+    --------
+    >>> parse_number("x = 3, so y = 5"), parse_number("twenty-four"), parse_number("1/2")
+    (5.0, 24.0, 0.5)
     """
     if s is None:
         return None
@@ -508,10 +611,27 @@ _THINK_CLOSE = re.compile(r"^.*?</(?:think|thinking|reasoning|reflection)>", re.
 
 
 def strip_reasoning(text: str | None) -> str | None:
-    """``text`` without its reasoning blocks: ``<think>...</think>`` (and ``<thinking>``, ``<reasoning>``,
-    ``<reflection>``) removed; an unclosed opening tag drops everything after it (a draft cut off before any
-    answer); a closing tag without its opening (templates that put ``<think>`` in the prompt) drops everything
-    before it."""
+    """``text`` without its reasoning blocks.
+
+    ``<think>...</think>`` (and ``<thinking>``, ``<reasoning>``, ``<reflection>``) are removed; an unclosed opening
+    tag drops everything after it (a draft cut off before any answer); a closing tag without its opening (templates
+    that put ``<think>`` in the prompt) drops everything before it.
+
+    Parameters
+    ----------
+    text : str or None
+        A model's response.
+
+    Returns
+    -------
+    str or None
+        The text without reasoning blocks (``text`` itself when it is empty or None).
+
+    Examples
+    --------
+    >>> strip_reasoning("<think>2 + 2 = 4</think>The answer is 4.").strip()
+    'The answer is 4.'
+    """
     if not text:
         return text
     out = _THINK.sub(" ", text)
@@ -623,10 +743,35 @@ def _last_marker(text: str) -> str | None:
 
 
 def extract_statement(text: str | None) -> str | None:
-    """An answer stated in words or by an equation, without the one-line and leading-token rules of
-    :func:`extract_auto`: ``#### 8``, "the answer is X", "X is the answer", or an arithmetic equation's result on the
-    last line. For answers passed on unchanged to another scorer (reasoning-gym's), where a short reply such as "no
-    answer here" must stay no answer."""
+    """An answer stated in words or by an equation.
+
+    Without the one-line and leading-token rules of :func:`extract_auto`, the forms read are: ``#### 8``,
+    "the answer is X", "X is the answer", or an arithmetic equation's result on the last line. For answers passed
+    on unchanged to another scorer (reasoning-gym's), where a short reply such as "no answer here" must stay no
+    answer.
+
+    Parameters
+    ----------
+    text : str or None
+        A model's response; reasoning blocks are dropped first (:func:`strip_reasoning`).
+
+    Returns
+    -------
+    str or None
+        The stated answer, or ``None``.
+
+    Raises
+    ------
+    AssayInputError
+        If ``text`` is neither a string nor None.
+
+    Examples
+    --------
+    >>> extract_statement("#### 8")
+    '8'
+    >>> print(extract_statement("no answer here"))
+    None
+    """
     text = strip_reasoning(_check_text(text, "extract_statement"))
     if not text or not text.strip():
         return None
@@ -675,6 +820,28 @@ def extract_auto(text: str | None) -> str | None:
 
     Reasoning blocks are dropped first (:func:`strip_reasoning`). Anything else is unparseable: a long sentence
     that states no answer ("The month comes after March.") is not read as one.
+
+    Parameters
+    ----------
+    text : str or None
+        A model's response.
+
+    Returns
+    -------
+    str or None
+        The answer, or ``None`` when the response states none.
+
+    Raises
+    ------
+    AssayInputError
+        If ``text`` is neither a string nor None.
+
+    Examples
+    --------
+    >>> extract_auto("Let me think.\\nThe answer is 42.")
+    '42'
+    >>> extract_auto("5 * 9 = 45 coins in total")
+    '45'
     """
     text = _check_text(text, "extract_auto")
     text = strip_reasoning(text)
@@ -719,8 +886,28 @@ def _below_100(words: str) -> int:
 
 
 def word_number(s: str) -> int | None:
-    """The value of a number written in words (``"six"`` -> 6, ``"twenty-four"`` -> 24, ``"one hundred and five"``
-    -> 105, ``"two thousand"`` -> 2000), or ``None`` when ``s`` is not one."""
+    """The value of a number written in words, or ``None`` when ``s`` is not one.
+
+    Examples of the forms: ``"six"`` -> 6, ``"twenty-four"`` -> 24, ``"one hundred and five"`` -> 105,
+    ``"two thousand"`` -> 2000.
+
+    Parameters
+    ----------
+    s : str
+        The words (case and surrounding whitespace are ignored).
+
+    Returns
+    -------
+    int or None
+        The value, or ``None``.
+
+    Examples
+    --------
+    >>> word_number("one hundred and five")
+    105
+    >>> print(word_number("banana"))
+    None
+    """
     s = s.strip().lower()
     if not _WORD_NUMBER.fullmatch(s):
         return None
@@ -1066,6 +1253,30 @@ def extract_label(text: str | None, labels: Any = None) -> str | None:
     3. a one-sentence response that mentions one label only (``ijf is true.``);
     4. otherwise ``None``: a longer response that mentions labels in passing ("The conclusion that hvb is true does
        not follow...") states no answer.
+
+    Parameters
+    ----------
+    text : str or None
+        A model's response.
+    labels : dict or list of str or None, optional
+        Word -> label, or a list of words that are their own labels; None (default) means :data:`LABEL_SYNONYMS`.
+
+    Returns
+    -------
+    str or None
+        The label, or ``None``.
+
+    Raises
+    ------
+    AssayInputError
+        If ``text`` is neither a string nor None, or ``labels`` is not a non-empty list of words or a dict.
+
+    Examples
+    --------
+    >>> extract_label("The answer is False. 69 is odd.")
+    'False'
+    >>> extract_label("Yes.", ["yes", "no"])
+    'yes'
     """
     table = _label_table(labels)
     text = _check_text(text, "extract_label")
@@ -1188,6 +1399,32 @@ EXTRACTORS: dict[str, Callable[[str | None], str | None]] = {
 
 
 def resolve_extract(extract: Any) -> Callable[[str | None], str | None]:
+    """The extractor function an ``extract=`` argument names.
+
+    Parameters
+    ----------
+    extract : str, callable or None
+        A name in :data:`EXTRACTORS` (``"auto"``, ``"number"``, ``"label"``, ``"boxed"``, ``"answer"``,
+        ``"text"``), None (the whole text, stripped; ``None`` when blank) or a callable text -> str | None, returned
+        as it is.
+
+    Returns
+    -------
+    callable
+        A function text -> str | None.
+
+    Raises
+    ------
+    AssayInputError
+        If ``extract`` is an unknown name or neither a name, None nor a callable.
+
+    Examples
+    --------
+    >>> resolve_extract("boxed") is extract_boxed
+    True
+    >>> resolve_extract(None)("  Paris ")
+    'Paris'
+    """
     if extract is None:
         return _extract_text
     if isinstance(extract, str):

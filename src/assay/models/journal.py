@@ -91,6 +91,11 @@ def default_path() -> Path:
     """The journal path: ``$ASSAY_JOURNAL`` if set, else ``~/.cache/assay/journal.sqlite``.
 
     Read at call time, so a changed environment is honoured; :data:`DEFAULT_PATH` is its value at import.
+
+    Returns
+    -------
+    Path
+        The path of the journal file (``~`` expanded).
     """
     env = os.environ.get("ASSAY_JOURNAL")
     if env:
@@ -172,9 +177,24 @@ def request_key(model: str, prompt: Any, params: Mapping[str, Any] | None) -> st
 
 
 def open_journal(journal: "RequestJournal | str | os.PathLike | None") -> "tuple[RequestJournal | None, bool]":
-    """``(journal, owned)``: a path is opened as a :class:`Journal` (``owned``: the caller closes it), a journal
+    """``(journal, owned)`` for a journal argument: a path, a journal object or ``None``.
+
+    A path is opened as a :class:`Journal` (``owned``: the caller closes it), a journal
     object (anything that implements :class:`~assay.models.base.RequestJournal`) is used as it is, ``None`` stays
-    ``None``."""
+    ``None``.
+
+    Parameters
+    ----------
+    journal : RequestJournal, str, os.PathLike or None
+        A journal object, the path of a journal file, or ``None`` for no journal.
+
+    Returns
+    -------
+    journal : RequestJournal or None
+        The journal to use.
+    owned : bool
+        True when it was opened here from a path, so the caller must close it.
+    """
     from .base import RequestJournal
 
     if journal is None or isinstance(journal, RequestJournal):

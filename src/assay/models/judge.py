@@ -161,6 +161,26 @@ def parse_verdict(text: str | None, rubric: Rubric) -> str | None:
     The label rules of :func:`~assay.models.extract.extract_label` with the rubric's words, on the first line that
     holds a verdict word; a verdict word right after a negation ("not correct") means the other verdict when the
     rubric has exactly two.
+
+    Parameters
+    ----------
+    text : str or None
+        The judge's reply; reasoning blocks are dropped first.
+    rubric : Rubric
+        The rubric whose verdict words are read.
+
+    Returns
+    -------
+    str or None
+        The verdict word as the rubric spells it, or ``None``.
+
+    Examples
+    --------
+    >>> rubric = RUBRICS["default"]
+    >>> parse_verdict("The answer matches the reference.\\nCORRECT", rubric)
+    'CORRECT'
+    >>> parse_verdict("The answer is not correct.", rubric)
+    'INCORRECT'
     """
     from .extract import extract_label, strip_reasoning
 

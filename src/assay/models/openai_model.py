@@ -75,7 +75,27 @@ class _Secret:
 
 
 def parse_retry_after(headers: Mapping[str, str] | None, now: float | None = None) -> float | None:
-    """Seconds to wait from ``retry-after-ms``, or ``Retry-After`` as delta-seconds or an HTTP-date."""
+    """Seconds to wait from ``retry-after-ms``, or ``Retry-After`` as delta-seconds or an HTTP-date.
+
+    Parameters
+    ----------
+    headers : Mapping of str to str or None
+        The response headers (lower-case names are looked up).
+    now : float or None, optional
+        The current time in seconds since the epoch, for an HTTP-date (default: ``time.time()``).
+
+    Returns
+    -------
+    float or None
+        The seconds to wait (at least 0), or ``None`` when the headers give no usable value.
+
+    Examples
+    --------
+    >>> parse_retry_after({"retry-after-ms": "1500"}), parse_retry_after({"retry-after": "7"})
+    (1.5, 7.0)
+    >>> parse_retry_after({"retry-after": "Thu, 01 Jan 1970 00:01:40 GMT"}, now=40.0)
+    60.0
+    """
     if not headers:
         return None
     try:
@@ -582,12 +602,32 @@ class OpenAICompletionModel(OpenAIChatModel):
 
 
 def list_models(model: OpenAIChatModel, timeout: float = 10.0) -> list[str] | None:
-    """The model ids the endpoint serves (``GET {base_url}/models``), or ``None`` when it does not list them (an
-    OpenAI-style JSON error for that path: some proxies have no ``/models``).
+    """The model ids the endpoint serves (``GET {base_url}/models``), or ``None`` when it does not list them.
+
+    ``None`` is returned for an OpenAI-style JSON error for that path: some proxies have no ``/models``.
 
     Raises :class:`~assay.errors.AssayBackendError` when nothing answers or the key is refused, and
     :class:`~assay.errors.AssayInputError` when what answers is not an OpenAI-compatible API (HTML, another JSON
     shape, a wrong base URL), naming the URL and what came back. Never prints the key.
+
+    Parameters
+    ----------
+    model : OpenAIChatModel
+        The model whose endpoint (``base_url`` and key) is asked.
+    timeout : float, optional
+        Seconds to wait for the answer (default 10).
+
+    Returns
+    -------
+    list of str or None
+        The model ids, or ``None``.
+
+    Raises
+    ------
+    AssayBackendError
+        When nothing answers or the key is refused (HTTP 401 / 403).
+    AssayInputError
+        When what answers is not an OpenAI-compatible API.
     """
     import json as _json
     import urllib.error

@@ -70,8 +70,30 @@ _CONTEXT = re.compile(
 
 
 def is_context_length(status: int | None, message: str | None) -> bool:
-    """True when an HTTP error says the prompt does not fit the model's context window (400 / 413 / 422 with a
-    context-length message; the status alone is not enough, a 400 can be any bad request)."""
+    """True when an HTTP error says the prompt does not fit the model's context window.
+
+    That is 400 / 413 / 422 with a context-length message; the status alone is not enough, a 400 can be any bad
+    request.
+
+    Parameters
+    ----------
+    status : int or None
+        The HTTP status.
+    message : str or None
+        The error message.
+
+    Returns
+    -------
+    bool
+        Whether the error is a context-length error.
+
+    Examples
+    --------
+    >>> is_context_length(400, "This model's maximum context length is 4096 tokens")
+    True
+    >>> is_context_length(400, "bad request")
+    False
+    """
     if status not in (400, 413, 422) or not message:
         return False
     return bool(_CONTEXT.search(message.lower()))
@@ -84,6 +106,21 @@ def of_response(resp: Any) -> str | None:
     otherwise an error message that mentions a timeout is ``timeout``, any other error ``transport``, and a
     response with no text or only whitespace ``refused``. Accepts a :class:`~assay.models.base.Response` or its
     ``to_dict()``.
+
+    Parameters
+    ----------
+    resp : Response or Mapping
+        A response or its ``to_dict()``.
+
+    Returns
+    -------
+    str or None
+        The outcome name, or ``None``.
+
+    Examples
+    --------
+    >>> of_response({"text": "  "}), of_response({"error": "Read timed out"}), of_response({"text": "42"})
+    ('refused', 'timeout', None)
     """
     get = resp.get if isinstance(resp, Mapping) else (lambda k, d=None: getattr(resp, k, d))
     outcome = get("outcome")
@@ -104,7 +141,28 @@ def of_response(resp: Any) -> str | None:
 
 
 def counts_of(outcomes: Iterable[Any]) -> dict[str, int]:
-    """``{outcome: n}`` for every outcome (zeros included), from outcome names, Outcomes or their dicts."""
+    """``{outcome: n}`` for every outcome (zeros included), from outcome names, Outcomes or their dicts.
+
+    Parameters
+    ----------
+    outcomes : iterable
+        Outcome names, Outcomes (their ``status``) or their dicts (their ``"status"``).
+
+    Returns
+    -------
+    dict of str to int
+        The count of every outcome in :data:`OUTCOMES`.
+
+    Raises
+    ------
+    AssayInputError
+        If an item is not an outcome.
+
+    Examples
+    --------
+    >>> counts_of(["answered", "unparseable", "answered"])
+    {'answered': 2, 'unparseable': 1, 'too_long': 0, 'refused': 0, 'timeout': 0, 'transport': 0}
+    """
     from ..errors import AssayInputError
 
     counts = dict.fromkeys(OUTCOMES, 0)
@@ -117,9 +175,29 @@ def counts_of(outcomes: Iterable[Any]) -> dict[str, int]:
 
 
 def headline(counts: Mapping[str, int], policy: str) -> str:
-    """One sentence: how many answers were not scored as given and what they counted as, e.g.
-    ``"13 of 40 unparseable, 2 too long for the model: scored as wrong (policy 'wrong'); 1 timed out: missing"``.
-    Every model failure is named whatever the policy, so an accuracy never hides them."""
+    """One sentence: how many answers were not scored as given and what they counted as.
+
+    Every model failure is named whatever the policy (each kind with its count, zeros included), so an accuracy
+    never hides them; requests that got no answer (timeouts, transport errors) are said apart, as missing.
+
+    Parameters
+    ----------
+    counts : Mapping of str to int
+        ``{outcome: n}``, as from :func:`counts_of`.
+    policy : str
+        How model failures are scored: ``"wrong"``, ``"missing"`` or ``"correct"``.
+
+    Returns
+    -------
+    str
+        The sentence.
+
+    Examples
+    --------
+    >>> print(headline(counts_of(["answered", "unparseable", "timeout"]), "wrong"))
+    of 3 requests: 1 unparseable, 0 too long for the model, 0 refused or empty: scored as wrong (policy 'wrong');
+    1 timed out: missing (not answers)
+    """
     total = sum(int(v) for v in counts.values())
     model = [(k, int(counts.get(k, 0))) for k in (UNPARSEABLE, TOO_LONG, REFUSED)]
     endpoint = [(k, int(counts.get(k, 0))) for k in (TIMEOUT, TRANSPORT) if counts.get(k, 0)]

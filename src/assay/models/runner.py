@@ -872,7 +872,27 @@ def _response_part(rec: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def run(model: Model, prompts: Sequence, **kwargs) -> RunResult:
-    """Synchronous :func:`run_prompts` (``asyncio.run``); closes the model's HTTP client afterwards."""
+    """Synchronous :func:`run_prompts` (``asyncio.run``); closes the model's HTTP client afterwards.
+
+    Parameters
+    ----------
+    model : Model
+        The model to query.
+    prompts : Sequence
+        The prompts, as :func:`run_prompts` takes them.
+    **kwargs
+        Passed on to :func:`run_prompts`.
+
+    Returns
+    -------
+    RunResult
+        What :func:`run_prompts` returns.
+
+    Raises
+    ------
+    AssayInputError
+        If called from a running event loop (use ``await run_prompts(...)`` there).
+    """
     try:
         asyncio.get_running_loop()
     except RuntimeError:

@@ -347,6 +347,27 @@ def label(labels: Any = None) -> Scorer:
     ``labels``: ``None`` (True / False / N/A and their synonyms: unknown, "cannot be determined"...), a
     list of words (each its own label, case-insensitive) or a dict word -> label. No label, or two different ones
     in the deciding place, -> ``"unparseable"``.
+
+    Parameters
+    ----------
+    labels : list of str, dict or None, optional
+        The label set, as above (default ``None``).
+
+    Returns
+    -------
+    Scorer
+        A scorer ``(text, reference) -> Outcome``.
+
+    Raises
+    ------
+    AssayInputError
+        If ``labels`` is not None, a non-empty list of words or a dict.
+
+    Examples
+    --------
+    >>> out = label()("The statement is false.", "False")
+    >>> out.score, out.extracted
+    (1.0, 'False')
     """
     return _Label(labels)
 
@@ -357,6 +378,27 @@ def exact(extract: Any = "auto") -> Scorer:
     ``extract``: ``"auto"`` (default, :func:`extract_auto`), ``"boxed"``, ``"answer"``,
     ``"text"`` / ``None`` (whole response) or a callable ``text -> str | None``. ``reference`` may
     be a list of acceptable answers. No answer extracted -> status ``"unparseable"``.
+
+    Parameters
+    ----------
+    extract : str, callable or None, optional
+        The extractor, as above (default ``"auto"``).
+
+    Returns
+    -------
+    Scorer
+        A scorer ``(text, reference) -> Outcome``.
+
+    Raises
+    ------
+    AssayInputError
+        If ``extract`` is not a known extractor name, None or a callable.
+
+    Examples
+    --------
+    >>> out = exact()("The answer is 1,000.", "1000")
+    >>> out.score, out.status
+    (1.0, 'answered')
     """
     return _Exact(extract)
 
@@ -371,6 +413,30 @@ def numeric(tol: float = 1e-6, extract: Any = "number") -> Scorer:
     its answer markers only), or any extractor of :func:`exact`. Numbers are read by :func:`parse_number`
     (``1,000``, ``1/2``, ``\\frac{1}{2}``, ``50%``, ``six``). An extracted answer without a number is
     ``"unparseable"``. A reference that is not a number raises AssayInputError.
+
+    Parameters
+    ----------
+    tol : float, optional
+        The tolerance, a finite number >= 0 (default 1e-6).
+    extract : str, callable or None, optional
+        The extractor (default ``"number"``).
+
+    Returns
+    -------
+    Scorer
+        A scorer ``(text, reference) -> Outcome``.
+
+    Raises
+    ------
+    AssayInputError
+        If ``tol`` is not a finite number >= 0 or ``extract`` is not a valid extractor (and, when scoring, if the
+        reference is not a number).
+
+    Examples
+    --------
+    >>> out = numeric(tol=0.01)("Answer: 3.14", 3.14159)
+    >>> out.score, out.extracted
+    (1.0, '3.14')
     """
     return _Numeric(tol, extract)
 
@@ -386,6 +452,29 @@ def choice(choices: Any = "ABCD", extract: Any = None) -> Scorer:
     rules (default ``None``: the rules read the whole response). No letter, or an ambiguous one,
     -> status ``"unparseable"`` with the reason in ``detail``. The reference is a letter
     (``"C"``, ``"(c)"``) or a list of acceptable letters.
+
+    Parameters
+    ----------
+    choices : str or sequence of str, optional
+        The valid letters (default ``"ABCD"``).
+    extract : str, callable or None, optional
+        Pre-extraction before the letter rules (default ``None``).
+
+    Returns
+    -------
+    Scorer
+        A scorer ``(text, reference) -> Outcome``.
+
+    Raises
+    ------
+    AssayInputError
+        If ``choices`` or ``extract`` is not valid.
+
+    Examples
+    --------
+    >>> out = choice()("The answer is (C).", "C")
+    >>> out.score, out.extracted
+    (1.0, 'C')
     """
     return _Choice(choices, extract)
 
@@ -396,6 +485,26 @@ def contains(extract: Any = None) -> Scorer:
     Compared both raw (lowercased, whitespace collapsed) and :func:`normalize`-d. ``extract``
     defaults to the whole response; an empty response is ``"unparseable"``. Lenient by design:
     a response listing every option "contains" the right one.
+
+    Parameters
+    ----------
+    extract : str, callable or None, optional
+        The extractor applied first (default ``None``: the whole response).
+
+    Returns
+    -------
+    Scorer
+        A scorer ``(text, reference) -> Outcome``.
+
+    Raises
+    ------
+    AssayInputError
+        If ``extract`` is not a known extractor name, None or a callable.
+
+    Examples
+    --------
+    >>> contains()("It is Paris, France.", "paris").score
+    1.0
     """
     return _Contains(extract)
 
@@ -439,6 +548,31 @@ def make_scorer(name_or_callable: Any, **kwargs: Any) -> Scorer:
     ``kwargs`` go to the named factory (e.g. ``make_scorer("numeric", tol=1e-3)``). A callable
     ``(text, reference) -> Outcome | float | bool | None`` is wrapped so that a plain number is an
     ``"answered"`` outcome and ``None`` is ``"unparseable"``; built-in scorers are returned as they are.
+
+    Parameters
+    ----------
+    name_or_callable : str, Scorer or callable
+        A scorer name in :data:`SCORERS`, a built-in scorer or a callable ``(text, reference) -> ...``.
+    **kwargs
+        Arguments of the named factory; only with a name.
+
+    Returns
+    -------
+    Scorer
+        The scorer.
+
+    Raises
+    ------
+    AssayInputError
+        If the name is unknown, the arguments do not fit the factory, keyword arguments come with a callable, or
+        ``name_or_callable`` is neither a name nor a callable.
+
+    Examples
+    --------
+    >>> make_scorer("numeric", tol=1e-3)
+    numeric(tol=0.001, extract='extract_number')
+    >>> make_scorer(lambda text, ref: text.strip() == ref)(" ok ", "ok").score
+    1.0
     """
     if isinstance(name_or_callable, str):
         factory = SCORERS.get(name_or_callable.strip().lower())
@@ -473,6 +607,29 @@ def apply_policy(outcome: Outcome, policy: str = DEFAULT_POLICY) -> float | None
     Answered outcomes keep their score. A model failure (unparseable, too long, refused) maps to 0.0 under
     ``"wrong"`` (the default), ``None`` under ``"missing"``, 1.0 under ``"correct"``. A timeout or transport error
     is ``None`` under every policy: it is not an answer.
+
+    Parameters
+    ----------
+    outcome : Outcome
+        A scored outcome.
+    policy : str, optional
+        ``"wrong"`` (default), ``"missing"`` or ``"correct"``.
+
+    Returns
+    -------
+    float or None
+        The score, or ``None`` when the outcome is left out.
+
+    Raises
+    ------
+    AssayInputError
+        If ``policy`` is unknown or ``outcome`` is not an Outcome.
+
+    Examples
+    --------
+    >>> failed = Outcome(None, "unparseable")
+    >>> apply_policy(failed), apply_policy(failed, "missing"), apply_policy(failed, "correct")
+    (0.0, None, 1.0)
     """
     policy = _check_policy(policy)
     if not isinstance(outcome, Outcome):
@@ -607,6 +764,26 @@ def count_outcomes(outcomes: Iterable[Outcome | Mapping[str, Any]]) -> dict[str,
     """Counts of each outcome, every outcome present: ``{"answered": n, "unparseable": n, ...}``.
 
     Accepts outcomes or their ``to_dict()`` records (e.g. read back from a journal).
+
+    Parameters
+    ----------
+    outcomes : iterable of Outcome or Mapping
+        Outcomes or their ``to_dict()`` records.
+
+    Returns
+    -------
+    dict of str to int
+        The count of every status.
+
+    Raises
+    ------
+    AssayInputError
+        If an item is not an Outcome or a record with a known status.
+
+    Examples
+    --------
+    >>> count_outcomes([Outcome(None, "unparseable"), {"status": "answered"}])
+    {'answered': 1, 'unparseable': 1, 'too_long': 0, 'refused': 0, 'timeout': 0, 'transport': 0}
     """
     counts = dict.fromkeys(STATUSES, 0)
     for i, o in enumerate(outcomes):

@@ -52,7 +52,24 @@ _SCALARS = (str, int, float, bool, type(None))
 
 
 def scrub(obj: Any) -> Any:
-    """A copy of ``obj`` with every mapping key named like a secret dropped, at any depth."""
+    """A copy of ``obj`` with every mapping key named like a secret dropped, at any depth.
+
+    Parameters
+    ----------
+    obj : Any
+        A value: mappings are copied (keys as strings, secret-named keys dropped), lists and tuples become lists,
+        anything else is returned as it is.
+
+    Returns
+    -------
+    Any
+        The scrubbed copy.
+
+    Examples
+    --------
+    >>> scrub({"model": "m", "api_key": "sk-" + "x" * 24, "headers": [{"Authorization": "Bearer t", "n": 1}]})
+    {'model': 'm', 'headers': [{'n': 1}]}
+    """
     t = type(obj)
     if t in _SCALARS:  # the common case first: no abstract-class checks (they dominated the cost of a write)
         return obj
@@ -78,6 +95,11 @@ def register_secret(value: str | None) -> None:
     The model's API key is registered when the model reads it, so masking no longer depends on the name of the
     environment variable that held it (``--api-key-env MY_LLM_CRED``). Values shorter than 6 characters are not
     registered (masking them would garble ordinary text).
+
+    Parameters
+    ----------
+    value : str or None
+        The secret; ``None``, a non-string or a value shorter than 6 characters is ignored.
     """
     if isinstance(value, str) and len(value) >= 6:
         _REGISTERED.add(value)
@@ -91,8 +113,26 @@ _URL_QUERY_SECRET = re.compile(
 
 
 def redact_url(url: str | None) -> str | None:
-    """``url`` without credentials: ``user:KEY@`` removed, secret-looking query values (``api-key``, ``key``,
-    ``token``, ``sig``, ...) masked. What is hashed, stored and printed; the client alone keeps the raw URL."""
+    """``url`` without credentials.
+
+    ``user:KEY@`` is removed and secret-looking query values (``api-key``, ``key``, ``token``, ``sig``, ...) are
+    masked. What is hashed, stored and printed; the client alone keeps the raw URL.
+
+    Parameters
+    ----------
+    url : str or None
+        The URL.
+
+    Returns
+    -------
+    str or None
+        The redacted URL, or ``None`` when ``url`` is None.
+
+    Examples
+    --------
+    >>> redact_url("https://user:fake-password@host.example/v1?api-key=xxxxxxxx&x=1")
+    'https://host.example/v1?api-key=***&x=1'
+    """
     if url is None:
         return None
     out = _URL_USERINFO.sub(lambda m: m.group("scheme"), str(url))
@@ -124,8 +164,28 @@ _PATTERN_CACHE: dict[str, tuple] = {}
 
 
 def mask_secrets(text: str) -> str:
-    """Mask registered secrets, values of secret-looking environment variables, bearer tokens, ``sk-...`` keys
-    and credentials inside URLs in ``text``."""
+    """Mask secrets in ``text``.
+
+    What is masked: registered secrets, values of secret-looking environment variables, bearer tokens, ``sk-...``
+    keys and credentials inside URLs.
+
+    Parameters
+    ----------
+    text : str
+        The text to mask.
+
+    Returns
+    -------
+    str
+        ``text`` with each secret replaced by ``***``.
+
+    Examples
+    --------
+    >>> mask_secrets("key sk-" + "x" * 24 + " sent")
+    'key *** sent'
+    >>> mask_secrets("Authorization: Bearer fake-token-0000000000")
+    'Authorization: Bearer ***'
+    """
     pat = _secret_pattern()
     if pat is not None:
         text = pat.sub(_MASK, text)

@@ -97,8 +97,28 @@ class PsdmeResult(Result):
 
 
 def dkw_needed(delta: float, target: float) -> int:
-    """Observations per configuration from which the DKW band at level ``delta`` always gives a finite guaranteed
-    KPI at quantile level ``target``: its half-width sqrt(ln(2/delta) / 2n) must fall below 1 - target."""
+    """Observations per configuration from which the DKW band always gives a finite guaranteed KPI.
+
+    That is, from this many observations the DKW band at level ``delta`` always gives a finite guaranteed
+    KPI at quantile level ``target``: its half-width sqrt(ln(2/delta) / 2n) must fall below 1 - target.
+
+    Parameters
+    ----------
+    delta : float
+        Miscoverage level of the DKW band.
+    target : float
+        Quantile level of the KPI, in (0, 1).
+
+    Returns
+    -------
+    int
+        The smallest number of observations n = floor(ln(2/delta) / (2 (1 - target)^2)) + 1.
+
+    Examples
+    --------
+    >>> dkw_needed(0.05, 0.9)
+    185
+    """
     return int(np.floor(np.log(2.0 / delta) / (2.0 * (1.0 - target) ** 2))) + 1
 
 

@@ -81,6 +81,25 @@ def guaranteed_kpi(band: bd.CDFBand, gammas: Sequence[float] | np.ndarray) -> np
     """X*_k(gamma) = inf{x : L_k(x) >= 1 - gamma} (eq. 18), shape (rows of ``band``, len(gammas)).
 
     +inf where the lower band never reaches 1 - gamma (no KPI can be guaranteed at that reliability).
+
+    Parameters
+    ----------
+    band : CDFBand
+        The CDF bands of the configurations (one row each); L_k is its lower band.
+    gammas : sequence of float or ndarray
+        The levels gamma.
+
+    Returns
+    -------
+    ndarray
+        The guaranteed KPIs, shape (rows of ``band``, len(gammas)).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> band = cdf_bands([np.arange(1.0, 21.0)], alpha=0.1)
+    >>> guaranteed_kpi(band, [0.5, 0.1]).tolist()
+    [[16.0, inf]]
     """
     gammas = np.asarray(gammas, dtype=float)
     lower = np.where(np.isnan(band.x), -np.inf, band.lower)

@@ -93,7 +93,35 @@ class ScopeResult(Result):
 
 
 def make_utility(utility: Any, generator: Any = None) -> Callable[[Mapping, Mapping], float]:
-    """``"error"``, ``"cwe"`` or a callable ``(outcome, config) -> [0, 1]``."""
+    """The utility function of a search: ``"error"``, ``"cwe"`` or a callable ``(outcome, config) -> [0, 1]``.
+
+    ``"error"`` is 1 - correct; ``"cwe"`` is (1 - correct) / max(1, complexity(config)),
+    with the generator's ``complexity``.
+
+    Parameters
+    ----------
+    utility : str or callable
+        ``"error"``, ``"cwe"`` or a callable ``(outcome, config) -> [0, 1]``, returned as it is.
+    generator : Any, optional
+        The generator; ``"cwe"`` needs its ``complexity(config)`` method.
+
+    Returns
+    -------
+    callable
+        A function ``(outcome, config) -> float``.
+
+    Raises
+    ------
+    AssayInputError
+        If ``utility`` is ``"cwe"`` and the generator has no ``complexity``, or ``utility`` is neither a known name
+        nor a callable.
+
+    Examples
+    --------
+    >>> u = make_utility("error")
+    >>> u({"correct": True}, {}), u({"correct": False}, {})
+    (0.0, 1.0)
+    """
     if callable(utility):
         return utility
     if utility == "error":

@@ -46,7 +46,20 @@ _SECTIONS = {"siren": _siren_section, "autoeval": _autoeval_section, "psdme": _p
 
 
 def render_html(results: Iterable[Result], title: str = "assay report") -> str:
-    """One self-contained HTML page (inline SVG, inline CSS, no scripts, no network)."""
+    """One self-contained HTML page (inline SVG, inline CSS, no scripts, no network).
+
+    Parameters
+    ----------
+    results : iterable of Result
+        The results, one section each (a method without its own section gets its main table).
+    title : str, optional
+        The page title and heading (default ``"assay report"``).
+
+    Returns
+    -------
+    str
+        The HTML page.
+    """
     body = []
     for r in results:
         section = _SECTIONS.get(r.method)
@@ -65,8 +78,25 @@ def render_html(results: Iterable[Result], title: str = "assay report") -> str:
 
 
 def load_results(obj) -> list[Result]:
-    """Results from parsed JSON: one result (a dict with ``method``), a list of them, or a mapping name -> result
-    (``assay demo``'s results.json). Importing the method modules registers their result classes."""
+    """Results from parsed JSON: one result (a dict with ``method``), a list of them, or a mapping name -> result.
+
+    The mapping form is ``assay demo``'s results.json. Importing the method modules registers their result classes.
+
+    Parameters
+    ----------
+    obj : dict or list
+        The parsed JSON.
+
+    Returns
+    -------
+    list of Result
+        The results.
+
+    Raises
+    ------
+    AssayInputError
+        If ``obj`` holds no result or an item is not a dict with a ``method`` key.
+    """
     from .. import autoeval, compare, psdme, siren  # noqa: F401
     from .. import faq, quickscope, studies  # noqa: F401
     from ..errors import AssayInputError
@@ -101,10 +131,25 @@ _MD_EXTRA = {"siren": ("contrasts",), "psdme": ("best",), "quickscope": ("certif
 
 
 def render_markdown(results: Iterable[Result], heading: bool = True) -> str:
-    """A Markdown summary for pull requests: per result, its level, seed, sample size, the guarantee in one
-    sentence, its warnings, the main table and the tables a reader needs beside it (SIREN's contrasts).
+    """A Markdown summary for pull requests.
+
+    Per result: its level, seed, sample size, the guarantee in one sentence, its warnings, the main table and the
+    tables a reader needs beside it (SIREN's contrasts).
     ``heading=False``: without each result's title (a campaign report titles each method once, above its models),
-    its further tables one level down."""
+    its further tables one level down.
+
+    Parameters
+    ----------
+    results : iterable of Result
+        The results.
+    heading : bool, optional
+        Whether each result gets its title (default True).
+
+    Returns
+    -------
+    str
+        The Markdown text.
+    """
     out = []
     sub = "###" if heading else "#####"
     for r in results:

@@ -40,8 +40,27 @@ figure{margin:1em 0} figcaption{font-size:.9em;color:#444;max-width:900px}
 
 
 def integral_columns(df: pd.DataFrame) -> dict[str, bool]:
-    """Columns whose finite values are all whole numbers (counts, budgets, first-crossing indices): they print as
-    integers. Boolean and all-missing columns are not integral."""
+    """Columns whose finite values are all whole numbers (counts, budgets, first-crossing indices).
+
+    They print as integers. Boolean and all-missing columns are not integral.
+
+    Parameters
+    ----------
+    df : DataFrame
+        The table.
+
+    Returns
+    -------
+    dict of str to bool
+        Column -> whether it is integral.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> df = pd.DataFrame({"n": [10.0, 20.0], "acc": [0.5, 0.75], "ok": [True, False], "gap": [np.nan, np.nan]})
+    >>> integral_columns(df)
+    {'n': True, 'acc': False, 'ok': False, 'gap': False}
+    """
     out = {}
     for c in df.columns:
         col = df[c]

@@ -12,7 +12,19 @@ from ._common import _open, _svg, _table_html
 
 
 def autoeval_figure(result: Result) -> str:
-    """E-value paths against the 1/delta line (left) and the final weights over rho (right)."""
+    """E-value paths against the 1/delta line (left) and the final weights over rho (right).
+
+    Parameters
+    ----------
+    result : Result
+        An autoeval result (its ``paths`` info, ``rhos`` parameter and ``candidates`` table are drawn; at most 12
+        candidates).
+
+    Returns
+    -------
+    str
+        The figure as inline SVG.
+    """
     import matplotlib
 
     matplotlib.use("Agg")

@@ -66,7 +66,21 @@ def _section_results(res):
 
 
 def render_campaign_html(res) -> str:
-    """One self-contained page (inline SVG and CSS, no scripts, no network)."""
+    """Render a campaign's report as one self-contained HTML page (inline SVG and CSS, no scripts, no network).
+
+    The page opens with the campaign's facts and the summary table (one row per statement the campaign makes),
+    then what each model cost, the skipped sections with their reasons, and one section per method.
+
+    Parameters
+    ----------
+    res : CampaignResult
+        The campaign's result (:class:`~assay.eval.campaign.CampaignResult`, as ``report.json`` holds it).
+
+    Returns
+    -------
+    str
+        The whole HTML document.
+    """
     from . import _SECTIONS
     from .._version import __version__
 
@@ -112,7 +126,19 @@ def render_campaign_html(res) -> str:
 
 
 def render_campaign_markdown(res) -> str:
-    """The same report as Markdown (for a pull request or a lab notebook): summary first, then each method."""
+    """Render the same report as Markdown (for a pull request or a lab notebook): summary first, then each method.
+
+    Parameters
+    ----------
+    res : CampaignResult
+        The campaign's result (:class:`~assay.eval.campaign.CampaignResult`, as ``report.json`` holds it).
+
+    Returns
+    -------
+    str
+        The Markdown text: the campaign's facts, the summary table, the cost per model, the skipped sections with
+        their reasons, then one section per method (each result's own Markdown, without its title).
+    """
     from . import render_markdown
 
     name = res.campaign["campaign"]["name"]

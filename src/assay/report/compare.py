@@ -20,8 +20,21 @@ def _order(result: Result):
 
 
 def compare_figure(result: Result) -> str:
-    """Left: the models, best first, with their simultaneous intervals, tiers (shaded bands) and rank intervals.
-    Right: the pairwise verdicts, row against column."""
+    """Draw the figure of a model comparison.
+
+    Left: the models, best first, with their simultaneous intervals, tiers (shaded bands) and rank intervals.
+    Right: the pairwise verdicts, row against column.
+
+    Parameters
+    ----------
+    result : Result
+        A result of the ``"compare"`` method (its ``"models"`` table).
+
+    Returns
+    -------
+    str
+        The figure as inline SVG markup (from ``<svg`` on, no XML header), ready to embed in an HTML page.
+    """
     import matplotlib
 
     matplotlib.use("Agg")

@@ -13,8 +13,22 @@ from ._common import _open, _svg, _table_html
 
 
 def faq_figure(result: Result) -> str:
-    """Left: the running PAI estimate and its CI against the number of queries for up to six models, with the
-    width uniform sampling would have at the same count. Right: how often each asked question was drawn."""
+    """Draw the figure of an FAQ run.
+
+    Left: the running PAI estimate and its CI against the number of queries for up to six models, with the
+    width uniform sampling would have at the same count. Right: how often each asked question was drawn
+    (omitted when every question asked was drawn exactly once).
+
+    Parameters
+    ----------
+    result : Result
+        A result of the ``"faq"`` method (its ``"queries"`` table and estimates).
+
+    Returns
+    -------
+    str
+        The figure as inline SVG markup (from ``<svg`` on, no XML header), ready to embed in an HTML page.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -119,7 +133,19 @@ def _faq_notes(result: Result) -> str:
 
 
 def faq_protocol_figure(result: Result) -> str:
-    """ESS against uniform sampling and coverage, by budget and method."""
+    """Draw ESS against uniform sampling and coverage, by budget and method.
+
+    Parameters
+    ----------
+    result : Result
+        A result of the ``"faq-protocol"`` study: its table has one row per method and budget
+        (``method``, ``n_queries``, ``ess_vs_uniform_mean``, ``coverage``).
+
+    Returns
+    -------
+    str
+        The figure as inline SVG markup (from ``<svg`` on, no XML header), ready to embed in an HTML page.
+    """
     import matplotlib
 
     matplotlib.use("Agg")

@@ -23,8 +23,21 @@ def _kpi_label(result: Result) -> str:
 
 
 def psdme_figure(result: Result) -> str:
-    """CDF bands of up to six selected configurations (left) and the best guaranteed KPI against the
-    reliability 1 - gamma (right)."""
+    """Draw CDF bands of up to six selected configurations (left) and the best guaranteed KPI against the
+    reliability 1 - gamma (right).
+
+    The right panel is omitted when no band reaches any reliability level.
+
+    Parameters
+    ----------
+    result : Result
+        A result of the ``"psdme"`` method (its ``"bands"`` and ``"tradeoff"`` tables).
+
+    Returns
+    -------
+    str
+        The figure as inline SVG markup (from ``<svg`` on, no XML header), ready to embed in an HTML page.
+    """
     import matplotlib
 
     matplotlib.use("Agg")

@@ -29,9 +29,22 @@ def _tick(v) -> str:
 
 
 def quickscope_figure(result: Result) -> str:
-    """Left: the top configurations by LCB with their [LCB, UCB] whiskers and means (certified in red, the true
+    """Draw the figure of a Quickscope search.
+
+    Left: the top configurations by LCB with their [LCB, UCB] whiskers and means (certified in red, the true
     value as a cross when the run was simulated). Middle: certified configurations and pool size against tickets.
-    Right: the hard regions: the mean utility of sampled configurations by the first two search parameters."""
+    Right: the hard regions: the mean utility of sampled configurations by the first two search parameters.
+
+    Parameters
+    ----------
+    result : Result
+        A result of the ``"quickscope"`` method (its ``"top"`` table and, when present, its ``"trace"``).
+
+    Returns
+    -------
+    str
+        The figure as inline SVG markup (from ``<svg`` on, no XML header), ready to embed in an HTML page.
+    """
     import matplotlib
 
     matplotlib.use("Agg")

@@ -11,7 +11,18 @@ from ._common import _open, _budget_label, _svg, _table_html
 
 
 def siren_figure(result: Result) -> str:
-    """One panel per system: estimate, pointwise CI, simultaneous band and naive max by budget."""
+    """Draw one panel per system: estimate, pointwise CI, simultaneous band and naive max by budget.
+
+    Parameters
+    ----------
+    result : Result
+        A result of the ``"siren"`` method (its ``"cells"`` table).
+
+    Returns
+    -------
+    str
+        The figure as inline SVG markup (from ``<svg`` on, no XML header), ready to embed in an HTML page.
+    """
     import matplotlib
 
     matplotlib.use("Agg")

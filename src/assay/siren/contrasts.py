@@ -66,7 +66,32 @@ def parse_contrast(expr: str, cells: Sequence[tuple[str, float | str]]) -> Contr
     """Parse ``"[c*]SYSTEM@BUDGET (+|-) [c*]SYSTEM@BUDGET ..."``.
 
     Operators must have spaces around them, so system names may contain ``-``. Budgets accept
-    suffixes (``500K``, ``1.5M``); the default is budget ``0``.
+    suffixes (``500K``, ``1.5M``); the default is budget ``0``. A cell named twice has its
+    coefficients added.
+
+    Parameters
+    ----------
+    expr : str
+        The contrast expression; it becomes the contrast's name.
+    cells : sequence of (str, float or str)
+        The (system, budget) cells of the table the contrast refers to.
+
+    Returns
+    -------
+    Contrast
+        The contrast, with ``kind="custom"`` and one weight per cell named.
+
+    Raises
+    ------
+    AssayInputError
+        When ``expr`` is empty, a term is not ``SYSTEM@BUDGET``, a system or a budget is not in ``cells``, or
+        all weights are zero.
+
+    Examples
+    --------
+    >>> cells = [("gpt", 0.0), ("gpt", 500000.0), ("llama", 0.0)]
+    >>> parse_contrast("gpt@500K - 0.5*llama@0", cells).weights
+    {('gpt', 500000.0): 1.0, ('llama', 0.0): -0.5}
     """
     text = expr.strip()
     if not text:
@@ -97,7 +122,35 @@ def _is_default(budget: float | str) -> bool:
 
 
 def contrast_family(kind: str, cells: Sequence[tuple[str, float | str]]) -> list[Contrast]:
-    """Built-in families: tuned vs default, consecutive-budget gains, equal-budget system pairs."""
+    """Build one of the built-in families: tuned vs default, consecutive-budget gains, equal-budget system pairs.
+
+    Parameters
+    ----------
+    kind : str
+        ``"tuned-vs-default"`` (each tuned budget of a system minus its default, budget 0), ``"budget-gains"``
+        (each budget of a system minus its previous one, default excluded) or ``"pairwise"`` (each pair of
+        systems at a budget both have).
+    cells : sequence of (str, float or str)
+        The (system, budget) cells of the table, in the order the contrasts follow.
+
+    Returns
+    -------
+    list of Contrast
+        The family's contrasts, each with weights +1 and -1 and ``kind`` set; empty when no cell pair fits.
+
+    Raises
+    ------
+    AssayInputError
+        When ``kind`` is not one of the three families.
+
+    Examples
+    --------
+    >>> cells = [("gpt", 0.0), ("gpt", 500000.0), ("llama", 0.0), ("llama", 500000.0)]
+    >>> [c.name for c in contrast_family("tuned-vs-default", cells)]
+    ['gpt@500K - gpt@0', 'llama@500K - llama@0']
+    >>> [c.name for c in contrast_family("pairwise", cells)]
+    ['gpt@0 - llama@0', 'gpt@500K - llama@500K']
+    """
     systems = list(dict.fromkeys(s for s, _ in cells))
     out: list[Contrast] = []
     if kind == "tuned-vs-default":

@@ -53,7 +53,27 @@ SELECTORS = ("softmax", "hard", "adaptive")
 
 
 def split_sizes(M: int, score_fraction: float) -> tuple[int, int]:
-    """(|D_r|, |E_r|) = (floor(rho M), M - floor(rho M)), each at least 1."""
+    """Return the sizes of a split's scoring and held-out sets.
+
+    (|D_r|, |E_r|) = (floor(rho M), M - floor(rho M)), each at least 1.
+
+    Parameters
+    ----------
+    M : int
+        Number of items (at least 2 for both sets to be non-empty).
+    score_fraction : float
+        rho, the fraction of the items in the scoring set D_r.
+
+    Returns
+    -------
+    tuple of (int, int)
+        (|D_r|, |E_r|), with |D_r| kept in [1, M - 1].
+
+    Examples
+    --------
+    >>> split_sizes(10, 0.5), split_sizes(10, 0.01), split_sizes(10, 1.0)
+    ((5, 5), (1, 9), (9, 1))
+    """
     m = int(math.floor(score_fraction * M))
     m = min(max(m, 1), M - 1)
     return m, M - m

@@ -109,7 +109,27 @@ _MIN_ALPHA = 1e-10
 
 def kl_bernoulli(p, q) -> np.ndarray:
     """Bernoulli KL divergence K(p, q) (PS-DME eq. 38), with 0 log 0 = 0; +inf where q is 0 or 1 and p
-    is not. Vectorised over broadcast ``p``, ``q`` in [0, 1]."""
+    is not.
+
+    Vectorised over broadcast ``p``, ``q`` in [0, 1].
+
+    Parameters
+    ----------
+    p : array_like
+        First Bernoulli mean(s), in [0, 1].
+    q : array_like
+        Second Bernoulli mean(s), in [0, 1]; broadcast against ``p``.
+
+    Returns
+    -------
+    numpy.ndarray
+        K(p, q) = p log(p / q) + (1 - p) log((1 - p) / (1 - q)), of the broadcast shape.
+
+    Examples
+    --------
+    >>> kl_bernoulli([0.5, 0.0, 0.5], [0.25, 0.5, 1.0]).round(4).tolist()
+    [0.1438, 0.6931, inf]
+    """
     p = np.asarray(p, dtype=float)
     q = np.asarray(q, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -141,9 +161,33 @@ def _lower_root(p: np.ndarray, c: float) -> np.ndarray:
 
 
 def kl_bounds(p, c: float) -> tuple[np.ndarray, np.ndarray]:
-    """The interval {q in [0, 1] : K(p, q) <= c} (PS-DME eq. 41) as (lower, upper), vectorised over ``p``.
+    """Return the interval {q in [0, 1] : K(p, q) <= c} (PS-DME eq. 41) as (lower, upper), vectorised over ``p``.
 
-    ``c`` is the KL threshold on the paper's scale (eq. 40), not multiplied by n."""
+    ``c`` is the KL threshold on the paper's scale (eq. 40), not multiplied by n.
+
+    Parameters
+    ----------
+    p : array_like
+        Bernoulli mean(s) in [0, 1], the ECDF value(s).
+    c : float
+        KL threshold, >= 0.
+
+    Returns
+    -------
+    lower, upper : numpy.ndarray
+        The ends of the interval, each of the shape of ``p``.
+
+    Raises
+    ------
+    AssayInputError
+        When ``c`` < 0.
+
+    Examples
+    --------
+    >>> lo, hi = kl_bounds([0.0, 0.5, 1.0], 0.1)
+    >>> lo.round(4).tolist(), hi.round(4).tolist()
+    ([0.0, 0.2871, 0.9048], [0.0952, 0.7129, 1.0])
+    """
     p = np.asarray(p, dtype=float)
     if c < 0:
         raise AssayInputError(f"c must be >= 0, got {c}")
@@ -426,14 +470,66 @@ def _bj_boundaries_cached(n: int, c: float) -> tuple[np.ndarray, np.ndarray]:
 
 
 def bj_boundaries(n: int, c: float) -> tuple[np.ndarray, np.ndarray]:
-    """(a, b), arrays of length n + 1: the BJ band [a_j, b_j] at Fhat = j/n for KL threshold ``c``
-    (PS-DME eq. 41). Read-only, cached."""
+    """Return (a, b), arrays of length n + 1: the BJ band [a_j, b_j] at Fhat = j/n for KL threshold ``c``
+    (PS-DME eq. 41).
+
+    Read-only, cached.
+
+    Parameters
+    ----------
+    n : int
+        Sample size.
+    c : float
+        KL threshold on the paper's scale (eq. 40), >= 0.
+
+    Returns
+    -------
+    a, b : numpy.ndarray
+        Read-only arrays of length n + 1: a_j, b_j = :func:`kl_bounds` (j/n, c).
+
+    Raises
+    ------
+    AssayInputError
+        When ``c`` < 0.
+
+    Examples
+    --------
+    >>> a, b = bj_boundaries(4, 0.3)
+    >>> a.round(3).tolist(), b.round(3).tolist()
+    ([0.0, 0.035, 0.164, 0.369, 0.741], [0.259, 0.631, 0.836, 0.965, 1.0])
+    """
     return _bj_boundaries_cached(int(n), float(c))
 
 
 def bj_noncrossing_probability(n: int, c: float) -> float:
-    """Exact P(S_n^0 <= c) = P(a_i <= U_(i) <= b_{i-1}, i = 1..n) for n uniforms (PS-DME eq. 39-40).
-    ``c`` on the paper's KL scale (the notes' t is n * c)."""
+    """Return the exact P(S_n^0 <= c) = P(a_i <= U_(i) <= b_{i-1}, i = 1..n) for n uniforms (PS-DME eq. 39-40).
+
+    ``c`` on the paper's KL scale (the notes' t is n * c).
+
+    Parameters
+    ----------
+    n : int
+        Number of uniforms, >= 1.
+    c : float
+        KL threshold on the paper's scale, >= 0.
+
+    Returns
+    -------
+    float
+        The non-crossing probability, with (a, b) = :func:`bj_boundaries` (n, c).
+
+    Raises
+    ------
+    AssayInputError
+        When ``n`` < 1 or ``c`` < 0.
+
+    Examples
+    --------
+    At the exact critical value the probability is 1 - alpha:
+
+    >>> round(bj_noncrossing_probability(20, bj_critical_value(20, 0.05)), 4)
+    0.95
+    """
     n = int(n)
     if n < 1:
         raise AssayInputError("n must be >= 1")
@@ -513,8 +609,36 @@ def bj_critical_value(n: int, alpha: float, *, xtol: float = 1e-9) -> float:
 
 
 def bj_band(x, alpha: float) -> CDFBand:
-    """Berk-Jones band (PS-DME eq. 40-42) with the exact critical value, for each row of ``x`` (shape
-    (..., n); NaN = missing). One critical value per distinct n_k (cached)."""
+    """Build the Berk-Jones band (PS-DME eq. 40-42) with the exact critical value, for each row of ``x``.
+
+    ``x`` has shape (..., n); NaN = missing. One critical value per distinct n_k (cached).
+
+    Parameters
+    ----------
+    x : array_like
+        Observations, shape (n,) or (..., n), the last axis the sample; NaN = missing.
+    alpha : float
+        Miscoverage of one band, in [1e-10, 1).
+
+    Returns
+    -------
+    CDFBand
+        The band, ``method="bj"``, ``side="both"``; ``width`` holds each row's KL critical value c
+        (:func:`bj_critical_value`).
+
+    Raises
+    ------
+    AssayInputError
+        When a row has no observation, ``x`` holds an infinity, or ``alpha`` is out of range.
+
+    Examples
+    --------
+    >>> band = bj_band([0.1, 0.4, 0.4, 0.9], 0.2)
+    >>> int(band.n), round(float(band.width), 4)
+    (4, 0.724)
+    >>> band.lower.round(4).tolist(), band.upper.round(4).tolist()
+    ([0.0059, 0.1933, 0.1933, 0.4848], [0.8067, 0.9941, 0.9941, 1.0])
+    """
     x2, lead, n, right, left, nan = _prepare(x)
     K, m = x2.shape
     uniq = np.unique(n)

@@ -328,7 +328,28 @@ def e_process(
 
 
 def mixture_log_wealth(log_e: np.ndarray, weights0: np.ndarray | None = None) -> np.ndarray:
-    """log of sum_s w_{s,0} E_{s,i}: strategies on axis -2, time on axis -1 (eq. 7, 11, 13)."""
+    """Return the log of sum_s w_{s,0} E_{s,i}: strategies on axis -2, time on axis -1 (eq. 7, 11, 13).
+
+    Parameters
+    ----------
+    log_e : numpy.ndarray of shape (..., S, n)
+        log E_{s,i}, the log-wealth of each strategy s at each time i.
+    weights0 : array_like of shape (S,) or None, default None
+        Prior weights w_{s,0} of the strategies (normalised to sum 1 here); None for uniform weights 1/S.
+
+    Returns
+    -------
+    numpy.ndarray of shape (..., n)
+        The log of the combined wealth at each time.
+
+    Examples
+    --------
+    >>> log_e = np.log([[1.0, 2.0, 4.0], [1.0, 0.5, 0.25]])
+    >>> np.exp(mixture_log_wealth(log_e)).round(4).tolist()
+    [1.0, 1.25, 2.125]
+    >>> np.exp(mixture_log_wealth(log_e, [3, 1])).round(4).tolist()
+    [1.0, 1.625, 3.0625]
+    """
     S = log_e.shape[-2]
     w = np.full(S, 1.0 / S) if weights0 is None else np.asarray(weights0, dtype=float) / np.sum(weights0)
     with np.errstate(divide="ignore"):
@@ -337,7 +358,26 @@ def mixture_log_wealth(log_e: np.ndarray, weights0: np.ndarray | None = None) ->
 
 
 def mixture_weights(log_e: np.ndarray, weights0: np.ndarray | None = None) -> np.ndarray:
-    """Predictable weights w_{s,i} proportional to w_{s,0} E_{s,i-1} (eq. 13), shape like ``log_e``."""
+    """Return the predictable weights w_{s,i} proportional to w_{s,0} E_{s,i-1} (eq. 13), shape like ``log_e``.
+
+    Parameters
+    ----------
+    log_e : numpy.ndarray of shape (..., S, n)
+        log E_{s,i}, the log-wealth of each strategy s at each time i.
+    weights0 : array_like of shape (S,) or None, default None
+        Prior weights w_{s,0} of the strategies (normalised to sum 1 here); None for uniform weights 1/S.
+
+    Returns
+    -------
+    numpy.ndarray of shape (..., S, n)
+        The weights, summing to 1 over the strategies (axis -2) at each time; at i = 0 they are w_{s,0}.
+
+    Examples
+    --------
+    >>> log_e = np.log([[1.0, 2.0, 4.0], [1.0, 0.5, 0.25]])
+    >>> mixture_weights(log_e).round(4).tolist()
+    [[0.5, 0.5, 0.8], [0.5, 0.5, 0.2]]
+    """
     S = log_e.shape[-2]
     w = np.full(S, 1.0 / S) if weights0 is None else np.asarray(weights0, dtype=float) / np.sum(weights0)
     with np.errstate(divide="ignore"):
@@ -347,7 +387,28 @@ def mixture_weights(log_e: np.ndarray, weights0: np.ndarray | None = None) -> np
 
 
 def ville(log_e: np.ndarray, delta: float) -> tuple[np.ndarray, np.ndarray]:
-    """Ville's test max_i E_i >= 1/delta: (reject, first index reaching it, -1 if never), per path."""
+    """Run Ville's test max_i E_i >= 1/delta: (reject, first index reaching it, -1 if never), per path.
+
+    Parameters
+    ----------
+    log_e : numpy.ndarray of shape (..., n)
+        log E_i, the log-wealth along each path (time on the last axis).
+    delta : float
+        Error level of the test, in (0, 1].
+
+    Returns
+    -------
+    reject : numpy.ndarray of bool, shape (...)
+        True where the wealth reaches 1/delta (in log space, up to 1e-12).
+    first : numpy.ndarray of int, shape (...)
+        The first index i with E_i >= 1/delta, -1 where never.
+
+    Examples
+    --------
+    >>> reject, first = ville(np.log([[1.0, 10.0, 30.0], [2.0, 3.0, 4.0]]), 0.05)
+    >>> reject.tolist(), first.tolist()
+    ([True, False], [2, -1])
+    """
     thr = math.log(1.0 / delta) - 1e-12
     hit = log_e >= thr
     reject = hit.any(axis=-1)

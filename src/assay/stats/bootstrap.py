@@ -47,13 +47,45 @@ __all__ = [
 
 
 def center(psi: np.ndarray) -> np.ndarray:
-    """Subtract the column means (a no-op up to rounding for exactly centred contributions)."""
+    """Subtract the column means (a no-op up to rounding for exactly centred contributions).
+
+    Parameters
+    ----------
+    psi : array_like of shape (M, C)
+        Item-level contributions, one row per item, one column per estimand.
+
+    Returns
+    -------
+    numpy.ndarray of shape (M, C)
+        Psi_c = psi - psi_bar, as floats.
+
+    Examples
+    --------
+    >>> center([[1.0, 2.0], [3.0, 0.0], [2.0, 4.0]]).tolist()
+    [[-1.0, 0.0], [1.0, -2.0], [0.0, 2.0]]
+    """
     psi = np.asarray(psi, dtype=float)
     return psi - psi.mean(axis=0, keepdims=True)
 
 
 def covariance(psi_c: np.ndarray) -> np.ndarray:
-    """``Omega_hat = M^{-1} Psi_c' Psi_c`` for centred contributions (eq. 76)."""
+    """Return ``Omega_hat = M^{-1} Psi_c' Psi_c`` for centred contributions (eq. 76).
+
+    Parameters
+    ----------
+    psi_c : numpy.ndarray of shape (M, C)
+        Centred contributions (:func:`center`).
+
+    Returns
+    -------
+    numpy.ndarray of shape (C, C)
+        The covariance estimate Omega_hat.
+
+    Examples
+    --------
+    >>> covariance(center([[1.0, 2.0], [3.0, 0.0], [2.0, 4.0]])).round(4).tolist()
+    [[0.6667, -0.6667], [-0.6667, 2.6667]]
+    """
     M = psi_c.shape[0]
     if psi_c.size < _THIN_PRODUCT_ELEMS:
         return (psi_c.T @ psi_c) / M
@@ -164,9 +196,16 @@ def _blas_limited(n: int):
 
 
 def default_threads() -> int:
-    """Threads for work numpy does not parallelise itself: the first of ``OMP_NUM_THREADS``,
-    ``OPENBLAS_NUM_THREADS``, ``MKL_NUM_THREADS`` that is set to a positive integer (the limit the user gave BLAS),
-    else the number of CPUs this process may run on."""
+    """Return the number of threads for work numpy does not parallelise itself.
+
+    The first of ``OMP_NUM_THREADS``, ``OPENBLAS_NUM_THREADS``, ``MKL_NUM_THREADS`` that is set to a positive
+    integer (the limit the user gave BLAS), else the number of CPUs this process may run on.
+
+    Returns
+    -------
+    int
+        The thread count, at least 1.
+    """
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         v = os.environ.get(var, "").strip()
         if v.isdigit() and int(v) >= 1:
@@ -178,7 +217,25 @@ def default_threads() -> int:
 
 
 def pointwise_critical(G: np.ndarray, alpha: float) -> np.ndarray:
-    """Per-column (1 - alpha) quantile of ``|G*|`` (symmetric pointwise interval)."""
+    """Return the per-column (1 - alpha) quantile of ``|G*|`` (symmetric pointwise interval).
+
+    Parameters
+    ----------
+    G : numpy.ndarray of shape (B, C)
+        Bootstrap draws G*, one row per draw, one column per estimand.
+    alpha : float
+        Miscoverage of each pointwise interval.
+
+    Returns
+    -------
+    numpy.ndarray of shape (C,)
+        The critical values c; each interval is ``theta_hat +- c / sqrt(M)``.
+
+    Examples
+    --------
+    >>> pointwise_critical(np.array([[-1.0, 0.5], [2.0, -0.25], [0.5, 1.0]]), 0.5).tolist()
+    [1.0, 0.5]
+    """
     return np.quantile(np.abs(G), 1.0 - alpha, axis=0)
 
 

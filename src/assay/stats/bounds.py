@@ -34,7 +34,25 @@ _EPS = 1e-15
 
 
 def kl_bernoulli(p, q) -> np.ndarray:
-    """kl(p || q) for Bernoulli means (natural log), with 0 log 0 = 0; q is kept inside (0, 1)."""
+    """Return kl(p || q) for Bernoulli means (natural log), with 0 log 0 = 0; q is kept inside (0, 1).
+
+    Parameters
+    ----------
+    p : array_like
+        First Bernoulli mean(s), in [0, 1].
+    q : array_like
+        Second Bernoulli mean(s); clipped to [1e-15, 1 - 1e-15], so the result is finite.
+
+    Returns
+    -------
+    numpy.ndarray
+        kl(p || q), of the broadcast shape of ``p`` and ``q``.
+
+    Examples
+    --------
+    >>> kl_bernoulli([0.5, 0.0, 1.0], [0.25, 0.5, 0.5]).round(4).tolist()
+    [0.1438, 0.6931, 0.6931]
+    """
     p = np.asarray(p, dtype=float)
     q = np.clip(np.asarray(q, dtype=float), _EPS, 1 - _EPS)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -80,7 +98,25 @@ def _newton(mean, radius, upper: bool, iters: int = 60):
 
 
 def kl_ucb(mean, radius) -> np.ndarray:
-    """Largest q in [mean, 1] with kl(mean, q) <= radius (vectorised; returned value >= the exact root)."""
+    """Return the largest q in [mean, 1] with kl(mean, q) <= radius (vectorised; returned value >= the exact root).
+
+    Parameters
+    ----------
+    mean : array_like
+        Empirical mean(s), clipped to [0, 1].
+    radius : array_like
+        r = ln(1/delta_i) / m, broadcast to the shape of ``mean``; an infinite radius gives 1.
+
+    Returns
+    -------
+    numpy.ndarray
+        The upper confidence bound(s), shape of ``mean``.
+
+    Examples
+    --------
+    >>> kl_ucb([0.5, 0.0, 1.0], 0.1).round(4).tolist()
+    [0.7129, 0.0952, 1.0]
+    """
     mean = np.clip(np.asarray(mean, dtype=float), 0.0, 1.0)
     radius = np.broadcast_to(np.asarray(radius, dtype=float), mean.shape)
     finite = np.isfinite(radius)
@@ -90,7 +126,25 @@ def kl_ucb(mean, radius) -> np.ndarray:
 
 
 def kl_lcb(mean, radius) -> np.ndarray:
-    """Smallest q in [0, mean] with kl(mean, q) <= radius (vectorised; returned value <= the exact root)."""
+    """Return the smallest q in [0, mean] with kl(mean, q) <= radius (vectorised; returned value <= the exact root).
+
+    Parameters
+    ----------
+    mean : array_like
+        Empirical mean(s), clipped to [0, 1].
+    radius : array_like
+        r = ln(1/delta_i) / m, broadcast to the shape of ``mean``; an infinite radius gives 0.
+
+    Returns
+    -------
+    numpy.ndarray
+        The lower confidence bound(s), shape of ``mean``.
+
+    Examples
+    --------
+    >>> kl_lcb([0.5, 0.0, 1.0], 0.1).round(4).tolist()
+    [0.2871, 0.0, 0.9048]
+    """
     mean = np.clip(np.asarray(mean, dtype=float), 0.0, 1.0)
     radius = np.broadcast_to(np.asarray(radius, dtype=float), mean.shape)
     finite = np.isfinite(radius)

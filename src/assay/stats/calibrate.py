@@ -198,7 +198,34 @@ def _check_n(n) -> np.ndarray:
 
 
 def power_calibrator(p, tau):
-    """f_tau(p) = (1 - tau) p^(-tau) (eq. 12), broadcasting over ``p`` and ``tau``; f_tau(0) = +inf."""
+    """Evaluate the power calibrator f_tau(p) = (1 - tau) p^(-tau) (eq. 12).
+
+    Broadcasts over ``p`` and ``tau``; f_tau(0) = +inf.
+
+    Parameters
+    ----------
+    p : array_like
+        p-value(s), in [0, 1].
+    tau : array_like
+        Exponent(s), in the open interval (0, 1).
+
+    Returns
+    -------
+    float or numpy.ndarray
+        The e-value(s) f_tau(p); a float for scalar input, an array of the broadcast shape otherwise.
+
+    Raises
+    ------
+    AssayInputError
+        When ``tau`` is outside (0, 1) or ``p`` outside [0, 1] (NaN included).
+
+    Examples
+    --------
+    >>> power_calibrator(0.01, 0.5)
+    5.0
+    >>> power_calibrator([0.0, 0.25, 1.0], 0.5).tolist()
+    [inf, 1.0, 0.5]
+    """
     t = _check_tau(tau)
     a = _check_p(p)
     with np.errstate(divide="ignore", over="ignore"):
@@ -210,6 +237,28 @@ def power_calibrator_inverse(e, tau):
 
     Broadcasts over ``e`` and ``tau``. Equals 1 for e <= 1 - tau (including e <= 0) and 0 at e = inf.
     Computed in log space.
+
+    Parameters
+    ----------
+    e : array_like
+        e-value threshold(s); any real or +inf, not NaN.
+    tau : array_like
+        Exponent(s), in the open interval (0, 1).
+
+    Returns
+    -------
+    float or numpy.ndarray
+        The largest u in [0, 1] with f_tau(u) >= e; a float for scalar input, an array of the broadcast shape otherwise.
+
+    Raises
+    ------
+    AssayInputError
+        When ``tau`` is outside (0, 1) or ``e`` is NaN.
+
+    Examples
+    --------
+    >>> power_calibrator_inverse([0.4, 5.0, float("inf")], 0.5).round(4).tolist()
+    [1.0, 0.01, 0.0]
     """
     t = _check_tau(tau)
     a = _check_e(e)
@@ -219,7 +268,30 @@ def power_calibrator_inverse(e, tau):
 
 
 def vovk_sellke_bound(p):
-    """The envelope sup_tau f_tau(p) (eq. 33): -exp(-1)/(p ln p) for p <= 1/e, else 1. NOT a calibrator."""
+    """Evaluate the envelope sup_tau f_tau(p) (eq. 33): -exp(-1)/(p ln p) for p <= 1/e, else 1.
+
+    NOT a calibrator (its integral diverges); +inf at p = 0.
+
+    Parameters
+    ----------
+    p : array_like
+        p-value(s), in [0, 1].
+
+    Returns
+    -------
+    float or numpy.ndarray
+        The envelope's value(s); a float for scalar input, an array of the broadcast shape otherwise.
+
+    Raises
+    ------
+    AssayInputError
+        When ``p`` is outside [0, 1] (NaN included).
+
+    Examples
+    --------
+    >>> round(vovk_sellke_bound(0.01), 4), vovk_sellke_bound(0.5)
+    (7.9884, 1.0)
+    """
     a = _check_p(p)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         v = -_INV_E / (a * np.log(a))
@@ -228,7 +300,30 @@ def vovk_sellke_bound(p):
 
 
 def vovk_sellke_inverse(e):
-    """Generalised inverse of the envelope (eq. 36): exp(W_{-1}(-1/(e y))) for y > 1, else 1."""
+    """Generalised inverse of the envelope (eq. 36): exp(W_{-1}(-1/(e y))) for y > 1, else 1.
+
+    Here y is the threshold ``e`` and e in the formula is Euler's number.
+
+    Parameters
+    ----------
+    e : array_like
+        Threshold(s) y; any real or +inf, not NaN.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        f_VS^{-1}(y); a float for scalar input, an array of the broadcast shape otherwise.
+
+    Raises
+    ------
+    AssayInputError
+        When ``e`` is NaN.
+
+    Examples
+    --------
+    >>> vovk_sellke_inverse([0.5, 2.0, 20.0]).round(4).tolist()
+    [1.0, 0.0687, 0.0032]
+    """
     a = _check_e(e)
     out = np.ones(a.shape)
     big = a > 1.0
@@ -240,12 +335,35 @@ def vovk_sellke_inverse(e):
 
 
 def generalized_inverse(f: Callable[[np.ndarray], np.ndarray], e):
-    """sup{u in [0, 1] : f(u) >= e} for a vectorised nonincreasing ``f``, numerically.
+    """Compute sup{u in [0, 1] : f(u) >= e} for a vectorised nonincreasing ``f``, numerically.
 
     Bisection on the IEEE-754 bit pattern of u (order-preserving for u >= 0), so after at most 64
     evaluations of ``f`` the answer is the largest double u with f(u) >= e as ``f`` computes it.
     ``f`` is never evaluated at 0; if even the smallest positive u fails, 0 is returned (the sup of
     the empty set, conservatively). Vectorised over ``e``.
+
+    Parameters
+    ----------
+    f : callable
+        Nonincreasing function on [0, 1], taking and returning float arrays of the same shape.
+    e : array_like
+        Threshold(s); any real or +inf, not NaN. Where f(1) >= e the answer is 1.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        The generalised inverse f^{-1}(e); a float for scalar input, an array of the broadcast shape otherwise.
+
+    Raises
+    ------
+    AssayInputError
+        When ``e`` is NaN.
+
+    Examples
+    --------
+    >>> f = lambda u: power_calibrator(u, 0.5)
+    >>> generalized_inverse(f, [0.4, 5.0]).round(12).tolist()
+    [1.0, 0.01]
     """
     a = _check_e(e)
     flat = a.ravel()
@@ -266,7 +384,7 @@ def generalized_inverse(f: Callable[[np.ndarray], np.ndarray], e):
 
 
 def calibrator_mass(f: Callable[[np.ndarray], np.ndarray], breakpoints: Sequence[float] = ()) -> float:
-    """int_0^1 f(u) du, numerically (Definition 1 (ii) asks for <= 1).
+    """Compute int_0^1 f(u) du, numerically (Definition 1 (ii) asks for <= 1).
 
     Integrates in s = -ln u, int f(e^{-s}) e^{-s} ds, which turns the integrable singularity of a
     calibrator at u = 0 into a decaying tail that ``scipy.integrate.quad`` handles; the range is split
@@ -276,6 +394,25 @@ def calibrator_mass(f: Callable[[np.ndarray], np.ndarray], breakpoints: Sequence
     1e-10 for tau <= 0.96 but 8.4e-4 at tau = 0.99, so the reported mass of a power calibrator with tau
     very close to 1 falls short of 1 by that amount. A divergent integral (e.g. the Vovk-Sellke
     envelope's, which grows like ln ln(1/u)) comes back well above 1 (about 3.05 for eq. 33).
+
+    Parameters
+    ----------
+    f : callable
+        The candidate calibrator on [0, 1], taking and returning float arrays.
+    breakpoints : sequence of float, default ()
+        Values of u in (0, 1) where ``f`` jumps.
+
+    Returns
+    -------
+    float
+        The integral (``inf`` if it is not finite).
+
+    Examples
+    --------
+    >>> round(calibrator_mass(lambda u: power_calibrator(u, 0.5)), 6)
+    1.0
+    >>> round(calibrator_mass(lambda u: np.where(u <= 0.1, 10.0, 0.0), [0.1]), 6)
+    1.0
     """
 
     s_max = -math.log(np.finfo(float).tiny)
@@ -528,7 +665,30 @@ def power_level(K, selected, delta, tau) -> float:
 
 
 def dkw_halfwidth(n, alpha):
-    """DKW inversion at level alpha (eq. 9, 11, 14): eps = sqrt(ln(2/alpha) / (2 n)); vectorised over n."""
+    """Return the DKW inversion at level alpha (eq. 9, 11, 14): eps = sqrt(ln(2/alpha) / (2 n)); vectorised over n.
+
+    Parameters
+    ----------
+    n : int or array_like of int
+        Observations per configuration, integer(s) >= 1.
+    alpha : float
+        Level, in [0, 1]; alpha = 0 gives an infinite half-width.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        The half-width(s) eps; a float for scalar input, an array of the broadcast shape otherwise.
+
+    Raises
+    ------
+    AssayInputError
+        When ``n`` is not integer(s) >= 1 or ``alpha`` is outside [0, 1].
+
+    Examples
+    --------
+    >>> round(dkw_halfwidth(100, 0.05), 4), dkw_halfwidth([10, 100], 0.05).round(4).tolist()
+    (0.1358, [0.4295, 0.1358])
+    """
     nn = _check_n(n)
     a = float(alpha)
     if not (0.0 <= a <= 1.0) or math.isnan(a):

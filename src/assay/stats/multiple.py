@@ -32,7 +32,25 @@ SLACK = 1e-9
 
 
 def rejects(p, level):
-    """``p <= level * (1 + SLACK)``, elementwise: a bool for scalars, a bool array otherwise."""
+    """Test ``p <= level * (1 + SLACK)``, elementwise: a bool for scalars, a bool array otherwise.
+
+    Parameters
+    ----------
+    p : float or array_like
+        p-value(s).
+    level : float or array_like
+        Level(s) to compare against, broadcast against ``p``.
+
+    Returns
+    -------
+    bool or numpy.ndarray of bool
+        True where the p-value reaches the level.
+
+    Examples
+    --------
+    >>> rejects(0.05, 0.05), rejects([0.01, 0.05 * (1 + 1e-12), 0.06], 0.05).tolist()
+    (True, [True, True, False])
+    """
     out = np.asarray(p, dtype=float) <= np.asarray(level, dtype=float) * (1.0 + SLACK)
     return bool(out) if out.ndim == 0 else out
 

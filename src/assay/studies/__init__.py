@@ -39,7 +39,26 @@ class StudyResult(Result):
 
 
 def check_counts(**kw: int) -> None:
-    """Every Monte Carlo count given (trials, gt, n_boot, n_max, ...) is a positive integer; n_boot >= 20."""
+    """Check that every Monte Carlo count given (trials, gt, n_boot, n_max, ...) is a positive integer; n_boot >= 20.
+
+    Parameters
+    ----------
+    **kw : int
+        The counts, by name (the name appears in the error message).
+
+    Raises
+    ------
+    AssayInputError
+        When a count is not a positive integer (a bool included), or ``n_boot`` is below 20.
+
+    Examples
+    --------
+    >>> check_counts(trials=10, n_boot=20)
+    >>> check_counts(n_boot=10)
+    Traceback (most recent call last):
+    ...
+    assay.errors.AssayInputError: n_boot must be at least 20, got 10
+    """
     for k, v in kw.items():
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
             raise AssayInputError(f"{k} must be a positive integer, got {v!r}")
@@ -48,6 +67,19 @@ def check_counts(**kw: int) -> None:
 
 
 def register(name: str) -> Callable[[Callable[..., StudyResult]], Callable[..., StudyResult]]:
+    """Register a study function under ``name`` in :data:`STUDIES` (a decorator factory).
+
+    Parameters
+    ----------
+    name : str
+        The study's name, as :func:`run_study` and the command line take it (e.g. ``"siren-a"``); a later
+        registration under the same name replaces the earlier one.
+
+    Returns
+    -------
+    callable
+        A decorator that stores the study function in :data:`STUDIES` and returns it unchanged.
+    """
     def deco(fn: Callable[..., StudyResult]) -> Callable[..., StudyResult]:
         STUDIES[name] = fn
         return fn
@@ -67,7 +99,27 @@ def _load() -> None:
 
 
 def run_study(name: str, **kwargs: Any) -> StudyResult:
-    """Run the study registered as ``name`` (e.g. ``"siren-a"``)."""
+    """Run the study registered as ``name`` (e.g. ``"siren-a"``).
+
+    Parameters
+    ----------
+    name : str
+        The study's registered name (a key of :data:`STUDIES`, once the study modules are imported).
+    **kwargs : Any
+        Passed to the study function (``trials``, ``seed``, ...).
+
+    Returns
+    -------
+    StudyResult
+        The study's result; ``level["n_meaning"]`` says what n counts (Monte Carlo trials per row unless the
+        study says otherwise), and ``info["seed_source"]`` is ``"generator"`` when a seed was given but not
+        recorded.
+
+    Raises
+    ------
+    AssayInputError
+        When no study is registered as ``name`` (the message lists those available).
+    """
     _load()
     if name not in STUDIES:
         raise AssayInputError(f"unknown study {name!r}; available: {', '.join(sorted(STUDIES))}")

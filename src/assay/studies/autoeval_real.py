@@ -165,7 +165,13 @@ PAPER = {
 
 
 def default_data_dir() -> Path:
-    """``shared/data/autoeval`` next to the repository (src/assay/studies -> repo -> its parent)."""
+    """Return ``shared/data/autoeval`` next to the repository (src/assay/studies -> repo -> its parent).
+
+    Returns
+    -------
+    pathlib.Path
+        The folder's absolute path (whether or not it exists).
+    """
     return Path(__file__).resolve().parents[4] / "shared" / "data" / "autoeval"
 
 

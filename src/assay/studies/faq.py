@@ -46,7 +46,16 @@ PAPER_MMLU = {0.025: (3.57, 0.941), 0.05: (4.27, 0.940), 0.10: (4.89, 0.945), 0.
 
 
 def shared_data_dir() -> Path:
-    """``../shared/data`` next to the repository (or $ASSAY_SHARED_DATA)."""
+    """Return ``../shared/data`` next to the repository (or $ASSAY_SHARED_DATA).
+
+    Without the variable, the first ``shared/data`` folder found beside this file's ancestors is used, else the
+    relative path ``../shared/data``.
+
+    Returns
+    -------
+    pathlib.Path
+        The shared data folder.
+    """
     import os
 
     env = os.environ.get("ASSAY_SHARED_DATA")
@@ -86,9 +95,27 @@ def _load_tiny(folder: Path) -> pd.DataFrame:
 
 
 def load_leaderboard(path: str | Path | None = None) -> pd.DataFrame:
-    """A models x questions 0/1 matrix as a wide DataFrame (index = model, columns = doc ids as str); default the
-    755 x 1,351 MMLU-Pro math matrix; a name of :data:`MATRICES` reads that one. Rows with a missing answer are
-    dropped (the truth needs a full row)."""
+    """Load a models x questions 0/1 matrix as a wide DataFrame (index = model, columns = doc ids as str).
+
+    The default is the 755 x 1,351 MMLU-Pro math matrix; a name of :data:`MATRICES` reads that one. Rows with a
+    missing answer are dropped (the truth needs a full row).
+
+    Parameters
+    ----------
+    path : str, pathlib.Path or None, default None
+        A name of :data:`MATRICES`, a CSV file (first column the model), or a folder of the five tinyBenchmarks
+        response matrices; None for the default matrix in :func:`shared_data_dir`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per model with a full row of answers, one column per question.
+
+    Raises
+    ------
+    AssayInputError
+        When the file is not found, or a folder does not hold the five tinyBenchmarks matrices.
+    """
     if path is not None and str(path) in MATRICES:
         path = shared_data_dir() / MATRICES[str(path)]
     p = Path(path) if path is not None else shared_data_dir() / DATA

@@ -171,7 +171,25 @@ def calibration_kpis(rng: np.random.Generator, beta: np.ndarray, B: np.ndarray, 
 
 
 def true_cdf(s2: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
-    """F_k(x) = chi2_1 CDF at x / s_k^2, for rows of an array whose rows are the models of ``s2``."""
+    """Return F_k(x) = chi2_1 CDF at x / s_k^2, for rows of an array whose rows are the models of ``s2``.
+
+    Parameters
+    ----------
+    s2 : array_like of shape (K,)
+        The scales s_k^2 of the K models.
+
+    Returns
+    -------
+    callable
+        ``F(x)``: the true CDFs at ``x`` (negative values count as 0), row k for model k; a 1-D ``x`` of length
+        m gives shape (K, m).
+
+    Examples
+    --------
+    >>> F = true_cdf([1.0, 4.0])
+    >>> F(np.array([1.0, 3.84])).round(4).tolist()
+    [[0.6827, 0.95], [0.3829, 0.6728]]
+    """
     s2c = np.asarray(s2, dtype=float)[:, None]
     return lambda x: chdtr(1.0, np.maximum(x, 0.0) / s2c)
 

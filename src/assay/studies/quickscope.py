@@ -127,8 +127,23 @@ def _region_task(task: dict, ss: np.random.SeedSequence) -> dict:
 
 
 def paper_regions(path=None) -> dict:
-    """Share of 'arithmetic, depth >= 9' among the paper's exported DyVal error-rate top-20 lists (QuickScope runs),
-    from ../shared/data/quickscope/top_configs.csv; None when the file is absent."""
+    """Return the share of 'arithmetic, depth >= 9' among the paper's exported DyVal error-rate top-20 lists.
+
+    Read from the QuickScope runs in ../shared/data/quickscope/top_configs.csv; an empty dict when the file is
+    absent.
+
+    Parameters
+    ----------
+    path : str, pathlib.Path or None, default None
+        The CSV file; None for ``quickscope/top_configs.csv`` in :func:`~assay.studies.faq.shared_data_dir`.
+
+    Returns
+    -------
+    dict
+        ``paper_top20_deep_arithmetic_share`` (float), ``paper_runs`` (number of QuickScope runs) and
+        ``paper_top_config`` (the name of the best-ranked configuration, None when no row matches); ``{}`` when
+        the file cannot be read.
+    """
     from .faq import shared_data_dir
 
     f = path or shared_data_dir() / "quickscope" / "top_configs.csv"

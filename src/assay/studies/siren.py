@@ -72,7 +72,25 @@ CHUNK_ELEMS = 3_000_000  # scores held in memory at once per chunk of trials
 
 
 def mean_score(quality: float | np.ndarray) -> np.ndarray:
-    """E[sigmoid(q - delta)] for delta ~ U(-2, 2), in closed form."""
+    """Return E[sigmoid(q - delta)] for delta ~ U(-2, 2), in closed form.
+
+    The closed form is (log(1 + e^(q + 2)) - log(1 + e^(q - 2))) / 4.
+
+    Parameters
+    ----------
+    quality : float or numpy.ndarray
+        The quality q (or an array of them).
+
+    Returns
+    -------
+    numpy.ndarray
+        The mean score(s), of the shape of ``quality`` (0-d for a scalar).
+
+    Examples
+    --------
+    >>> mean_score([0.0, 2.0, -2.0]).round(4).tolist()
+    [0.5, 0.8313, 0.1687]
+    """
     q = np.asarray(quality, dtype=float)
     return (np.logaddexp(0.0, q + 2.0) - np.logaddexp(0.0, q - 2.0)) / 4.0
 
