@@ -236,6 +236,8 @@ def fraction_or_count(value: Any, N: int, name: str = "budget", *, minimum: int 
     (200, 'budget 999 is more than the 200 questions in the bank: every question is asked once')
     """
     value = budget(value, name, minimum=minimum)
+    if N < minimum:
+        raise AssayInputError(f"{name}: the bank holds {N} question(s); at least {minimum} are needed")
     if not isinstance(value, Integral) and float(value) <= 1:
         n = N if float(value) == 1 else int(math.floor(float(value) * N + 1e-9))
         if n < minimum:
