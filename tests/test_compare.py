@@ -345,6 +345,25 @@ def test_asking_until_resolved_stops_early_is_journaled_and_resumes(tmp_path):
     assert not res.params["resolved"] and res.params["queried"] == 60 and res.info["live"]["stopped"] == "budget spent"
 
 
+def test_answers_not_scored_as_given_are_counted_and_said_beside_each_score(tmp_path):
+    """Asked live, a model's unparseable answers are counted per model and said in its statement with what the
+    policy made of them; the other model's statement says it had none."""
+    from assay.compare.live import query_until_resolved
+    from assay.models import CallableModel
+
+    def messy(prompt: str) -> str:
+        i = int(prompt.split()[2])
+        return "I am not sure." if i % 4 == 0 else f"Answer: {i + 1}"
+
+    res = query_until_resolved({"messy": CallableModel(messy, name="messy"), "weak": _answering(0.1, "weak")},
+                               _bank(), scorer="numeric", budget=40, batch=40, seed=0)
+    counts = res.info["live"]["outcomes"]
+    assert counts["messy"]["unparseable"] > 0 and counts["weak"].get("unparseable", 0) == 0
+    said = {s.subject: str(s) for s in res.statements()}
+    assert f"{counts['messy']['unparseable']} unparseable" in said["messy"] and "scored as wrong" in said["messy"]
+    assert "0 unparseable" in said["weak"]
+
+
 def test_the_finite_sequence_without_replacement_covers_the_bank_mean():
     """Reading a bank of 300 without replacement: the sequence covers the bank's own mean (its miss rate at most
     delta, within 3 Monte Carlo standard errors) and is narrower than the with-replacement one."""

@@ -49,12 +49,20 @@ class CompareResult(Result):
         level = (f"every claim at once, at least {conf} at any sample size" if guarantee == "finite" else
                  f"every claim at once, about {conf} (asymptotic)")
         out = []
+        live = self.info.get("live")
+        # asked live: every model's answers that were not scored as given (unparseable, too long, refused, empty)
+        # are said beside its score, with what the policy counted them as
+        outcomes = (live or {}).get("outcomes", {})
         for r in self.models.sort_values(["rank_low", "estimate"], ascending=[True, False]).itertuples(index=False):
             rank = f"rank {r.rank_low}" if r.rank_low == r.rank_high else f"rank {r.rank_low}-{r.rank_high}"
+            said = ""
+            if str(r.model) in outcomes:
+                from ..models.outcomes import headline
+
+                said = f"; {headline(outcomes[str(r.model)], str(self.params.get('policy', 'wrong')))}"
             out.append(Statement(f"{r.model}: {r.estimate:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}], {rank}, tier {r.tier}"
-                                 + (", may be the best" if r.may_be_best else ""), str(r.model), level))
+                                 + (", may be the best" if r.may_be_best else "") + said, str(r.model), level))
         counts = p["verdict"].value_counts().to_dict()
-        live = self.info.get("live")
         out.append(Statement(f"{len(p)} pairs: {counts.get('a better', 0) + counts.get('b better', 0)} ordered, "
                              f"{counts.get('equivalent', 0)} equivalent within the margin, "
                              f"{counts.get('unresolved', 0)} unresolved; every claim at once at {conf} ({guarantee})"
