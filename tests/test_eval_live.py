@@ -44,6 +44,35 @@ def test_the_sample_and_its_kpis_on_the_real_model(live_model, tmp_path):
     assert results["latency_s"].level["delta"] == pytest.approx(0.05)
 
 
+def test_a_compare_section_on_the_real_model(live_model, tmp_path):
+    """[compare] in a campaign against SmolLM2 on llama.cpp: two configurations asked the same questions in one
+    seeded order, the real (messy) answers counted per model and said in the statements, journaled per model and
+    section (a rerun asks nothing). 10 questions at most each: the mechanics, not who wins."""
+    from assay.datasets import load_basics
+    from assay.eval import campaign as camp
+
+    load_basics().groupby("shape", sort=False).head(6).to_csv(tmp_path / "bank.csv", index=False)
+    models = [{"name": name, "endpoint": live_model.base_url, "model": live_model.alias, "max_tokens": 8,
+               "concurrency": 2, "timeout": 120, **extra}
+              for name, extra in (("plain", {}), ("brief", {"system": "Answer with the answer only."}))]
+    c = parse_campaign({"campaign": {"name": "live-cmp", "seed": 2}, "model": models,
+                        "bank": {"path": "bank.csv", "scorer_col": "scorer"},
+                        "compare": {"budget": 10, "batch": 5}}, source="live.toml", base=tmp_path)
+    journal = tmp_path / "j.sqlite"
+    res = camp.run(c, journal=journal)
+    cmp = res.sections["compare"].results["all"]
+    asked = int(cmp.params["queried"])
+    live = cmp.info["live"]
+    assert asked in (5, 10) and live["questions"] == asked
+    assert all(sum(live["outcomes"][m].values()) == asked for m in ("plain", "brief"))
+    assert (res.costs[res.costs["section"] == "compare"]["requests"] == asked).all()
+    said = res.summary[res.summary["section"] == "compare"]
+    assert len(said) == 3 and said["statement"].str.contains(f"of {asked} requests").sum() == 2
+    again = camp.run(c, journal=journal)
+    assert sum(again.sections["compare"].results["all"].info["live"]["requests"].values()) == 0
+    pd.testing.assert_frame_equal(again.sections["compare"].results["all"].pairs, cmp.pairs)
+
+
 def _counters(journal, prefix: str) -> int:
     from watch import journal_count
 
