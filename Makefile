@@ -10,11 +10,15 @@ LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=O
 .PHONY: demo test check shuffle live docs fuzz bench studies clean chromium
 
 # uv installs what pip installs (the same versions, compared with pip freeze) from PyPI, in 17-29 s where pip took
-# 96 s on 2 cores (parallel downloads; fresh clones); plain pip where uv fails to install or to run
+# 96 s on 2 cores (parallel downloads; fresh clones); plain pip where uv fails to install or to run.
+# --compile-bytecode: uv, unlike pip, writes no .pyc files by default, so every Python process (the suite starts a few
+# hundred: workers, CLI runs, Ray workers) compiled scipy, pandas and matplotlib from source again, and could not keep
+# the result where PYTHONDONTWRITEBYTECODE is set: `assay compare` took 3.5 s instead of 1.5 s
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	{ $(PY) -m pip install --quiet uv && $(PY) -m uv pip install --quiet --python $(PY) -e '.[test]'; } || \
+	{ $(PY) -m pip install --quiet uv && \
+	  $(PY) -m uv pip install --quiet --compile-bytecode --python $(PY) -e '.[test]'; } || \
 	  $(PY) -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
@@ -28,12 +32,15 @@ $(LIVE): $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/assay demo --out demo-out
 
+# assay's own modules compiled first (an editable install is not compiled at install time), for the same reason
 test: $(LIVE) chromium
+	$(PY) -m compileall -q src
 	$(PY) -m pytest -q -n 2 --dist loadgroup tests
 
 # The inner loop while developing: every test that needs no model server, no Ray, no browser, no long Monte Carlo
 # study and no subprocess per case (those are marked slow; `make test` runs them all, CI runs `make test`)
 check: $(STAMP)
+	$(PY) -m compileall -q src
 	$(PY) -m pytest -q -n 2 -m "not slow" tests
 
 # The whole suite in a random order (pytest-random-order, from the dev extra; never switched on in `make test`), to
@@ -43,6 +50,7 @@ SEED := $(shell od -An -N2 -tu2 /dev/urandom | tr -d ' ')
 endif
 shuffle: $(LIVE) chromium
 	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m compileall -q src
 	@echo "make shuffle: seed $(SEED) (make shuffle SEED=$(SEED) repeats this order)"
 	$(PY) -m pytest -q -n 2 --dist loadgroup --random-order-bucket=global --random-order-seed=$(SEED) tests
 

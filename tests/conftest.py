@@ -17,8 +17,19 @@ sys.path.insert(0, str(Path(__file__).parent))  # tests/ helpers (live_server, f
 _RUN_CACHE: str | None = None
 
 
+#: one BLAS thread per test process (unless the caller chose): the suite runs one worker per core, and OpenBLAS's
+#: own threads in each worker spin on cores the other worker, a llama.cpp server or a subprocess needs. Measured on
+#: 2 cores beside one busy process: the FAQ leaderboard study took 54 s with OpenBLAS's default threads and 31 s with
+#: one. Tests that are about threads set their counts themselves (factor._THREADS, threads=, threadpool_limits)
+_BLAS_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
 def pytest_configure(config):
     global _RUN_CACHE
+    # set in the first process of the run, before pytest-xdist starts its workers: they and every subprocess a test
+    # starts inherit it, and each reads it when numpy loads OpenBLAS
+    for var in _BLAS_THREAD_VARS:
+        os.environ.setdefault(var, "1")
     if "ASSAY_CACHE_DIR" not in os.environ:
         _RUN_CACHE = tempfile.mkdtemp(prefix="assay-test-cache-")
         os.environ["ASSAY_CACHE_DIR"] = _RUN_CACHE
