@@ -109,10 +109,11 @@ from typing import Callable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 from scipy import stats
-from scipy.special import expit, logit, logsumexp
+from scipy.special import expit, logit
 
 from .. import checks
 from ..errors import AssayInputError
+from ..stats.special import logsumexp
 
 __all__ = ["estimate", "FAQEstimate", "uniform_gain", "check_stopping", "plain_words", "MIN_VALIDATED_QUERIES", "FAQParams", "FAQRun", "run_faq", "clamp_p", "P_EPS", "VARIANCES", "DESIGNS", "standard_errors",
            "critical_value", "interval", "cs_rho", "cs_radius"]

@@ -51,9 +51,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.special import logsumexp
 
 from ..errors import AssayInputError
+from .special import logsumexp
 
 __all__ = [
     "wsr_bets",
