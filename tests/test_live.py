@@ -250,14 +250,15 @@ def _resume_and_check(cmd: list[str], journal: Path, run_id: str, env: dict, exp
 def test_kill_9_during_a_live_scope_run_then_resume(live_model, tmp_path):
     """A DyVal search on the real model, killed after 4 of its 10 answers and resumed: it runs its whole budget, every
     answer is accounted for, nothing is lost or paid twice, and the result equals an uninterrupted run with the same
-    seed. The model declares a 512-token window, so the DyVal space keeps the templates whose prompts fit it (at 1024
-    the prompts are about twice as long); 16 tokens an answer are enough for what is checked (every answer is
-    accounted for, a cut-off one counts as wrong)."""
+    seed. The model declares a 256-token window, so the DyVal space keeps the 48 smallest templates, whose prompts fit
+    it (at 512, 960 templates and prompts about twice as long, which the one server thread spent most of the test
+    reading); 16 tokens an answer are enough for what is checked (every answer is accounted for, a cut-off one
+    counts as wrong)."""
     journal = tmp_path / "j.sqlite"
     env = {**os.environ, "CI": "1"}
     cmd = [sys.executable, "-m", "assay.cli", "scope", "--generator", "dyval", "--endpoint", live_model.base_url,
            "--model", live_model.alias, "--budget", "10", "--batch", "5", "--n0", "5", "--certify", "0.9",
-           "--context-window", "512", "--max-tokens", "16", "--concurrency", "2", "--seed", "0", "--journal",
+           "--context-window", "256", "--max-tokens", "16", "--concurrency", "2", "--seed", "0", "--journal",
            str(journal), "--run-id", "scope-k9"]
     _kill_midway(cmd, journal, "scope-k9", after=4, env=env)
     out = _resume_and_check(cmd, journal, "scope-k9", env, expected=10)
