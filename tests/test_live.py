@@ -1,8 +1,9 @@
 """Every live path against a REAL language model: SmolLM2-135M-Instruct served by llama-cpp-python on 127.0.0.1
 (the ``live`` fixture of conftest.py), with Gemma 3 270M (pretrained, through /v1/completions) as the judge.
 
-Budgets are small so that CI stays in minutes; ``make live`` runs the same commands with real budgets
-(docs/live.md). A real small model answers badly and messily: these tests check that every answer is accounted
+Budgets and answer lengths are small so that CI stays in minutes (12 to 16 tokens where the check does not read the
+answer's content; the one server thread spends the tests' time generating them); ``make live`` runs the same
+commands with real budgets (docs/live.md). A real small model answers badly and messily: these tests check that every answer is accounted
 for (answered, unparseable, too long, refused), that none of that stops a run or is read as the endpoint being
 down, that nothing is lost or paid twice across a kill -9, and that the numbers printed are the ones computed.
 """
@@ -54,7 +55,7 @@ def answered(live_model, tmp_path_factory):
     bank = bank_subset(d, N_ITEMS // 4)
     args = ["query", bank, "--model", live_model.alias, "--endpoint", live_model.base_url, "--journal",
             d / "j.sqlite", "--run-id", "q1", "--reference-col", "reference", "--scorer", "scorer",
-            "--max-tokens", "24", "--concurrency", "2", "-o", d / "answers.parquet"]
+            "--max-tokens", "16", "--concurrency", "2", "-o", d / "answers.parquet"]
     first = cli(args)
     return d, args, first
 
@@ -156,7 +157,7 @@ def test_scope_reasoning_gym_runs_its_whole_budget(live_model, tmp_path):
     space.write_text("parameters:\n  terms: {type: integer, low: 2, high: 4}\n  digits: {type: integer, low: 1, high: 2}\n")
     res = cli(["scope", "--generator", "reasoning_gym:chain_sum", "--space", space, "--endpoint", live_model.base_url,
                "--model", live_model.alias, "--budget", 12, "--batch", 6, "--n0", 6, "--certify", 0.9,
-               "--max-tokens", 24, "--concurrency", 2, "--seed", 1, "--journal", tmp_path / "j.sqlite"])
+               "--max-tokens", 12, "--concurrency", 2, "--seed", 1, "--journal", tmp_path / "j.sqlite"])
     assert res.exit_code == 0, res.output
     assert "12 tickets" in res.stdout
     assert "certified at tau = 0.9" in res.stdout
@@ -346,7 +347,7 @@ def test_faq_live_with_anytime_stopping(live_model, tmp_path):
     bank.to_csv(tmp_path / "bank.csv", index=False)
     args = ["faq", "--history", tmp_path / "history.csv", "--items", tmp_path / "bank.csv", "--endpoint",
             live_model.base_url, "--model", live_model.alias, "--scorer", "scorer", "--system", "Be concise.",
-            "--max-tokens", 24, "--budget", 24, "--until-width", 0.5, "--min-queries", 8, "--seed", 0,
+            "--max-tokens", 16, "--budget", 24, "--until-width", 0.5, "--min-queries", 8, "--seed", 0,
             "--journal", tmp_path / "j.sqlite", "--run-id", "faq1", "--json"]
     res = cli(args)
     assert res.exit_code == 0, res.output
