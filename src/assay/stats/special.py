@@ -3,8 +3,8 @@
 :func:`logsumexp` gives exactly what ``scipy.special.logsumexp(a, axis=axis, keepdims=keepdims)`` gives on a real
 array (the same operations in the same order, so the same bits; ``tests/test_special.py`` checks it on generated
 arrays with ties, infinities and NaN). SciPy's version handles complex input, weights and every array library, and
-pays about 0.2 ms a call for it; the betting confidence sequences and FAQ's fallback test call it a few hundred
-thousand times in a Monte Carlo study.
+pays about 0.1 ms a call for it (0.03 ms here, on a 4 x 200 array); the betting confidence sequences and FAQ's
+fallback test call it a few hundred thousand times in a Monte Carlo study.
 """
 
 from __future__ import annotations
