@@ -568,3 +568,52 @@ def test_a_cut_off_answer_is_read_by_its_markers_and_a_count_of_another_thing_is
     assert o.status == "unparseable"
     o = score_response(said, None, "6", "numeric", prompt=q)
     assert o.status == "unparseable"
+
+
+@pytest.mark.parametrize("text, question, want", [
+    # issue 37's second round: shapes of fresh answers the first rules misread, each beside one they must still read
+    ("30 - 28 = 16\nAnswer:", None, 16),  # an empty Answer: after an equation that reached its result
+    ("#### 6 Answer:", None, 6),
+    ("Mia has 14 more marbles.\nAnswer:", None, None),  # ... not after a sentence
+    ("10\n2\n3\n4", None, None),  # lone numbers on several lines are a list
+    ("13 (months)\nThere are 3 years in 2 months.", None, 13),  # a glossed number first, then prose
+    ("12 (The number of stamps)\n35 (the value of 35)", None, None),
+    ("1. A previous answer: 24\nI added the additional box.", None, None),  # another's answer is no marker
+    ("So your answer is 9 zeros in one thousand.", None, 9),  # a marker's value opens with its number
+    ("The answer is indeed 2, with a fraction of 3/4 left over.", None, 2),
+    ("So, there is no remainder when 23 minus 20 is divided by 5.", None, None),  # operands, an expression
+    ("This is 1 + 2 - 4 = 5 + 6 = 8, where the final answer is the difference between the number of 1s.", None, 8),
+    ("A century is a unit of time, equivalent to approximately 432 years.", None, 432),
+    ("The English alphabet consists of 26 letters, but there are also digits.", None, 26),
+    ("This simplifies to 670 with a remainder of 8 when divided by 9, so we round down to 68.", None, 68),
+    ("The bags contain no more than 10 marbles total.", None, None),  # a bound, not an amount
+    ("The bags contain 10 marbles total.", None, 10),
+    ("Therefore, 3 minutes has a duration of 120 / 60 = 1 hour and 45 minutes.", None, None),  # two amounts
+    ("16 + 27 = 45, but that's incorrect.", None, None),  # taken back
+    ("When you have 30, divide it by the number that is asked.", None, None),  # a condition states nothing
+    ("Therefore, Kenji has 36 - 27 = 10 more cards left to consider when you have two stacks of 5 cards each.", None,
+     10),
+    ("So, 3 kilograms is equal to 2.01 grams, which is the answer we are looking for.", None, 2.01),
+    ("So Omar's total is 150 boxes x 2 + 60 boxes = 300 boxes, which is his answer.", None, 300),
+    ("1\nIn this case, I would simply say:\n\n12 + 1 = 13", None, 13),  # an equation alone on the last line
+    ("7\nLet's break it down: 3 * 2 = 6 marbles are removed.", None, 7),  # ... a sentence explaining does not
+    # with the question: its data restated, the thing it counts, a difference it does not ask for
+    ("Priya has 23 books and Omar has 17 books.\nThis is a classic example.",
+     "Priya has 23 books and Omar has 17. How many more books does Priya have than Omar?", None),
+    ("The answer is 20 - 54. This means Ines has a total of 18 more coins than Amara, which is 36.",
+     "Ines has 54 coins and Amara has 33. How many more coins does Ines have than Amara?", 18),
+    ("So, Mia now has 20 + 34 = 64 more.", "Mia has 34 stamps and gets 19 more. How many stamps does Mia have now?",
+     64),
+    ("Lena gave 41 cookies to Amara, and she has now only 5 left.",
+     "Lena had 41 cookies and gave 5 of them to Amara. How many cookies does Lena have left?", 5),
+    ("Garbled words here.\nAmara 20 stickers.", "Amara has 8 stickers. How many stickers does Amara have now?", 20),
+    ("A non-leap year is 1 more than a leap year.", "How many days are in a non-leap year?", None),
+    ("So, she has 44 - 20 = 18 more than the initial amount.",
+     "Maya had 44 stamps and gave 20 of them to Tariq. How many stamps does Maya have left?", 18),
+    ("So, Lena has 17 more coins than Kenji.", "How many more coins does Lena have than Kenji?", 17),
+])
+def test_the_second_round_shapes(text, question, want):
+    from assay.models.extract import extract_number
+
+    got = extract_number(text, question=question)
+    assert (None if got is None else parse_number(got)) == want, got

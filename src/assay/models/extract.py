@@ -693,8 +693,9 @@ def _last_sentence(text: str) -> str:
 
 
 _ADVERBS = ("usually", "actually", "simply", "indeed", "just", "probably", "always", "often", "clearly", "therefore")
-#: "14 is the answer.", "There are 3 bags in total, which is the answer."
-_IS_THE_ANSWER = re.compile(r"(?P<v>[^\n.!?]*?)\s*,?\s*(?:which\s+)?is\s+the\s+(?:final\s+|correct\s+|right\s+)?answer\b",
+#: "14 is the answer.", "There are 3 bags in total, which is the answer.", "... = 300 boxes, which is his answer"
+_IS_THE_ANSWER = re.compile(r"(?P<v>(?:[^\n.!?]|(?<=\d)\.(?=\d))*?)\s*,?\s*(?:which\s+)?is\s+(?:the|his|her|my|our|their)\s+"
+                            r"(?:final\s+|correct\s+|right\s+)?answer\b",
                             re.IGNORECASE)
 #: a first line that is one token, alone or followed by an explanation: "32", "Astra-nar", "April - The month..."
 _LEADING_TOKEN = re.compile(r"^(?P<v>[^\s,;:]+?)[.!]?(?:\s+[-\u2013\u2014]\s+(?=[A-Za-z]).*|,\s+(?=[A-Za-z]).*)?$")
@@ -792,6 +793,9 @@ def _leading(text: str) -> str | None:
     lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
     if len(lines) < 2 and not re.search(r"\s[-\u2013\u2014]\s+[A-Za-z]|,\s+[A-Za-z]", lines[0] if lines else ""):
         return None
+    lone = {normalize(_trim_value(ln)) for ln in lines if _whole_number(normalize(_trim_value(ln))) is not None}
+    if len(lone) > 1:
+        return None  # "10", "2", "3", "4" on lines of their own: a list, not an answer and its explanation
     m = _LEADING_TOKEN.match(lines[0])
     return _trim_value(m.group("v")) or None if m else None
 
@@ -933,16 +937,48 @@ _NUMBER_TOKEN = re.compile(
     r"(?<![\w.,/])(?:[-+]|\u2212)?\$?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?(?:\s*/\s*\d+(?:\.\d+)?)?%?"
     r"(?:(?=(?!(?:st|nd|rd|th)\b)[A-Za-z]{1,3}(?![\w]))|(?![\w/]|\.\d))")
 #: what states a quantity before it: "=", "is", "has", "makes", "gives", "equals", "a total of", "≈" ...
-_CUE = re.compile(r"(?:=|\u2248|~|\b(?:is|are|was|were|equals?|equal\s+to|has|have|had|makes?|gives?|get|gets|"
-                  r"becomes?|leaves?|total\s+of|comes?\s+to|adds?\s+up\s+to)\b)", re.IGNORECASE)
+_CUE = re.compile(r"(?:=|\u2248|~|\b(?:is|are|was|were|equals?|equal\s+to|equivalent\s+to|has|have|had|makes?|gives?|get|gets|"
+                  r"becomes?|leaves?|total\s+of|comes?\s+to|adds?\s+up\s+to|consists?\s+of|contains?|"
+                  r"simplif(?:y|ies)\s+to|round(?:s|ed)?(?:\s+(?:down|up))?\s+to)\b)", re.IGNORECASE)
 #: an unevaluated expression or a range right after a number: "18 - 32", "2 * 13", "6*8", "6 * Tariq's amount",
-#: "5 to 10"
+#: "5 to 10", "23 minus 20"
 _OPERATOR_AFTER = re.compile(r"^\s*(?:(?:[-+\u2212]|[*/\u00d7\u00f7^]|\*\*)\s*(?:\d|\()|(?:[*/\u00d7\u00f7^]|\*\*)\s*[A-Za-z]"
-                             r"|x\s+(?:\d|[A-Za-z])|x\d|(?:to|or)\s+\d)")
+                             r"|x\s+(?:\d|[A-Za-z])|x\d|(?:to|or)\s+\d"
+                             r"|(?:minus|plus|times|divided\s+by|multiplied\s+by)\s+\S)", re.IGNORECASE)
+#: words between a verb and a number that make it no amount the clause states: "is not 40", "contain no more than
+#: 10", "at most 5"
+_NOT_STATED = re.compile(r"\bnot\b|\b(?:more|less|fewer)\s+than\b|\bat\s+(?:most|least)\b|\bup\s+to\b", re.IGNORECASE)
+#: a second amount after a number and its unit: "1 hour and 45 minutes"
+_TWO_AMOUNTS = re.compile(r"[ \t]+[A-Za-z]+[ \t]+and[ \t]+\d")
+#: words that make the number after them an operand or a part of a description, not a stated quantity: "is
+#: divided by 5", "equivalent to finding the remainder when dividing 53 by 10", "is the difference between the
+#: number of 1s"
+_OPERAND_BEFORE = re.compile(r"\b(?:by|minus|plus|times|over|dividing|multiplying|adding|subtracting|divided|"
+                             r"multiplied|subtracted|added|difference|product|quotient|remainder|sum\s+of|number\s+of|"
+                             r"multiple\s+of|factor\s+of)\s*$|\b(?:dividing|multiplying|adding|subtracting|taking)\b"
+                             r"|\b(?:sum|difference|product|quotient)\s+(?:of|between)\b",
+                             re.IGNORECASE)
 #: a list item's marker at the start of a line: "1.", "2)", "Step 3:", "- ", "* "
 _LIST_MARKER = re.compile(r"^\s*(?:(?:step\s+)?\d+\s*[.):]|[-*\u2022])\s+", re.IGNORECASE)
 #: a sentence that opens as a conclusion: "So, ...", "Therefore ...", "In total ..."
 _CONCLUDES = re.compile(r"^\W*(?:so|therefore|thus|hence|in\s+total|in\s+all|this\s+means|finally)\b", re.IGNORECASE)
+#: a line that is an equation ending on its result: "30 - 28 = 16", "#### 6"
+_EQUATION_LINE = re.compile(r"^[^=\n]*\d[^=\n]*=\s*(?P<v>[-+]?\d[\d,]*(?:\.\d+)?)\s*$")
+#: what may come before the number an answer's value opens with: "indeed 2", "about 30"
+_VALUE_HEAD = re.compile(r"\s*(?:(?:indeed|actually|simply|just|probably|clearly|exactly|approximately|about|roughly|"
+                         r"around)\s+)*", re.IGNORECASE)
+#: a condition that opens a sentence ("When you have 30, ..."), and one that follows the main clause ("... 35 when
+#: divided by 9", "... because it leaves a remainder of 0")
+_CONDITION_FIRST = re.compile(r"^\W*(?:when|if|unless|because|since)\b[^,]*,", re.IGNORECASE)
+_CONDITION_AFTER = re.compile(r"\s(?:when|if|unless|because|since)\s", re.IGNORECASE)
+#: a statement taken back right after it: "16 + 27 = 45, but that's incorrect."
+_REJECTED = re.compile(r"^[^.!?]*?\bbut\s+(?:that|this|it)(?:'s|\s+is)\s+(?:not\s+(?:right|correct)|incorrect|wrong)\b",
+                       re.IGNORECASE)
+#: a first line that is a number with a gloss in parentheses: "13 (months)"
+_GLOSSED_LEAD = re.compile(r"^\s*([-+]?\d[\d,]*(?:\.\d+)?)\s*\([^()\n]*\)[ \t]*[.!]?[ \t]*\n")
+_GLOSSED_LINE = re.compile(r"^[ \t]*[-+]?\d[\d,]*(?:\.\d+)?[ \t]*\([^()\n]*\)[ \t]*[.!]?[ \t]*$", re.MULTILINE)
+#: words that make an "answer:" another one than the response gives: "A previous answer: 24"
+_OTHER_ANSWER = re.compile(r"\b(?:previous|target|expected|desired|wrong|incorrect)\s+$", re.IGNORECASE)
 #: the answer named before its value: "the answer is", "the answer to this question is", "the final answer would be",
 #: and the result, total or solution stated the same way (the value is a lookahead: a later statement inside the
 #: value, "... is 8/35. The correct final answer was 9", is found as a match of its own)
@@ -994,19 +1030,23 @@ def _stated_at(clause: str, words: bool = True) -> tuple[int, str] | None:
             continue
         start, end, tok = after[0]
         between = clause[cue.end():start]
-        if re.search(r"\bnot\b", between, re.IGNORECASE) or len(between.split()) > 6:
-            continue  # "is not 40", or a number far from the verb: not what the clause states
-        if re.search(r"[+*/\u00d7\u00f7^]|\s-\s", between) or _OPERATOR_AFTER.match(clause[end:]):
-            return start, ""  # it states an expression or a range: no number, and nothing earlier stands for it
+        if _NOT_STATED.search(between) or len(between.split()) > 6:
+            continue  # "is not 40", "no more than 10", or a number far from the verb: not what the clause states
+        if _OPERAND_BEFORE.search(between) or _OTHER_ANSWER.search(re.sub(r"\W*answer\W*$", " ", between)):
+            continue  # "is divided by 5", "is equivalent to multiplying 2 by 4": an operand, not what it states
+        if (re.search(r"[+*/\u00d7\u00f7^]|\s-\s", between) or _OPERATOR_AFTER.match(clause[end:])
+                or _TWO_AMOUNTS.match(clause[end:])):
+            return start, ""  # an expression, a range or two amounts ("1 hour and 45 minutes"): no one number
         return start, tok
     return None
 
 
 def _number_value(s: str) -> str | None:
     """The number an answer marker's value states: the number stated after its last cue ("the total of two and
-    four, which makes six" -> six; "36 - 13 = 20 cookies left" -> 20), else its only or last number; ``None``
-    without one, for an unevaluated expression ("18 (Mateo) - 32 (Jonas)") and for a value that is no answer
-    ("not provided", "to use trial and error")."""
+    four, which makes six" -> six; "36 - 13 = 20 cookies left" -> 20), else the number it opens with ("9 zeros in
+    one thousand" -> 9), else its last number; an operand is never the value ("the difference between the number of
+    1s ..."); ``None`` without one, for an unevaluated expression ("18 (Mateo) - 32 (Jonas)", "23 minus 20") and for
+    a value that is no answer ("not provided", "to use trial and error")."""
     if not s or re.match(r"^\W*(?:not|to)\b", s, re.IGNORECASE):
         return None
     if _whole_number(normalize(s)) is not None:
@@ -1015,9 +1055,11 @@ def _number_value(s: str) -> str | None:
     if x is not None:
         return x[1] or None
     blank = _blank_parentheses(s)
-    nums = _numbers_in(blank)
+    nums = [n for n in _numbers_in(blank) if not _OPERAND_BEFORE.search(blank[:n[0]])]  # not "the number of 1s"
     if not nums:
         return None
+    if nums[0][0] == _VALUE_HEAD.match(blank).end() and not _OPERATOR_AFTER.match(blank[nums[0][1]:]):
+        return nums[0][2]  # the value opens with its number: "9 zeros in one thousand", "indeed 2, with ..." -> 9, 2
     start, end, tok = nums[-1]
     if _OPERATOR_AFTER.match(blank[end:]) or (len(nums) > 1 and _OPERATOR_AFTER.match(blank[nums[-2][1]:])):
         return None  # an unevaluated expression, not a number
@@ -1078,6 +1120,71 @@ def _counts_another_thing(after: str, question: str | None) -> bool:
     return _stem(noun) != _stem(asked.group(1)) and _stem(noun) in named
 
 
+#: the noun right after a number: "18 more coins" -> coins, "2 weeks" -> weeks
+_COUNTED_NOUN = re.compile(r"[ \t]+(?:(?:more|fewer|less|extra|additional)[ \t]+)?([A-Za-z]+)", re.IGNORECASE)
+
+
+def _relative(after: str, question: str | None) -> bool:
+    """True when a number followed by ``after`` is a difference from something ("1 more than a leap year") and the
+    question asks how many, not how many more."""
+    if not question or not re.match(r"\s+(?:more|less|fewer)\s+than\b", after, re.IGNORECASE):
+        return False
+    return not re.search(r"\bhow\s+many\s+(?:more|fewer|less)\b|\bdifference\b", question, re.IGNORECASE)
+
+
+def _restates(sent: str, question: str | None) -> bool:
+    """True when a sentence only restates the question's data: two or more numbers, each given by the question with
+    the same word before it ("Priya has 23 books and Omar has 17 books." for "Priya has 23 books and Omar has 17.")."""
+    if not question:
+        return False
+    nums = _numbers_in(_blank_parentheses(sent), words=False)
+    if len(nums) < 2:
+        return False
+    q = _blank_parentheses(question)
+    given = {(re.findall(r"[A-Za-z]+|=", q[:m.start()])[-1:] or [""])[0].lower() + " " + m.group(0)
+             for m in _NUMBER_TOKEN.finditer(q)}
+    return all((re.findall(r"[A-Za-z]+|=", sent[:a])[-1:] or [""])[0].lower() + " " + t in given for a, _, t in nums)
+
+
+def _asked_number(clause: str, question: str | None, at: int, tok: str) -> str:
+    """``tok`` (at ``at`` in ``clause``), or the clause's one number that counts the thing the question asks for,
+    when ``tok`` counts another thing or is tacked on after it: "Ines has a total of 18 more coins than Amara, which
+    is 36" -> 18 when the question asks how many more coins. A number the question gives is not taken ("gave 13
+    cookies to Ines")."""
+    asked = _ASKED.search(question) if question else None
+    if not asked:
+        return tok
+    want = _stem(asked.group(1))
+    given = {t for _, _, t in _numbers_in(question, words=False)}
+    blank = _blank_parentheses(clause)
+    counted = []
+    nouns = {}
+    for start, end, t in _numbers_in(blank, words=False):
+        m = _COUNTED_NOUN.match(blank[end:])
+        nouns[t] = _stem(m.group(1)) if m and m.group(1).lower() not in _NOT_NOUNS else None
+        if nouns[t] == want and t not in given and not _OPERAND_BEFORE.search(blank[:start]):
+            counted.append(t)
+    if len(set(counted)) != 1 or tok in counted:
+        return tok
+    other = nouns.get(tok) not in (None, want)  # "2 weeks" when it asks for days
+    appended = bool(re.search(r",\s*which\s+(?:is|makes|equals)\s*$", blank[:at]))  # "..., which is 36"
+    return counted[0] if other or appended else tok
+
+
+def _main_clause(sent: str) -> str:
+    """``sent`` without a condition or a reason (positions kept, blanked): "When you have 30, divide it by 3." has
+    no amount stated; "the result will be 35 when divided by 9 because ..." states 35."""
+    m = _CONDITION_FIRST.match(sent)
+    if m:
+        sent = " " * m.end() + sent[m.end():]
+    m = _CONDITION_AFTER.search(sent)
+    if m and _stated_at(sent[:m.start()]) is not None:
+        end = sent.find(",", m.end())
+        end = len(sent) if end < 0 else end
+        sent = sent[:m.start()] + " " * (end - m.start()) + sent[end:]
+    return sent
+
+
 def _concluding_number(text: str, question: str | None = None) -> tuple[int, str] | None:
     """The number the response's last statement of a quantity gives ("So, Lena has 17 more coins than Kenji.",
     "A week has 7 days.", "4 x 10 meters = 44 meters"): the last sentence that states a number after a verb or an
@@ -1088,12 +1195,18 @@ def _concluding_number(text: str, question: str | None = None) -> tuple[int, str
     No number when that statement is one of a list of values of two or more names ("hwb = 1, bxp = 10"), is about
     an unevaluated expression (a square root, a power), or counts another thing the question names than the one it
     asks for (``question``: "... 1.5 bags" when it asks how many shells); a sentence about a named value or the
-    answer that states no number ("The value of nea equals the square of rxk.") ends the search too."""
+    answer that states no number ("The value of nea equals the square of rxk.") ends the search too.
+
+    A sentence that only restates the question's data ("Priya has 23 books and Omar has 17 books.") is passed over;
+    a number that is an operand ("... is divided by 5") is not stated; when the stated number counts another thing
+    or is tacked on ("18 more coins than Amara, which is 36"), the sentence's one number of the thing the question
+    asks for is taken instead."""
     names = {(m.group(1) or m.group(2)).lower() for m in _ASSIGNED.finditer(text)}
     if len(names) >= 2 or re.search(r"\bthe\s+values\s+of\b", text, re.IGNORECASE):
         return None  # a list of values, not one answer
     digits = bool(_NUMBER_TOKEN.search(text))
     for start, sent in reversed(_sentences(text)):
+        sent = _main_clause(sent)
         found = _stated_at(sent, words=not digits or bool(_CONCLUDES.match(sent)))
         if found is None:
             if _NAMED_VALUE.match(sent):
@@ -1102,9 +1215,14 @@ def _concluding_number(text: str, question: str | None = None) -> tuple[int, str
         at, tok = found
         if not tok or _UNEVALUATED.search(sent) or re.search(r"square\s+root", sent, re.IGNORECASE):
             return None  # it states an expression: no number, and nothing earlier stands for it
-        if _counts_another_thing(sent[at + len(tok):], question):
+        if _counts_another_thing(sent[at + len(tok):], question) or (
+                _relative(sent[at + len(tok):], question) and not re.search(r"=\s*$", sent[:at])):
             return None
-        return start, tok
+        if _REJECTED.search(sent[at + len(tok):]):
+            return None  # "16 + 27 = 45, but that's incorrect.": taken back, and nothing else given
+        if _restates(sent, question):
+            continue  # "Omar has 17 books." when the question says "Omar has 17": the question's data, not an answer
+        return start, _asked_number(sent, question, at, tok)
     return None
 
 
@@ -1116,17 +1234,23 @@ def extract_number(text: str | None, cut_off: bool = False, question: Any = None
     1. the last ``\\boxed{}``, ``Answer:`` line, GSM8K ``#### X`` line, "the answer (to this question) is X" or
        "X is the answer" statement: the number its value states ("The answer is 36 - 13 = 20 cookies left." -> 20;
        "The answer is the total of two and four, which makes six." -> six); a marker whose value holds no number
-       ("The answer is a number.") is passed over, so the equation before it ("31 + 15 = 46") still counts;
+       ("The answer is a number.") is passed over, so the equation before it ("31 + 15 = 46") still counts; an
+       answer the response calls another's ("A previous answer: 24", "our target answer: 3") is no marker; a response
+       that ends on an empty ``Answer:`` gives nothing, unless the line before it is an equation that reaches its
+       result ("30 - 28 = 16") or a ``####`` line;
     2. the response's concluding statement: its last sentence holding a number, when that sentence states it after
        a verb or an equals sign ("So, Lena has 17 more coins than Kenji.", "A week has 7 days.", "4 x 10 meters =
-       44 meters"; list markers such as "2." are not numbers); not in a response cut off by its token limit
+       44 meters"; list markers such as "2." are not numbers), or a short last line that gives one number of the
+       thing the question counts ("Amara 20 stickers."); not in a response cut off by its token limit
        (``cut_off``), whose last sentence is unfinished work, not a conclusion;
     3. a response that is one short line (:data:`SHORT_ANSWER_WORDS` words, or a number in words of any length:
-       "Three hundred and fifteen.") or starts with a lone number before its explanation (``32`` then reasoning).
+       "Three hundred and fifteen.") or starts with a lone number before its explanation (``32`` then reasoning;
+       not lone numbers on several lines, which are a list).
 
-    The candidate stated last wins (a model that restates its answer at the end is read at the end); an expression
-    left unevaluated ("18 (Mateo) - 32 (Jonas)") and a number only in parentheses are not answers. Numbers may be
-    written in words ("eight").
+    The candidate stated last wins (a model that restates its answer at the end is read at the end), except that a
+    concluding statement overrides an answer given before it only when it is given as final ("So, ...") or is an
+    equation alone on the last line ("12 + 1 = 13"); an expression left unevaluated ("18 (Mateo) - 32 (Jonas)", "23
+    minus 20") and a number only in parentheses are not answers. Numbers may be written in words ("eight").
 
     Parameters
     ----------
@@ -1163,8 +1287,14 @@ def extract_number(text: str | None, cut_off: bool = False, question: Any = None
     found = _last_answer(text, "Answer")
     if found is not None and text[max(0, found[0] - 1):found[0]] in _QUOTES:
         found = None  # "the result after 'Answer:'": the marker quoted, not used
+    if found is not None and _OTHER_ANSWER.search(text[:found[0]]):
+        found = None  # "A previous answer: 24", "our target answer: 3 meters": not the answer it gives
     if found is not None and found[2] is None and not text[found[1]:].strip():
-        return None  # it ends on an empty "Answer:": the answer it was about to give never came
+        # it ends on an empty "Answer:": the answer it was about to give never came, unless the line before it
+        # reached one ("30 - 28 = 16" or "#### 6" just before the marker)
+        before = text[:found[0]].rstrip().splitlines()[-1:] or [""]
+        m = _EQUATION_LINE.search(before[0]) or _HASHES.search(before[0])
+        return _number_value(m.group("v")) if m else None
     cands: list[tuple[int, str]] = []
     boxes = list(_BOX_RE.finditer(text))
     if boxes:
@@ -1177,6 +1307,8 @@ def extract_number(text: str | None, cut_off: bool = False, question: Any = None
             cands.append((found[0], v))
     for rx in (_HASHES, _ANSWER_IS_NUMERIC):
         for m in reversed(list(rx.finditer(text))):
+            if rx is _ANSWER_IS_NUMERIC and _OTHER_ANSWER.search(text[:m.start()]):
+                continue
             v = m.group("v")
             end = _REASON_END.search(v) if rx is _ANSWER_IS_NUMERIC else None
             v = _number_value(v[:end.start()] if end else v)
@@ -1198,6 +1330,9 @@ def extract_number(text: str | None, cut_off: bool = False, question: Any = None
             cands.append((0, v))
     lead = _leading(text)
     v = _number_value(lead) if lead else None
+    glossed = _GLOSSED_LEAD.match(text) if "\n" in text.strip() else None
+    if v is None and glossed and len(_GLOSSED_LINE.findall(text)) == 1:
+        v = glossed.group(1)  # "13 (months)" on the first line, then more (not a list of such lines)
     if v is not None:  # "7" then an explanation: the answer given first
         cands.append((0, v))
     concluding = None if cut_off else _concluding_number(text, question)
@@ -1206,11 +1341,34 @@ def extract_number(text: str | None, cut_off: bool = False, question: Any = None
         # a concluding sentence overrides an answer given earlier (a marker, or a number the response opened with)
         # only when it is given as final ("So, ...", "Therefore, ..."); otherwise it is the explanation of that answer
         later = [c for c in cands if c[0] >= start]
-        if not cands or later or _CONCLUDES.match(text[start:]):
-            cands.append(concluding)
+        last_line = text.rstrip().splitlines()[-1]
+        alone = start >= len(text.rstrip()) - len(last_line) and _EQUATION_LINE.match(last_line.strip())
+        if not cands or later or _CONCLUDES.match(text[start:]) or alone:
+            cands.append(concluding)  # ... or it is an equation alone on the last line ("12 + 1 = 13")
+    tail = None if cut_off else _short_count(text, question)
+    if tail is not None:
+        cands.append(tail)
     if cands:
         return max(cands, key=lambda c: c[0])[1] or None
     return None
+
+
+def _short_count(text: str, question: str | None) -> tuple[int, str] | None:
+    """(position, number) of a short last line that gives one number of the thing the question counts, without a
+    verb: "Amara 20 stickers." when it asks how many stickers."""
+    asked = _ASKED.search(question) if question else None
+    if not asked:
+        return None
+    line = text.rstrip().splitlines()[-1]
+    if len(line.split()) > 4:
+        return None
+    nums = _numbers_in(_blank_parentheses(line), words=True)
+    if len(nums) != 1:
+        return None
+    m = _COUNTED_NOUN.match(line[nums[0][1]:])
+    if not m or _stem(m.group(1)) != _stem(asked.group(1)):
+        return None
+    return len(text.rstrip()) - len(line) + nums[0][0], nums[0][2]
 
 
 # --- labels (a closed set of words) ---------------------------------------------------------------
