@@ -270,6 +270,11 @@ ANSWER_TEXT = st.one_of(
     st.lists(st.sampled_from(["The", "answer", "is", "True", "False", "N/A", "(B)", "B)", "=", "42", "\n", ".",
                               "'", "**", "Answer:", "\\boxed{", "}", "<think>", "</think>", "not", "CORRECT"]),
              max_size=12).map(" ".join),
+    # the shapes the numeric reader weighs: conditions, operands, restatements, glosses, bounds, taken-back answers
+    st.lists(st.sampled_from(["So,", "13", "(months)", "more", "than", "when", "minus", "divided", "by", "which",
+                              "his", "previous", "but", "that's", "incorrect", "apples", "and", "hour", "45",
+                              "minutes", "no", "2.01", "six", "####", "Answer:", "\n", ",", "."]),
+             max_size=25).map(" ".join),
 )
 
 
@@ -287,6 +292,9 @@ def test_scoring_any_answer(text, ref, scorer, policy, outcome):
     for fn in (extract.extract_auto, extract.extract_label, extract.extract_choice, extract.strip_reasoning,
                extract.extract_boxed, extract.extract_answer):
         call(fn, text)
+    q = "Ana has 13 apples and Omar has 7. How many more apples does Ana have than Omar?"
+    call(score_response, text, None, ref, "numeric", policy, prompt=q, finish_reason="length")
+    call(extract.extract_number, text, cut_off=False, question=q)
     call(parse_verdict, text, RUBRICS["default"])
 
 
