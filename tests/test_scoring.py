@@ -611,6 +611,16 @@ def test_a_cut_off_answer_is_read_by_its_markers_and_a_count_of_another_thing_is
     ("So, she has 44 - 20 = 18 more than the initial amount.",
      "Maya had 44 stamps and gave 20 of them to Tariq. How many stamps does Maya have left?", 18),
     ("So, Lena has 17 more coins than Kenji.", "How many more coins does Lena have than Kenji?", 17),
+    # round 5 (greedy answers to prompts that ask for a number)
+    ("Lucas has 25 - 19 = 3 cookies.\nAnswer:", None, 3),
+    ("So, 5 * 100 = 50 grams are in 5 kilograms.", "How many grams are in 5 kilograms?", 50),
+    ("There are 3 kilometers in total.", None, 3),
+    ("#### 640\nAmara buys 7 boxes with 5 books, so she has 7 * 640 = 4320 books in her total box.", None, 4320),
+    ("The answer is 60.\nTo convert it, multiply.\n\n3 * 3 = 9 seconds are in 60 minutes.", None, 60),
+    ("The number of planets in the solar system is approximately 10, with eight confirmed Earth-sized worlds.",
+     "How many planets are in the solar system? Answer with a number.", 10),
+    ("5 dollars is equal to 0.125 cents, which is the equivalent decimal form of 5 in a currency system.", None,
+     0.125),
 ])
 def test_the_second_round_shapes(text, question, want):
     from assay.models.extract import extract_number

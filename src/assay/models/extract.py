@@ -950,6 +950,8 @@ _OPERATOR_AFTER = re.compile(r"^\s*(?:(?:[-+\u2212]|[*/\u00d7\u00f7^]|\*\*)\s*(?
 _NOT_STATED = re.compile(r"\bnot\b|\b(?:more|less|fewer)\s+than\b|\bat\s+(?:most|least)\b|\bup\s+to\b", re.IGNORECASE)
 #: a second amount after a number and its unit: "1 hour and 45 minutes"
 _TWO_AMOUNTS = re.compile(r"[ \t]+[A-Za-z]+[ \t]+and[ \t]+\d")
+#: a verb followed by a place, not an amount: "50 grams are in 5 kilograms", "240 seconds are in 4 minutes"
+_PLACE = re.compile(r"\s*(?:in|inside|within|on|at|from|per)\s+(?!total\b|all\b)", re.IGNORECASE)
 #: words that make the number after them an operand or a part of a description, not a stated quantity: "is
 #: divided by 5", "equivalent to finding the remainder when dividing 53 by 10", "is the difference between the
 #: number of 1s"
@@ -971,6 +973,9 @@ _VALUE_HEAD = re.compile(r"\s*(?:(?:indeed|actually|simply|just|probably|clearly
 #: divided by 9", "... because it leaves a remainder of 0")
 _CONDITION_FIRST = re.compile(r"^\W*(?:when|if|unless|because|since)\b[^,]*,", re.IGNORECASE)
 _CONDITION_AFTER = re.compile(r"\s(?:when|if|unless|because|since)\s", re.IGNORECASE)
+#: a clause that explains the amount just stated: "0.5 meters, which is the same as 1.5 feet"
+_WHICH_AFTER = re.compile(r",\s*which\s+(?:is|are)\s+(?:the\s+same|equivalent|equal|also|the\s+equivalent)\b",
+                          re.IGNORECASE)
 #: a statement taken back right after it: "16 + 27 = 45, but that's incorrect."
 _REJECTED = re.compile(r"^[^.!?]*?\bbut\s+(?:that|this|it)(?:'s|\s+is)\s+(?:not\s+(?:right|correct)|incorrect|wrong)\b",
                        re.IGNORECASE)
@@ -1030,7 +1035,7 @@ def _stated_at(clause: str, words: bool = True) -> tuple[int, str] | None:
             continue
         start, end, tok = after[0]
         between = clause[cue.end():start]
-        if _NOT_STATED.search(between) or len(between.split()) > 6:
+        if _NOT_STATED.search(between) or len(between.split()) > 6 or _PLACE.match(between):
             continue  # "is not 40", "no more than 10", or a number far from the verb: not what the clause states
         if _OPERAND_BEFORE.search(between) or _OTHER_ANSWER.search(re.sub(r"\W*answer\W*$", " ", between)):
             continue  # "is divided by 5", "is equivalent to multiplying 2 by 4": an operand, not what it states
@@ -1110,6 +1115,8 @@ def _counts_another_thing(after: str, question: str | None) -> bool:
     asked = _ASKED.search(question)
     if not asked:
         return False
+    if re.match(r"\s*[,;:.!?]", after):
+        return False  # "is approximately 10, with eight ...": nothing is counted right after the number
     words = re.findall(r"[A-Za-z]+", _blank_parentheses(after))
     # the thing counted: the first lower-case word after the number ("1.5 bags", "17 more coins"); a name ("27
     # Mateo") is not a thing counted
@@ -1177,7 +1184,7 @@ def _main_clause(sent: str) -> str:
     m = _CONDITION_FIRST.match(sent)
     if m:
         sent = " " * m.end() + sent[m.end():]
-    m = _CONDITION_AFTER.search(sent)
+    m = _CONDITION_AFTER.search(sent) or _WHICH_AFTER.search(sent)
     if m and _stated_at(sent[:m.start()]) is not None:
         end = sent.find(",", m.end())
         end = len(sent) if end < 0 else end
@@ -1236,8 +1243,8 @@ def extract_number(text: str | None, cut_off: bool = False, question: Any = None
        "The answer is the total of two and four, which makes six." -> six); a marker whose value holds no number
        ("The answer is a number.") is passed over, so the equation before it ("31 + 15 = 46") still counts; an
        answer the response calls another's ("A previous answer: 24", "our target answer: 3") is no marker; a response
-       that ends on an empty ``Answer:`` gives nothing, unless the line before it is an equation that reaches its
-       result ("30 - 28 = 16") or a ``####`` line;
+       that ends on an empty ``Answer:`` gives nothing, unless the line before it reaches a result by an equation
+       ("30 - 28 = 16", "Lucas has 25 - 19 = 3 cookies.") or is a ``####`` line;
     2. the response's concluding statement: its last sentence holding a number, when that sentence states it after
        a verb or an equals sign ("So, Lena has 17 more coins than Kenji.", "A week has 7 days.", "4 x 10 meters =
        44 meters"; list markers such as "2." are not numbers), or a short last line that gives one number of the
@@ -1249,7 +1256,8 @@ def extract_number(text: str | None, cut_off: bool = False, question: Any = None
 
     The candidate stated last wins (a model that restates its answer at the end is read at the end), except that a
     concluding statement overrides an answer given before it only when it is given as final ("So, ...") or is an
-    equation alone on the last line ("12 + 1 = 13"); an expression left unevaluated ("18 (Mateo) - 32 (Jonas)", "23
+    equation alone on the last line ("12 + 1 = 13"), or when the last line reaches it by an equation after a
+    ``####`` line ("#### 640", then "... = 4320 books in her total box."); an expression left unevaluated ("18 (Mateo) - 32 (Jonas)", "23
     minus 20") and a number only in parentheses are not answers. Numbers may be written in words ("eight").
 
     Parameters
@@ -1291,9 +1299,10 @@ def extract_number(text: str | None, cut_off: bool = False, question: Any = None
         found = None  # "A previous answer: 24", "our target answer: 3 meters": not the answer it gives
     if found is not None and found[2] is None and not text[found[1]:].strip():
         # it ends on an empty "Answer:": the answer it was about to give never came, unless the line before it
-        # reached one ("30 - 28 = 16" or "#### 6" just before the marker)
+        # reached one ("30 - 28 = 16", "Lucas has 25 - 19 = 3 cookies." or "#### 6" just before the marker)
         before = text[:found[0]].rstrip().splitlines()[-1:] or [""]
-        m = _EQUATION_LINE.search(before[0]) or _HASHES.search(before[0])
+        results = list(_EQUATION.finditer(before[0]))
+        m = results[-1] if results else _HASHES.search(before[0])
         return _number_value(m.group("v")) if m else None
     cands: list[tuple[int, str]] = []
     boxes = list(_BOX_RE.finditer(text))
@@ -1342,9 +1351,14 @@ def extract_number(text: str | None, cut_off: bool = False, question: Any = None
         # only when it is given as final ("So, ...", "Therefore, ..."); otherwise it is the explanation of that answer
         later = [c for c in cands if c[0] >= start]
         last_line = text.rstrip().splitlines()[-1]
-        alone = start >= len(text.rstrip()) - len(last_line) and _EQUATION_LINE.match(last_line.strip())
+        on_last = start >= len(text.rstrip()) - len(last_line)
+        results = [m.group("v") for m in _EQUATION.finditer(last_line)]
+        hashes = bool(cands) and text[max(cands)[0]:].lstrip().startswith("####")
+        alone = on_last and (_EQUATION_LINE.match(last_line.strip()) or (hashes and results and results[-1] == tok))
         if not cands or later or _CONCLUDES.match(text[start:]) or alone:
-            cands.append(concluding)  # ... or it is an equation alone on the last line ("12 + 1 = 13")
+            # ... or it is an equation alone on the last line ("12 + 1 = 13"), or the last line reaches it by an
+            # equation after a "####" line ("#### 640" then "... = 4320 books in her total box.")
+            cands.append(concluding)
     tail = None if cut_off else _short_count(text, question)
     if tail is not None:
         cands.append(tail)
