@@ -616,6 +616,8 @@ def test_a_cut_off_answer_is_read_by_its_markers_and_a_count_of_another_thing_is
     ("So, 5 * 100 = 50 grams are in 5 kilograms.", "How many grams are in 5 kilograms?", 50),
     ("There are 3 kilometers in total.", None, 3),
     ("#### 640\nAmara buys 7 boxes with 5 books, so she has 7 * 640 = 4320 books in her total box.", None, 4320),
+    ("Lucas has 6 + 11 = 17.\n#### 1\nLucas has a total of 18 balloons.", None, 18),
+    ("#### 7\nLet's check: 3 + 4 = 7 apples.\nThat is how we count.", None, 7),
     ("The answer is 60.\nTo convert it, multiply.\n\n3 * 3 = 9 seconds are in 60 minutes.", None, 60),
     ("The number of planets in the solar system is approximately 10, with eight confirmed Earth-sized worlds.",
      "How many planets are in the solar system? Answer with a number.", 10),

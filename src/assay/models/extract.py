@@ -1256,8 +1256,8 @@ def extract_number(text: str | None, cut_off: bool = False, question: Any = None
 
     The candidate stated last wins (a model that restates its answer at the end is read at the end), except that a
     concluding statement overrides an answer given before it only when it is given as final ("So, ...") or is an
-    equation alone on the last line ("12 + 1 = 13"), or when the last line reaches it by an equation after a
-    ``####`` line ("#### 640", then "... = 4320 books in her total box."); an expression left unevaluated ("18 (Mateo) - 32 (Jonas)", "23
+    equation alone on the last line ("12 + 1 = 13"), or is the last line and follows a ``####`` line ("#### 1",
+    then "Lucas has a total of 18 balloons."); an expression left unevaluated ("18 (Mateo) - 32 (Jonas)", "23
     minus 20") and a number only in parentheses are not answers. Numbers may be written in words ("eight").
 
     Parameters
@@ -1352,12 +1352,11 @@ def extract_number(text: str | None, cut_off: bool = False, question: Any = None
         later = [c for c in cands if c[0] >= start]
         last_line = text.rstrip().splitlines()[-1]
         on_last = start >= len(text.rstrip()) - len(last_line)
-        results = [m.group("v") for m in _EQUATION.finditer(last_line)]
         hashes = bool(cands) and text[max(cands)[0]:].lstrip().startswith("####")
-        alone = on_last and (_EQUATION_LINE.match(last_line.strip()) or (hashes and results and results[-1] == tok))
+        alone = on_last and (_EQUATION_LINE.match(last_line.strip()) or hashes)
         if not cands or later or _CONCLUDES.match(text[start:]) or alone:
-            # ... or it is an equation alone on the last line ("12 + 1 = 13"), or the last line reaches it by an
-            # equation after a "####" line ("#### 640" then "... = 4320 books in her total box.")
+            # ... or it is an equation alone on the last line ("12 + 1 = 13"), or the last line, after a "####"
+            # line ("#### 1" then "Lucas has a total of 18 balloons.")
             cands.append(concluding)
     tail = None if cut_off else _short_count(text, question)
     if tail is not None:
