@@ -66,7 +66,7 @@ def _offered():
 @pytest.mark.slow
 @pytest.mark.parametrize("task", _offered())
 def test_every_offered_task_scores_its_oracle_and_only_it(task):
-    """10 generated instances per task (up to 0.75 s each to generate: arc_agi, knight_swap): the oracle answer,
+    """10 generated instances per task (up to 0.15 s each to generate: knight_swap, futoshiki): the oracle answer,
     boxed as the instruction asks, scores 1.0; a junk answer and the oracle of another instance (when different)
     never do. The scorer sees the answer unchanged.
     n_queens has many valid solutions (another instance's board may be one), so there only the junk answer is checked."""
@@ -100,3 +100,20 @@ def test_answers_reach_the_scorer_unchanged():
     assert _extract("\\boxed{}") == ""
     assert _extract("Answer: Yes, All") == "Yes, All"
     assert _extract("no answer here") is None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task", sorted(__import__("assay.benchmarks.reasoning_gym", fromlist=["x"]).SEED_FREE_INIT))
+def test_a_dataset_built_once_gives_what_one_built_per_instance_gives(task):
+    """The tasks whose data is read once per config (SEED_FREE_INIT): each instance equals the first item of a
+    dataset built with that instance's seed (question, answer and metadata), over several configs' worth of draws."""
+    import reasoning_gym as rg
+
+    gen = get_generator(f"reasoning_gym:{task}")
+    rng = np.random.default_rng(7)
+    insts = [gen.generate({}, rng) for _ in range(3)]
+    assert len(gen._datasets) == 1 and len({i.metadata["seed"] for i in insts}) == 3  # built once, three seeds
+    for inst in insts:
+        fresh = rg.create_dataset(task, size=1, seed=inst.metadata["seed"])[0]
+        assert inst.metadata["entry"] == fresh
+        assert inst.reference == fresh["answer"]
