@@ -964,7 +964,7 @@ _OPERAND_BEFORE = re.compile(r"\b(?:by|minus|plus|times|over|dividing|multiplyin
 _LIST_MARKER = re.compile(r"^\s*(?:(?:step\s+)?\d+\s*[.):]|[-*\u2022])\s+", re.IGNORECASE)
 #: a sentence that opens as a conclusion: "So, ...", "Therefore ...", "In total ..."
 _CONCLUDES = re.compile(r"^\W*(?:so|therefore|thus|hence|in\s+total|in\s+all|this\s+means|finally)\b", re.IGNORECASE)
-#: a line that is an equation ending on its result: "30 - 28 = 16", "#### 6"
+#: a line that is an equation ending on its result: "30 - 28 = 16"
 _EQUATION_LINE = re.compile(r"^[^=\n]*\d[^=\n]*=\s*(?P<v>[-+]?\d[\d,]*(?:\.\d+)?)\s*$")
 #: what may come before the number an answer's value opens with: "indeed 2", "about 30"
 _VALUE_HEAD = re.compile(r"\s*(?:(?:indeed|actually|simply|just|probably|clearly|exactly|approximately|about|roughly|"
@@ -1038,7 +1038,8 @@ def _stated_at(clause: str, words: bool = True) -> tuple[int, str] | None:
         if _NOT_STATED.search(between) or len(between.split()) > 6 or _PLACE.match(between):
             continue  # "is not 40", "no more than 10", or a number far from the verb: not what the clause states
         if _OPERAND_BEFORE.search(between) or _OTHER_ANSWER.search(re.sub(r"\W*answer\W*$", " ", between)):
-            continue  # "is divided by 5", "is equivalent to multiplying 2 by 4": an operand, not what it states
+            continue  # "is divided by 5", "equivalent to multiplying 2 by 4", "equal to our target answer: 3": an
+            # operand or another's answer, not what the clause states
         if (re.search(r"[+*/\u00d7\u00f7^]|\s-\s", between) or _OPERATOR_AFTER.match(clause[end:])
                 or _TWO_AMOUNTS.match(clause[end:])):
             return start, ""  # an expression, a range or two amounts ("1 hour and 45 minutes"): no one number
