@@ -169,6 +169,19 @@ class LiveServer:
         with urllib.request.urlopen(req, timeout=timeout) as r:
             return json.loads(r.read())
 
+    def chat(self, messages: list[dict], *, temperature: float, max_tokens: int, seed: int | None = None) -> dict | None:
+        """One chat completion's first choice (``message``, ``finish_reason``), or None when the server refuses the
+        prompt (HTTP 400: too long for its context window); ``seed`` goes in the request body when given."""
+        body = {"model": self.alias, "messages": messages, "temperature": temperature, "max_tokens": max_tokens}
+        if seed is not None:
+            body["seed"] = seed
+        try:
+            return self.post("/chat/completions", body)["choices"][0]
+        except urllib.error.HTTPError as e:
+            if e.code == 400:
+                return None
+            raise
+
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.startup_s
         while True:
