@@ -155,7 +155,8 @@ def test_fresh_numeric_answers_are_read_as_a_careful_reader_reads_them(half, n, 
     * ``dev3`` / ``test3`` (numeric3.jsonl, issue 37's second round): 150 new questions in eight phrasings, greedy and
       at 0.8, and the bank's questions at 0.8 under a tutor system prompt, each labelled by two readers (374 of 380
       agreed; a third decided the 6 others); before is extract_number as the first round left it. The rules were
-      revised on ``dev3`` (160 -> 173 of 185); ``test3`` then read 159 -> 160 of 195 (0.821, Wilson [0.761, 0.868]):
+      revised on ``dev3`` (160 -> 173 of 185); ``test3`` then read 159 -> 160 of 195 (0.821, Wilson [0.761, 0.868];
+      measured on the working tree, the two revisions were committed together):
       the revision hardly carried over, so the rules were revised again on both halves (176 of 195 now); the held-out
       measure of these rules is round 4;
     * ``r4`` (numeric4.jsonl): 380 more answers collected and labelled the same way (374 of 380 agreed), read once
@@ -170,7 +171,8 @@ def test_fresh_numeric_answers_are_read_as_a_careful_reader_reads_them(half, n, 
       rules were final: 278 (0.927) with round 1's rules, 283 (0.943, Wilson 95% [0.911, 0.964]) with the final ones;
       then one change its misses prompted (a last line after a "####" line overrides it): 286.
 
-    A rule change that reads fewer of these as the readers did fails here."""
+    A rule change that reads fewer of these as the readers did fails here; every figure is printed again by
+    ``tests/fixtures/live_corpus/measure_numeric.py`` (the corpus README)."""
     recs = [r for r in NUMERIC if r["half"] == half]
     assert len(recs) == n
     k = sum(_agrees(r) for r in recs)
