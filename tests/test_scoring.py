@@ -623,6 +623,33 @@ def test_a_cut_off_answer_is_read_by_its_markers_and_a_count_of_another_thing_is
      "How many planets are in the solar system? Answer with a number.", 10),
     ("5 dollars is equal to 0.125 cents, which is the equivalent decimal form of 5 in a currency system.", None,
      0.125),
+    # round 7 (greedy and at 0.8): a statement taken back, "it's", a which-clause in the unit asked, a so-clause
+    # in "X is the answer", an aside, a term with an unknown, a where-clause, numbers in words of the thing counted
+    ("11*6 = 62 is incorrect.", None, None),
+    ("11*6 = 62 is the product.", None, 62),
+    ("The standard piano has 88 keys, but 88 is not a correct answer.", None, None),
+    ("49-35 = 10 cookies.\nInes also has 10 more cookies than Mateo does, but that is not possible.", None, 10),
+    ("In September, it's approximately 31 days.", None, 31),
+    ("It's an exception to the traditional 365 days in a normal year.", "How many days are in a leap year?", None),
+    ("23 centimeters is equal to 0.15 meters, which is the equivalent of 15 millimeters.",
+     "How many millimeters are in 23 centimeters?", 15),
+    ("5 dollars is equal to 0.125 cents, which is the equivalent decimal form of 5 in a system where it's often "
+     "represented as 12.5 cents.", "How many cents are in 5 dollars?", 0.125),  # the which-clause states 5, not cents
+    ("28 is less than 22, so 20 apples is the answer.", None, 20),
+    ("Lena will have 49 more stamps than Jonas, which is a multiple of 3 (also the result of 2^(2*n)).", None, 49),
+    ("Lena will have 2^5 more stamps than Jonas.", None, None),
+    ("So the answer is 3x + 1.", None, None),
+    ("We can think of it as 2 * 10 = 2x, where x is the number left.", None, None),
+    ("So the answer is 3 x 4 = 12.", None, 12),
+    ("The sum of 34 and 16 is 52, which can be written as a + b, where a = 34 and b = 16.", None, 52),
+    ("Two-thirds of 23 is two seconds.", "How many seconds are in 23 minutes?", 2),
+    ("Two-thirds of 23 is two steps.", "How many seconds are in 23 minutes?", None),
+    ("Three hundred and three stickers are left.",
+     "Maya had 34 stickers and gave 17 of them to Priya. How many stickers does Maya have left?", 303),
+    ("Three hundred and three boxes are left.",
+     "Maya had 34 stickers and gave 17 of them to Priya. How many stickers does Maya have left?", None),
+    ("1. 25 + 4 = 30\nAdd this to your mind, it's 30 more than 27.", "Add 51 and 28.", 30),
+    ("A non-leap year is 1 more than a leap year.", "How many days are in a non-leap year?", None),
 ])
 def test_the_second_round_shapes(text, question, want):
     from assay.models.extract import extract_number

@@ -697,6 +697,8 @@ _ADVERBS = ("usually", "actually", "simply", "indeed", "just", "probably", "alwa
 _IS_THE_ANSWER = re.compile(r"(?P<v>(?:[^\n.!?]|(?<=\d)\.(?=\d))*?)\s*,?\s*(?:which\s+)?is\s+(?:the|his|her|my|our|their)\s+"
                             r"(?:final\s+|correct\s+|right\s+)?answer\b",
                             re.IGNORECASE)
+#: the conclusion inside an "X is the answer" statement: "28 is less than 22, so 20 apples"
+_SO_CLAUSE = re.compile(r"(?:^|[,;]\s*)(?:so|therefore|thus|hence)\b,?\s*", re.IGNORECASE)
 #: a first line that is one token, alone or followed by an explanation: "32", "Astra-nar", "April - The month..."
 _LEADING_TOKEN = re.compile(r"^(?P<v>[^\s,;:]+?)[.!]?(?:\s+[-\u2013\u2014]\s+(?=[A-Za-z]).*|,\s+(?=[A-Za-z]).*)?$")
 #: the most words a one-line answer may have to be taken whole ("Dusk", "Day before tomorrow")
@@ -935,9 +937,9 @@ def word_number(s: str) -> int | None:
 #: token ("4oola", "x2")
 _NUMBER_TOKEN = re.compile(
     r"(?<![\w.,/])(?:[-+]|\u2212)?\$?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?(?:\s*/\s*\d+(?:\.\d+)?)?%?"
-    r"(?:(?=(?!(?:st|nd|rd|th)\b)[A-Za-z]{1,3}(?![\w]))|(?![\w/]|\.\d))")
+    r"(?:(?=(?!(?:st|nd|rd|th|[xyzn])\b)[A-Za-z]{1,3}(?![\w]))|(?![\w/]|\.\d))")
 #: what states a quantity before it: "=", "is", "has", "makes", "gives", "equals", "a total of", "≈" ...
-_CUE = re.compile(r"(?:=|\u2248|~|\b(?:is|are|was|were|equals?|equal\s+to|equivalent\s+to|has|have|had|makes?|gives?|get|gets|"
+_CUE = re.compile(r"(?:=|\u2248|~|\bit['\u2019]s\b|\b(?:is|are|was|were|equals?|equal\s+to|equivalent\s+to|has|have|had|makes?|gives?|get|gets|"
                   r"becomes?|leaves?|total\s+of|comes?\s+to|adds?\s+up\s+to|consists?\s+of|contains?|"
                   r"simplif(?:y|ies)\s+to|round(?:s|ed)?(?:\s+(?:down|up))?\s+to)\b)", re.IGNORECASE)
 #: an unevaluated expression or a range right after a number: "18 - 32", "2 * 13", "6*8", "6 * Tariq's amount",
@@ -970,14 +972,19 @@ _EQUATION_LINE = re.compile(r"^[^=\n]*\d[^=\n]*=\s*(?P<v>[-+]?\d[\d,]*(?:\.\d+)?
 _VALUE_HEAD = re.compile(r"\s*(?:(?:indeed|actually|simply|just|probably|clearly|exactly|approximately|about|roughly|"
                          r"around)\s+)*", re.IGNORECASE)
 #: a condition that opens a sentence ("When you have 30, ..."), and one that follows the main clause ("... 35 when
-#: divided by 9", "... because it leaves a remainder of 0")
+#: divided by 9", "... because it leaves a remainder of 0", "... where a = 34 and b = 16")
 _CONDITION_FIRST = re.compile(r"^\W*(?:when|if|unless|because|since)\b[^,]*,", re.IGNORECASE)
-_CONDITION_AFTER = re.compile(r"\s(?:when|if|unless|because|since)\s", re.IGNORECASE)
+_CONDITION_AFTER = re.compile(r"\s(?:when|if|unless|because|since|where)\s", re.IGNORECASE)
 #: a clause that explains the amount just stated: "0.5 meters, which is the same as 1.5 feet"
 _WHICH_AFTER = re.compile(r",\s*which\s+(?:is|are)\s+(?:the\s+same|equivalent|equal|also|the\s+equivalent)\b",
                           re.IGNORECASE)
-#: a statement taken back right after it: "16 + 27 = 45, but that's incorrect."
-_REJECTED = re.compile(r"^[^.!?]*?\bbut\s+(?:that|this|it)(?:'s|\s+is)\s+(?:not\s+(?:right|correct)|incorrect|wrong)\b",
+#: a term with an unknown written against its number: "2x", "3y + 1"
+_ALGEBRA = re.compile(r"\s*[-+]?\d+(?:\.\d+)?[xyzn]\b")
+#: a statement taken back right after it: "16 + 27 = 45, but that's incorrect.", "... has 88 keys, but 88 is not a
+#: correct answer", "11*6 = 62 is incorrect.", "30 + 21 = 51 is not possible"
+_REJECTED = re.compile(r"^[^.!?]*?\bbut\s+(?:that|this|it|[-+]?\d[\d,.]*)(?:'s|\s+is)\s+"
+                       r"(?:not\s+(?:a\s+)?(?:right|correct|possible)|incorrect|wrong)\b"
+                       r"|^\s*(?:is|was)\s+(?:not\s+(?:a\s+)?(?:right|correct|possible)|incorrect|wrong)\b",
                        re.IGNORECASE)
 #: a first line that is a number with a gloss in parentheses: "13 (months)"
 _GLOSSED_LEAD = re.compile(r"^\s*([-+]?\d[\d,]*(?:\.\d+)?)\s*\([^()\n]*\)[ \t]*[.!]?[ \t]*\n")
@@ -1030,11 +1037,15 @@ def _stated_at(clause: str, words: bool = True) -> tuple[int, str] | None:
     if not nums:
         return None
     for cue in reversed(list(_CUE.finditer(clause))):
+        if _ALGEBRA.match(clause, cue.end()):
+            return cue.end(), ""  # "= 2x", "is 3x + 1": a term with an unknown, no number
         after = [n for n in nums if n[0] >= cue.end()]
         if not after:
             continue
         start, end, tok = after[0]
         between = clause[cue.end():start]
+        if cue.group(0)[:2].lower() == "it" and _VALUE_HEAD.match(between).end() != len(between):
+            continue  # "It's an exception to the traditional 365 days": "it's" states only the number right after it
         if _NOT_STATED.search(between) or len(between.split()) > 6 or _PLACE.match(between):
             continue  # "is not 40", "no more than 10", or a number far from the verb: not what the clause states
         if _OPERAND_BEFORE.search(between) or _OTHER_ANSWER.search(re.sub(r"\W*answer\W*$", " ", between)):
@@ -1053,8 +1064,8 @@ def _number_value(s: str) -> str | None:
     one thousand" -> 9), else its last number; an operand is never the value ("the difference between the number of
     1s ..."); ``None`` without one, for an unevaluated expression ("18 (Mateo) - 32 (Jonas)", "23 minus 20") and for
     a value that is no answer ("not provided", "to use trial and error")."""
-    if not s or re.match(r"^\W*(?:not|to)\b", s, re.IGNORECASE):
-        return None
+    if not s or re.match(r"^\W*(?:not|to)\b", s, re.IGNORECASE) or _ALGEBRA.match(s):
+        return None  # "not provided", "to use trial and error", "3x + 1"
     if _whole_number(normalize(s)) is not None:
         return s  # the whole value is a number: "1,000", "\\frac{1}{2}", "-3/4", "50%"
     x = _stated_at(s)
@@ -1179,18 +1190,67 @@ def _asked_number(clause: str, question: str | None, at: int, tok: str) -> str:
     return counted[0] if other or appended else tok
 
 
-def _main_clause(sent: str) -> str:
+def _main_clause(sent: str, question: str | None = None) -> str:
     """``sent`` without a condition or a reason (positions kept, blanked): "When you have 30, divide it by 3." has
-    no amount stated; "the result will be 35 when divided by 9 because ..." states 35."""
+    no amount stated; "the result will be 35 when divided by 9 because ..." states 35. A which-clause that gives the
+    amount in the unit the question asks for is kept ("0.15 meters, which is the equivalent of 15 millimeters")."""
     m = _CONDITION_FIRST.match(sent)
     if m:
         sent = " " * m.end() + sent[m.end():]
-    m = _CONDITION_AFTER.search(sent) or _WHICH_AFTER.search(sent)
-    if m and _stated_at(sent[:m.start()]) is not None:
-        end = sent.find(",", m.end())
-        end = len(sent) if end < 0 else end
-        sent = sent[:m.start()] + " " * (end - m.start()) + sent[end:]
+    for rx in (_CONDITION_AFTER, _WHICH_AFTER):  # each the first of its kind, the condition first
+        m = rx.search(sent)
+        if m and _stated_at(sent[:m.start()]) is not None:
+            end = sent.find(",", m.end())
+            end = len(sent) if end < 0 else end
+            if rx is _WHICH_AFTER and _states_asked(sent[m.start():end], question):
+                continue
+            sent = sent[:m.start()] + " " * (end - m.start()) + sent[end:]
     return sent
+
+
+def _states_asked(clause: str, question: str | None) -> bool:
+    """True when the number ``clause`` states is followed by the noun the question counts ("which is the equivalent
+    of 15 millimeters" when it asks how many millimeters)."""
+    asked = _ASKED.search(question) if question else None
+    found = _stated_at(clause) if asked else None
+    if not found or not found[1]:
+        return False
+    m = _COUNTED_NOUN.match(clause[found[0] + len(found[1]):])
+    return bool(m) and _stem(m.group(1)) == _stem(asked.group(1))
+
+
+def _words_count_asked(sent: str, question: str | None) -> bool:
+    """True when a number in words in ``sent`` counts the thing the question asks for ("is two seconds" when it asks
+    how many seconds): then numbers in words are read in that sentence, as digits are."""
+    asked = _ASKED.search(question) if question else None
+    if not asked:
+        return False
+    for m in _WORD_NUMBER.finditer(sent):
+        noun = _COUNTED_NOUN.match(sent[m.end():])
+        if noun and _stem(noun.group(1)) == _stem(asked.group(1)):
+            return True
+    return False
+
+
+#: what may follow "<number> <thing counted>" at the start of a sentence that states it: "... stickers are left"
+_OPENING_VERB = re.compile(r"[ \t]+(?:are|is|were|was|remain|remains)\b", re.IGNORECASE)
+
+
+def _opening_count(sent: str, question: str | None) -> tuple[int, str] | None:
+    """(position, number) of a sentence that opens with a number of the thing the question counts and a verb:
+    "Three hundred and three stickers are left.", "15 apples remain." when it asks how many stickers / apples."""
+    asked = _ASKED.search(question) if question else None
+    if not asked:
+        return None
+    head = _VALUE_HEAD.match(sent, len(sent) - len(sent.lstrip())).end()
+    nums = [n for n in _numbers_in(_blank_parentheses(sent)) if n[0] == head]
+    if not nums:
+        return None
+    start, end, tok = max(nums, key=lambda n: n[1])
+    noun = _COUNTED_NOUN.match(sent[end:])
+    if not noun or _stem(noun.group(1)) != _stem(asked.group(1)) or not _OPENING_VERB.match(sent[end + noun.end():]):
+        return None
+    return start, tok
 
 
 def _concluding_number(text: str, question: str | None = None) -> tuple[int, str] | None:
@@ -1208,26 +1268,38 @@ def _concluding_number(text: str, question: str | None = None) -> tuple[int, str
     A sentence that only restates the question's data ("Priya has 23 books and Omar has 17 books.") is passed over;
     a number that is an operand ("... is divided by 5") is not stated; when the stated number counts another thing
     or is tacked on ("18 more coins than Amara, which is 36"), the sentence's one number of the thing the question
-    asks for is taken instead."""
+    asks for is taken instead. A statement taken back ("11*6 = 62 is incorrect.", "..., but 88 is not a correct
+    answer") or a difference the question does not ask for ("1 more than a leap year") gives no number, unless an
+    earlier sentence reached the same number, which then stands. A number in words is read where it counts the thing
+    the question asks for ("... is two seconds"), and a sentence may open with its number ("Three hundred and three
+    stickers are left.")."""
     names = {(m.group(1) or m.group(2)).lower() for m in _ASSIGNED.finditer(text)}
     if len(names) >= 2 or re.search(r"\bthe\s+values\s+of\b", text, re.IGNORECASE):
         return None  # a list of values, not one answer
     digits = bool(_NUMBER_TOKEN.search(text))
     for start, sent in reversed(_sentences(text)):
-        sent = _main_clause(sent)
-        found = _stated_at(sent, words=not digits or bool(_CONCLUDES.match(sent)))
+        sent = _main_clause(sent, question)
+        found = _stated_at(sent, words=not digits or bool(_CONCLUDES.match(sent)) or _words_count_asked(sent, question))
+        if found is None:
+            found = _opening_count(sent, question)
         if found is None:
             if _NAMED_VALUE.match(sent):
                 return None
             continue
         at, tok = found
-        if not tok or _UNEVALUATED.search(sent) or re.search(r"square\s+root", sent, re.IGNORECASE):
+        aside = _blank_parentheses(sent)  # a power inside a parenthetical aside leaves the statement evaluated
+        if not tok or _UNEVALUATED.search(aside) or re.search(r"square\s+root", aside, re.IGNORECASE):
             return None  # it states an expression: no number, and nothing earlier stands for it
-        if _counts_another_thing(sent[at + len(tok):], question) or (
-                _relative(sent[at + len(tok):], question) and not re.search(r"=\s*$", sent[:at])):
+        if _counts_another_thing(sent[at + len(tok):], question):
             return None
-        if _REJECTED.search(sent[at + len(tok):]):
-            return None  # "16 + 27 = 45, but that's incorrect.": taken back, and nothing else given
+        if (_relative(sent[at + len(tok):], question) and not re.search(r"=\s*$", sent[:at])
+                or _REJECTED.search(sent[at + len(tok):])):
+            # "1 more than a leap year" when it asks how many, or "16 + 27 = 45, but that's incorrect.": no answer,
+            # unless an earlier sentence reached the same number ("1. 25 + 4 = 30" then "it's 30 more than 27";
+            # "49-35 = 10 cookies." then "Ines also has 10 more ..., but that is not possible")
+            if any(t == tok for _, _, t in _numbers_in(_blank_parentheses(text[:start]))):
+                continue
+            return None
         if _restates(sent, question):
             continue  # "Omar has 17 books." when the question says "Omar has 17": the question's data, not an answer
         return start, _asked_number(sent, question, at, tok)
@@ -1330,7 +1402,9 @@ def extract_number(text: str | None, cut_off: bool = False, question: Any = None
             if rx is _HASHES:
                 break
     for m in _IS_THE_ANSWER.finditer(text):
-        v = _number_value(m.group("v"))
+        v = m.group("v")
+        so = list(_SO_CLAUSE.finditer(v))
+        v = _number_value(v[so[-1].end():] if so else v)  # "28 is less than 22, so 20 apples is the answer." -> 20
         if v is not None:
             cands.append((m.start(), v))
     stripped = _trim_value(text.strip())
