@@ -649,7 +649,18 @@ def test_a_cut_off_answer_is_read_by_its_markers_and_a_count_of_another_thing_is
     ("Three hundred and three boxes are left.",
      "Maya had 34 stickers and gave 17 of them to Priya. How many stickers does Maya have left?", None),
     ("1. 25 + 4 = 30\nAdd this to your mind, it's 30 more than 27.", "Add 51 and 28.", 30),
-    ("A non-leap year is 1 more than a leap year.", "How many days are in a non-leap year?", None),
+    # round 8: two numbers joined by "and", a difference a marker opens with, a conversion into the wrong unit, a
+    # statement disowned
+    ("The number is 40 and 13.", None, None),
+    ("The number is 40.", None, 40),
+    ("The answer is 2 more than Lucas's total of 100.", None, 2),
+    ("The answer is 1 more than 2*3 = 3+1 = 4.", None, 4),
+    ("16 meters is equal to 3.28084 meters, which is a decimal approximation.",
+     "How many centimeters are in 16 meters?", 3.28084),
+    ("There are now 1.5 bags with the same number of shells.",
+     "Tom has 2 bags with 3 shells in each bag. How many shells are there in all?", None),
+    ("23 meters is approximately 1.85 meters, which is close to my answer but not quite.",
+     "How many centimeters are in 23 meters?", None),
 ])
 def test_the_second_round_shapes(text, question, want):
     from assay.models.extract import extract_number

@@ -951,7 +951,7 @@ _OPERATOR_AFTER = re.compile(r"^\s*(?:(?:[-+\u2212]|[*/\u00d7\u00f7^]|\*\*)\s*(?
 #: 10", "at most 5"
 _NOT_STATED = re.compile(r"\bnot\b|\b(?:more|less|fewer)\s+than\b|\bat\s+(?:most|least)\b|\bup\s+to\b", re.IGNORECASE)
 #: a second amount after a number and its unit: "1 hour and 45 minutes"
-_TWO_AMOUNTS = re.compile(r"[ \t]+[A-Za-z]+[ \t]+and[ \t]+\d")
+_TWO_AMOUNTS = re.compile(r"(?:[ \t]+[A-Za-z]+)?[ \t]+and[ \t]+\d")
 #: a verb followed by a place, not an amount: "50 grams are in 5 kilograms", "240 seconds are in 4 minutes"
 _PLACE = re.compile(r"\s*(?:in|inside|within|on|at|from|per)\s+(?!total\b|all\b)", re.IGNORECASE)
 #: words that make the number after them an operand or a part of a description, not a stated quantity: "is
@@ -978,13 +978,18 @@ _CONDITION_AFTER = re.compile(r"\s(?:when|if|unless|because|since|where)\s", re.
 #: a clause that explains the amount just stated: "0.5 meters, which is the same as 1.5 feet"
 _WHICH_AFTER = re.compile(r",\s*which\s+(?:is|are)\s+(?:the\s+same|equivalent|equal|also|the\s+equivalent)\b",
                           re.IGNORECASE)
+#: the opening of a conversion's statement: "16 meters is equal to ", "20 years is approximately "
+_CONVERSION = re.compile(r"^\W*[-+]?\d[\d,.]*\s+[A-Za-z]+\s+(?:is|are|equals)\s+(?:(?:approximately|about|roughly|exactly)\s+)?"
+                         r"(?:(?:equal|equivalent)\s+to\s+)?(?:(?:approximately|about|roughly)\s+)?$", re.IGNORECASE)
 #: a term with an unknown written against its number: "2x", "3y + 1"
 _ALGEBRA = re.compile(r"\s*[-+]?\d+(?:\.\d+)?[xyzn]\b")
 #: a statement taken back right after it: "16 + 27 = 45, but that's incorrect.", "... has 88 keys, but 88 is not a
-#: correct answer", "11*6 = 62 is incorrect.", "30 + 21 = 51 is not possible"
+#: correct answer", "11*6 = 62 is incorrect.", "30 + 21 = 51 is not possible", "..., which is close to my answer but
+#: not quite"
 _REJECTED = re.compile(r"^[^.!?]*?\bbut\s+(?:that|this|it|[-+]?\d[\d,.]*)(?:'s|\s+is)\s+"
                        r"(?:not\s+(?:a\s+)?(?:right|correct|possible)|incorrect|wrong)\b"
-                       r"|^\s*(?:is|was)\s+(?:not\s+(?:a\s+)?(?:right|correct|possible)|incorrect|wrong)\b",
+                       r"|^\s*(?:is|was)\s+(?:not\s+(?:a\s+)?(?:right|correct|possible)|incorrect|wrong)\b"
+                       r"|^[^.!?]*?\bbut\s+not\s+quite\b",
                        re.IGNORECASE)
 #: a first line that is a number with a gloss in parentheses: "13 (months)"
 _GLOSSED_LEAD = re.compile(r"^\s*([-+]?\d[\d,]*(?:\.\d+)?)\s*\([^()\n]*\)[ \t]*[.!]?[ \t]*\n")
@@ -1068,6 +1073,12 @@ def _number_value(s: str) -> str | None:
         return None  # "not provided", "to use trial and error", "3x + 1"
     if _whole_number(normalize(s)) is not None:
         return s  # the whole value is a number: "1,000", "\\frac{1}{2}", "-3/4", "50%"
+    head = _VALUE_HEAD.match(s).end()
+    first = _NUMBER_TOKEN.match(s, head)
+    if first and re.match(r"\s+(?:more|less|fewer)\s+than\b[^=]*$", s[first.end():], re.IGNORECASE):
+        # "The answer is 2 more than Lucas's total of 100." -> 2, the difference it gives (but "1 more than 2*3 =
+        # 3+1 = 4" reaches 4)
+        return first.group(0)
     x = _stated_at(s)
     if x is not None:
         return x[1] or None
@@ -1290,7 +1301,7 @@ def _concluding_number(text: str, question: str | None = None) -> tuple[int, str
         aside = _blank_parentheses(sent)  # a power inside a parenthetical aside leaves the statement evaluated
         if not tok or _UNEVALUATED.search(aside) or re.search(r"square\s+root", aside, re.IGNORECASE):
             return None  # it states an expression: no number, and nothing earlier stands for it
-        if _counts_another_thing(sent[at + len(tok):], question):
+        if _counts_another_thing(sent[at + len(tok):], question) and not _CONVERSION.match(sent[:at]):
             return None
         if (_relative(sent[at + len(tok):], question) and not re.search(r"=\s*$", sent[:at])
                 or _REJECTED.search(sent[at + len(tok):])):
