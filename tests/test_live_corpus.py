@@ -171,7 +171,7 @@ def test_fresh_numeric_answers_are_read_as_a_careful_reader_reads_them(half, n, 
       (0.950, Wilson 95% [0.919, 0.969]); then five rules its misses prompted (no loss on the 1,560 answers above):
       291; 292 after round 8's;
     * ``r6`` (numeric6.jsonl): 300 more such answers, two readers (298 of 300 agreed), read once after round 5's
-      rules were final: 278 (0.927) with round 1's rules, 283 (0.943, Wilson 95% [0.911, 0.964]) with the final ones;
+      rules were final: 278 (0.927) with round 1's rules, 283 (0.943, Wilson 95% [0.911, 0.964]) with round 5's;
       then one change its misses prompted (a last line after a "####" line overrides it): 286; 287 after round
       7's, 289 after round 8's;
     * ``r7`` (numeric7.jsonl): 200 new questions phrased to ask for a number, greedy and at temperature 0.8, two
@@ -194,7 +194,8 @@ def test_fresh_numeric_answers_are_read_as_a_careful_reader_reads_them(half, n, 
     k = sum(_agrees(r) for r in recs)
     assert k >= after, f"{half}: {k} of {len(recs)} read as labelled (was {after}; before: {before})"
     lo, hi = _wilson(k, len(recs))
-    if half not in ("r4", "r5", "r6", "r7", "r8", "r9"):  # where the rules were written, the gain is more than the interval: not noise
+    # where the rules were written, the gain is more than the interval: not noise
+    if half not in ("r4", "r5", "r6", "r7", "r8", "r9"):
         assert lo > before / len(recs), (lo, hi)
 
 

@@ -633,8 +633,8 @@ def test_a_cut_off_answer_is_read_by_its_markers_and_a_count_of_another_thing_is
     ("It's an exception to the traditional 365 days in a normal year.", "How many days are in a leap year?", None),
     ("23 centimeters is equal to 0.15 meters, which is the equivalent of 15 millimeters.",
      "How many millimeters are in 23 centimeters?", 15),
-    ("5 dollars is equal to 0.125 cents, which is the equivalent decimal form of 5 in a system where it's often "
-     "represented as 12.5 cents.", "How many cents are in 5 dollars?", 0.125),  # the which-clause states 5, not cents
+    (("5 dollars is equal to 0.125 cents, which is the equivalent decimal form of 5 in a system where it's often "
+      "represented as 12.5 cents."), "How many cents are in 5 dollars?", 0.125),  # the which-clause states 5
     ("28 is less than 22, so 20 apples is the answer.", None, 20),
     ("Lena will have 49 more stamps than Jonas, which is a multiple of 3 (also the result of 2^(2*n)).", None, 49),
     ("Lena will have 2^5 more stamps than Jonas.", None, None),
