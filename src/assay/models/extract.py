@@ -1130,13 +1130,24 @@ def _stem(word: str) -> str:
     return w
 
 
+def _asked_stem(question: str | None) -> str | None:
+    """The stem of the noun the question counts ("How many more marbles ..." -> "marble"), or ``None``."""
+    asked = _ASKED.search(question) if question else None
+    return _stem(asked.group(1)) if asked else None
+
+
+def _counts(after: str, want: str | None) -> tuple[bool, int]:
+    """(whether the words right after a number count the thing whose stem is ``want``, where that noun ends in
+    ``after``): "15 millimeters", "18 more coins"."""
+    m = _COUNTED_NOUN.match(after)
+    return (want is not None and m is not None and _stem(m.group(1)) == want), (m.end() if m else 0)
+
+
 def _counts_another_thing(after: str, question: str | None) -> bool:
     """True when a number followed by ``after`` counts another thing the question names than the one it asks for
     ("There are now 1.5 bags ..." when the question asks how many shells are in the bags)."""
-    if not question:
-        return False
-    asked = _ASKED.search(question)
-    if not asked:
+    want = _asked_stem(question)
+    if want is None:
         return False
     if re.match(r"\s*[,;:.!?]", after):
         return False  # "is approximately 10, with eight ...": nothing is counted right after the number
@@ -1147,7 +1158,7 @@ def _counts_another_thing(after: str, question: str | None) -> bool:
     if noun is None or not noun.islower():
         return False
     named = {_stem(w) for w in re.findall(r"[A-Za-z]+", question)}
-    return _stem(noun) != _stem(asked.group(1)) and _stem(noun) in named
+    return _stem(noun) != want and _stem(noun) in named
 
 
 #: the noun right after a number: "18 more coins" -> coins, "2 weeks" -> weeks
@@ -1181,10 +1192,9 @@ def _asked_number(clause: str, question: str | None, at: int, tok: str) -> str:
     when ``tok`` counts another thing or is tacked on after it: "Ines has a total of 18 more coins than Amara, which
     is 36" -> 18 when the question asks how many more coins. A number the question gives is not taken ("gave 13
     cookies to Ines")."""
-    asked = _ASKED.search(question) if question else None
-    if not asked:
+    want = _asked_stem(question)
+    if want is None:
         return tok
-    want = _stem(asked.group(1))
     given = {t for _, _, t in _numbers_in(question, words=False)}
     blank = _blank_parentheses(clause)
     counted = []
@@ -1222,25 +1232,16 @@ def _main_clause(sent: str, question: str | None = None) -> str:
 def _states_asked(clause: str, question: str | None) -> bool:
     """True when the number ``clause`` states is followed by the noun the question counts ("which is the equivalent
     of 15 millimeters" when it asks how many millimeters)."""
-    asked = _ASKED.search(question) if question else None
-    found = _stated_at(clause) if asked else None
-    if not found or not found[1]:
-        return False
-    m = _COUNTED_NOUN.match(clause[found[0] + len(found[1]):])
-    return bool(m) and _stem(m.group(1)) == _stem(asked.group(1))
+    want = _asked_stem(question)
+    found = _stated_at(clause) if want else None
+    return bool(found and found[1]) and _counts(clause[found[0] + len(found[1]):], want)[0]
 
 
 def _words_count_asked(sent: str, question: str | None) -> bool:
     """True when a number in words in ``sent`` counts the thing the question asks for ("is two seconds" when it asks
     how many seconds): then numbers in words are read in that sentence, as digits are."""
-    asked = _ASKED.search(question) if question else None
-    if not asked:
-        return False
-    for m in _WORD_NUMBER.finditer(sent):
-        noun = _COUNTED_NOUN.match(sent[m.end():])
-        if noun and _stem(noun.group(1)) == _stem(asked.group(1)):
-            return True
-    return False
+    want = _asked_stem(question)
+    return want is not None and any(_counts(sent[m.end():], want)[0] for m in _WORD_NUMBER.finditer(sent))
 
 
 #: what may follow "<number> <thing counted>" at the start of a sentence that states it: "... stickers are left"
@@ -1250,18 +1251,16 @@ _OPENING_VERB = re.compile(r"[ \t]+(?:are|is|were|was|remain|remains)\b", re.IGN
 def _opening_count(sent: str, question: str | None) -> tuple[int, str] | None:
     """(position, number) of a sentence that opens with a number of the thing the question counts and a verb:
     "Three hundred and three stickers are left.", "15 apples remain." when it asks how many stickers / apples."""
-    asked = _ASKED.search(question) if question else None
-    if not asked:
+    want = _asked_stem(question)
+    if want is None:
         return None
     head = _VALUE_HEAD.match(sent, len(sent) - len(sent.lstrip())).end()
     nums = [n for n in _numbers_in(_blank_parentheses(sent)) if n[0] == head]
     if not nums:
         return None
     start, end, tok = max(nums, key=lambda n: n[1])
-    noun = _COUNTED_NOUN.match(sent[end:])
-    if not noun or _stem(noun.group(1)) != _stem(asked.group(1)) or not _OPENING_VERB.match(sent[end + noun.end():]):
-        return None
-    return start, tok
+    counted, noun_end = _counts(sent[end:], want)
+    return (start, tok) if counted and _OPENING_VERB.match(sent[end + noun_end:]) else None
 
 
 def _concluding_number(text: str, question: str | None = None) -> tuple[int, str] | None:
@@ -1455,17 +1454,12 @@ def extract_number(text: str | None, cut_off: bool = False, question: Any = None
 def _short_count(text: str, question: str | None) -> tuple[int, str] | None:
     """(position, number) of a short last line that gives one number of the thing the question counts, without a
     verb: "Amara 20 stickers." when it asks how many stickers."""
-    asked = _ASKED.search(question) if question else None
-    if not asked:
-        return None
+    want = _asked_stem(question)
     line = text.rstrip().splitlines()[-1]
-    if len(line.split()) > 4:
+    if want is None or len(line.split()) > 4:
         return None
     nums = _numbers_in(_blank_parentheses(line), words=True)
-    if len(nums) != 1:
-        return None
-    m = _COUNTED_NOUN.match(line[nums[0][1]:])
-    if not m or _stem(m.group(1)) != _stem(asked.group(1)):
+    if len(nums) != 1 or not _counts(line[nums[0][1]:], want)[0]:
         return None
     return len(text.rstrip()) - len(line) + nums[0][0], nums[0][2]
 
