@@ -74,9 +74,10 @@ def test_models_are_compared_on_shared_questions_and_require_complete_refuses():
     partial = t[~((t["model"] == "m2") & t["item"].isin([f"q{i}" for i in range(50)]))]
     res = compare.evaluate(partial, seed=0)
     assert res.n == 350
-    pairs = res.pairs.set_index(["model_a", "model_b"])
-    assert pairs.loc[("m0", "m1"), "n_items"] == 400 and pairs.loc[("m0", "m2"), "n_items"] == 350
-    assert any("350 of 400 questions" in w for w in res.warnings)
+    # every count is the one the estimate used: each pair rests on the 350 questions every model answered
+    assert (res.pairs["n_items"] == 350).all()
+    assert res.models.set_index("model")["answered"].to_dict() == {"m0": 400, "m1": 400, "m2": 350}
+    assert any("350 of 400 questions" in w and "uses those 350" in w for w in res.warnings)
     with pytest.raises(AssayInputError, match="require-complete"):
         compare.evaluate(partial, require_complete=True)
 
@@ -141,7 +142,7 @@ def test_the_result_round_trips_and_states_itself():
     pd.testing.assert_frame_equal(back.models, res.models, check_dtype=False)
     pd.testing.assert_frame_equal(back.pairs, res.pairs, check_dtype=False)
     s = res.statements()
-    assert len(s) == 4 and "every claim at once at 95%" in s[-1] and "rank 1" in s[0]
+    assert len(s) == 4 and "every pair claim at once at 95%" in s[-1] and "rank 1" in s[0]
     assert "random sample" in res.info["estimand"]
 
 
@@ -185,9 +186,13 @@ def test_the_cli_prints_reads_tool_logs_and_gates(tmp_path):
     # two lm-eval --log_samples runs (real tool output): each run a model, each (task, doc_id) a question
     logs = Path(__file__).parent / "fixtures" / "ingest" / "lmeval"
     r = runner.invoke(app, ["compare", str(logs / "18fkbj3g"), str(logs / "wnnhj7xv"), "--seed", "0", "--json"])
+    assert r.exit_code == 2 and "2 scorers" in r.output and "--log-scorer" in r.output  # two filters, two metrics
+    r = runner.invoke(app, ["compare", str(logs / "18fkbj3g"), str(logs / "wnnhj7xv"), "--seed", "0", "--json",
+                            "--log-scorer", "strict-match", "--log-scorer", "acc"])
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
     assert {m["model"] for m in out["models"]} == {"18fkbj3g", "wnnhj7xv"} and out["n"] == 14
+    assert out["scorers"] == {"toy_arith_gen": "exact_match,strict-match", "toy_mc": "acc"}
 
 
 # -- Monte Carlo on a real item matrix --------------------------------------------------------------------------

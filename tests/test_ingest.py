@@ -103,7 +103,7 @@ def test_detection_read_table_and_errors(tmp_path):
         read_lmeval(LM, metric="bleu")
     bad = tmp_path / "bad.eval"
     bad.write_text("not a zip")
-    with pytest.raises(AssayInputError, match="not a zip"):
+    with pytest.raises(AssayInputError, match="damaged or incomplete"):
         read_inspect(bad)
     (tmp_path / "empty").mkdir()
     with pytest.raises(AssayInputError):

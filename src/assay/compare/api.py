@@ -23,14 +23,16 @@ __all__ = ["CompareResult", "evaluate", "check_require", "Requirement", "parse_r
 
 class CompareResult(Result):
     """Every model's mean score and rank interval (``models``, the main table) and every pair's paired difference
-    with its simultaneous interval and verdict (``pairs``), all holding together at the result's level."""
+    with its simultaneous interval and verdict (``pairs``); with several tasks, each task's model means and pairs
+    (``tasks``, ``task_pairs``). Which claims hold together, and how surely, is the result's guarantee
+    (``level["meaning"]``)."""
 
     method = "compare"
     main_table = "models"
 
     @classmethod
     def _table_names(cls) -> tuple[str, ...]:
-        return ("models", "pairs")
+        return ("models", "pairs", "tasks", "task_pairs")
 
     @property
     def models(self) -> pd.DataFrame:
@@ -40,6 +42,16 @@ class CompareResult(Result):
     def pairs(self) -> pd.DataFrame:
         return self.tables["pairs"]
 
+    @property
+    def tasks(self) -> pd.DataFrame | None:
+        """Each task's model means with their intervals (None with one task or none)."""
+        return self.tables.get("tasks")
+
+    @property
+    def task_pairs(self) -> pd.DataFrame | None:
+        """Each task's pair differences, intervals and verdicts (None with one task or none)."""
+        return self.tables.get("task_pairs")
+
     def statements(self) -> list[Statement]:
         """The result's headline: one sentence per model (best first), then one for the pairs (subject ``"all"``;
         when the models were asked until resolved, how many questions and why it stopped)."""
@@ -47,7 +59,8 @@ class CompareResult(Result):
         conf = f"{1 - float(lv['delta']):.0%}"
         guarantee = self.params["guarantee"]
         level = (f"every claim at once, at least {conf} at any sample size" if guarantee == "finite" else
-                 f"every claim at once, about {conf} (asymptotic)")
+                 f"every pair claim at once, about {conf} (asymptotic); the model intervals a second family, about "
+                 f"{conf}")
         out = []
         live = self.info.get("live")
         # asked live: every model's answers that were not scored as given (unparseable, too long, refused, empty)
@@ -63,27 +76,51 @@ class CompareResult(Result):
             out.append(Statement(f"{r.model}: {r.estimate:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}], {rank}, tier {r.tier}"
                                  + (", may be the best" if r.may_be_best else "") + said, str(r.model), level))
         counts = p["verdict"].value_counts().to_dict()
-        out.append(Statement(f"{len(p)} pairs: {counts.get('a better', 0) + counts.get('b better', 0)} ordered, "
+        ordered = counts.get("a better", 0) + counts.get("b better", 0)
+        out.append(Statement(f"{_count(len(p), 'pair')}: {ordered} ordered, "
                              f"{counts.get('equivalent', 0)} equivalent within the margin, "
-                             f"{counts.get('unresolved', 0)} unresolved; every claim at once at {conf} ({guarantee})"
-                             + (f" ({live.get('questions')} questions each, {live.get('stopped')})" if live else ""),
+                             f"{counts.get('unresolved', 0)} unresolved; every pair claim at once at {conf} "
+                             f"({guarantee})"
+                             + (f" ({_count(live.get('questions'), 'question')} each, {live.get('stopped')})"
+                                if live else ""),
                              "all", level))
         return out
 
     def summary(self) -> str:
         p = self.params
-        lines = [f"compare (assay {self.version}): {len(self.models)} models on {self.n} questions every model "
-                 f"answered, {p['guarantee']} guarantee, delta {self.level['delta']:g}"
+        lines = [f"compare (assay {self.version}): {len(self.models)} models on {_count(self.n, 'question')} every "
+                 f"model answered, {p['guarantee']} guarantee, delta {self.level['delta']:g}"
                  + (f", margin {p['margin']:g}" if p.get("margin") is not None else ""),
                  f"estimand: {self.info.get('estimand')}"]
+        epochs = _epochs_line(self.info.get("epochs") or {})
+        if epochs:
+            lines.append(epochs)
         lines.append(self.models.to_string(index=False, float_format=lambda x: f"{x:.4f}"))
         shown = self.pairs.drop(columns=[c for c in ("n_items",) if c in self.pairs])
         lines.append(shown.to_string(index=False, float_format=lambda x: f"{x:.4f}"))
+        if self.task_pairs is not None:
+            lines.append(self.tasks.to_string(index=False, float_format=lambda x: f"{x:.4f}"))
+            lines.append(self.task_pairs.to_string(index=False, float_format=lambda x: f"{x:.4f}"))
         lines += [f"note: {w}" for w in self.warnings]
+        lines += [("require ok: " if r["certified"] else "require FAILED: ") + r["detail"]
+                  for r in self.info.get("require", [])]
+        lines.append(f"Guarantee: {self.level['meaning']}.")
         return "\n".join(lines)
 
 
-def _estimand(design: CompareDesign, guarantee: str) -> str:
+def _count(n, noun: str) -> str:
+    """``1 pair``, ``3 pairs``."""
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def _epochs_line(epochs: dict) -> str:
+    """How many epochs per question each model's scores average, when any has more than one."""
+    if not epochs or all(abs(float(v) - 1.0) < 1e-9 for v in epochs.values()):
+        return ""
+    return "epochs per question (averaged first): " + ", ".join(f"{m} {float(v):g}" for m, v in epochs.items())
+
+
+def _estimand(design: CompareDesign, guarantee: str, weight: str) -> str:
     unit = "question"
     if design.clusters is not None:
         sizes = np.bincount(design.clusters)
@@ -91,8 +128,15 @@ def _estimand(design: CompareDesign, guarantee: str) -> str:
             return ("the mean over the population of clusters of each cluster's mean score (each cluster weighted "
                     "equally, whatever its size; the clusters are the sampled units), and its differences")
         unit = "question (clusters of questions are the sampled units)"
+    if design.n_tasks > 1 and weight == "tasks":
+        return (f"the mean over the {design.n_tasks} tasks of each model's mean score on each task's population of "
+                f"questions (each task weighted equally, whatever its size; a question's epochs averaged first), and "
+                f"each pair's difference")
+    pooled = (f" (the {design.n_tasks} tasks pooled: a task weighs as much as its questions)"
+              if design.n_tasks > 1 else "")
     return (f"each model's mean score over the population of questions this file's are a random sample of (each "
-            f"{unit} weighted equally; a question's epochs averaged first), and each pair's difference of means")
+            f"{unit} weighted equally{pooled}; a question's epochs averaged first), and each pair's difference of "
+            "means")
 
 
 class Requirement:
@@ -179,7 +223,9 @@ def check_require(res: CompareResult, requires: Sequence[str]) -> list[tuple[boo
     Returns
     -------
     list of (bool, str)
-        Per requirement, whether it is certified and a sentence with the interval of the difference of means.
+        Per requirement, whether it is certified and a sentence with the interval of the difference of means. The
+        outcomes are also recorded in ``res.info["require"]`` (claim, certified, detail), which the printed summary,
+        the JSON and the reports show.
 
     Raises
     ------
@@ -187,7 +233,11 @@ def check_require(res: CompareResult, requires: Sequence[str]) -> list[tuple[boo
         If a requirement cannot be parsed (see :func:`parse_require`).
     """
     models = list(res.models["model"])
-    return [parse_require(r, models).holds(res.pairs) for r in requires]
+    out = [parse_require(r, models).holds(res.pairs) for r in requires]
+    if out:
+        res.info["require"] = [{"claim": str(r), "certified": bool(ok), "detail": line}
+                               for r, (ok, line) in zip(requires, out)]
+    return out
 
 
 def evaluate(
@@ -201,30 +251,36 @@ def evaluate(
     seed: Any = None,
     n_boot: int = 4000,
     require_complete: bool = False,
+    weight: str = "questions",
 ) -> CompareResult:
     """Compare several models scored on the same questions: every model's mean and rank, every pair's difference,
-    all claims holding together with probability at least 1 - ``delta``.
+    with the claims holding together (``guarantee`` says how surely).
 
     Parameters
     ----------
     table : long table, one row per (model, question[, epoch]): ``model``, ``item``, ``score`` and optionally
-        ``cluster`` (questions sampled in groups) and ``epoch`` (repeated answers, averaged per question first);
-        ``columns`` maps these names to the table's.
+        ``task`` (a question is a (task, item): two tasks never share a question), ``cluster`` (questions sampled
+        in groups), ``epoch`` (repeated answers, averaged per question first) and ``hash`` (the question's text
+        hash: a key whose hash differs between rows is refused); ``columns`` maps these names to the table's.
     bounds : the scores' range (default [0, 1]: 0/1 or fractional); a score outside it is an error.
-    guarantee : ``"asymptotic"`` (paired, cluster-robust, simultaneous by a studentized max-t bootstrap; the
-        default) or ``"finite"`` (finite-sample and anytime-valid: betting confidence sequences, a union bound over
-        every claim). :mod:`assay.compare.core` says how.
-    delta : the error level of the whole family of claims (default 0.05).
+    guarantee : ``"asymptotic"`` (the default: paired, cluster-robust; the pair claims, with the verdicts, rank
+        intervals and tiers read off them, simultaneous by a studentized max-t, and the model intervals a second
+        family; degenerate claims exact) or ``"finite"`` (finite-sample and anytime-valid: betting confidence
+        sequences, one family, a union bound over every claim). :mod:`assay.compare.core` says how.
+    delta : the error level of each family of claims (default 0.05).
     margin : optional equivalence margin m: a pair whose interval contains 0 and lies inside +-m is ``equivalent``.
     seed : the bootstrap's draws (asymptotic) or the order the questions are read in (finite).
     n_boot : bootstrap draws (asymptotic).
     require_complete : refuse a table where some model lacks a question another answered.
+    weight : with several tasks, how the pooled comparison weighs them: ``"questions"`` (each question equally, the
+        default: a task weighs as much as its questions) or ``"tasks"`` (each task equally). Either way the result
+        also has a per-task view (``tasks``, ``task_pairs``), simultaneous over the tasks and their claims.
 
     Returns
     -------
     CompareResult with tables ``models`` (model, estimate, ci_low, ci_high, rank_low, rank_high, may_be_best,
-    tier) and ``pairs`` (model_a, model_b, estimate = mean(a) - mean(b), ci_low, ci_high, verdict, within_margin,
-    n_items, items_to_resolve).
+    tier, answered, exact) and ``pairs`` (model_a, model_b, estimate = mean(a) - mean(b), ci_low, ci_high, verdict,
+    within_margin, n_items, items_to_resolve, exact); with several tasks ``tasks`` and ``task_pairs``.
 
     Examples
     --------
@@ -240,6 +296,8 @@ def evaluate(
     """
     if guarantee not in core.GUARANTEES:
         raise AssayInputError(f"guarantee must be one of {', '.join(core.GUARANTEES)}; got {guarantee!r}")
+    if weight not in WEIGHTS:
+        raise AssayInputError(f"weight must be one of {', '.join(WEIGHTS)}; got {weight!r}")
     delta = checks.level(delta)
     if margin is not None and (isinstance(margin, bool) or not isinstance(margin, (int, float))
                                or not (math.isfinite(margin) and margin > 0)):
@@ -249,12 +307,50 @@ def evaluate(
     seed = resolve_seed(seed)
     design = prepare_compare(table, columns=columns, bounds=bounds, require_complete=require_complete)
     rng = seed.rng()
-    fn = core.asymptotic if guarantee == "asymptotic" else core.finite
-    kw = {"n_boot": int(n_boot)} if guarantee == "asymptotic" else {}
-    out = fn(design.S, design.clusters, delta=float(delta), low=design.low, high=design.high, rng=rng, **kw)
-    return _package(design, out, guarantee=guarantee, delta=float(delta), margin=margin, seed=seed,
-                    n_boot=int(n_boot), bounds=(design.low, design.high), require_complete=require_complete,
-                    columns=dict(columns or {}))
+    T = design.n_tasks
+    by_tasks = T > 1 and weight == "tasks"
+    out = _run(design, np.arange(len(design.items)), guarantee, float(delta), rng, int(n_boot), by_tasks)
+    res = _package(design, out, guarantee=guarantee, delta=float(delta), margin=margin, seed=seed,
+                   n_boot=int(n_boot), bounds=(design.low, design.high), require_complete=require_complete,
+                   columns=dict(columns or {}), weight=weight)
+    if T > 1:
+        _per_task(res, design, guarantee, float(delta), rng, int(n_boot), margin)
+    return res
+
+
+#: how several tasks are weighed in the pooled comparison
+WEIGHTS = ("questions", "tasks")
+
+
+def _run(design: CompareDesign, cols: np.ndarray, guarantee: str, delta: float, rng, n_boot: int,
+         by_tasks: bool) -> core.CompareCore:
+    """The core on the questions ``cols`` of the design (clusters recoded), tasks weighed equally when
+    ``by_tasks``."""
+    S = design.S[:, cols]
+    clusters = None
+    if design.clusters is not None:
+        clusters = np.unique(design.clusters[cols], return_inverse=True)[1].astype(np.int64)
+    strata = weights = None
+    if by_tasks:
+        strata = np.unique(design.tasks[cols], return_inverse=True)[1].astype(np.int64)
+        weights = 1.0 / np.bincount(strata)[strata]
+    if guarantee == "asymptotic":
+        return core.asymptotic(S, clusters, delta=delta, low=design.low, high=design.high, rng=rng, n_boot=n_boot,
+                               weights=weights, strata=strata)
+    return core.finite(S, clusters, delta=delta, low=design.low, high=design.high, rng=rng, strata=strata)
+
+
+def _meaning(guarantee: str, delta: float, K: int, by_tasks: bool = False) -> str:
+    P = K * (K - 1) // 2
+    if guarantee == "asymptotic":
+        return (f"the {_count(P, 'pair interval')} with their verdicts, rank intervals and tiers hold together with "
+                f"probability about {1 - delta:.0%}, and the {K} model intervals hold together, as a second family, "
+                f"about {1 - delta:.0%} (asymptotic: paired, cluster-robust, studentized max-t over each family; a "
+                f"claim with fewer than {core.MIN_DIFFER} answers off the common value gets an exact binomial "
+                "interval; each pair interval is cut to what its two model intervals imply)")
+    return (f"every model interval, pair interval, verdict, rank interval and tier hold together with probability at "
+            f"least {1 - delta:.0%} at every sample size (finite-sample, anytime-valid betting confidence sequences, "
+            f"one family: a union bound over the {K + P} claims)")
 
 
 def _package(design: CompareDesign, out: core.CompareCore, *, guarantee, delta, margin, seed, **params) -> CompareResult:
@@ -266,29 +362,88 @@ def _package(design: CompareDesign, out: core.CompareCore, *, guarantee, delta, 
     n = len(design.items)
     need = core.items_to_resolve(out.d, out.half, out.units, n)
     need = np.where(verdict == "unresolved", need, np.nan)
+    exact_m = np.zeros(K, bool) if out.exact_models is None else out.exact_models
+    exact_d = np.zeros(len(a), bool) if out.exact_pairs is None else out.exact_pairs
     models = {"model": list(design.models), "estimate": out.est, "ci_low": out.lo, "ci_high": out.hi,
-              "rank_low": rank_low, "rank_high": rank_high, "may_be_best": rank_low == 1, "tier": tier}
+              "rank_low": rank_low, "rank_high": rank_high, "may_be_best": rank_low == 1, "tier": tier,
+              "answered": [int(design.answered.get(m, n)) for m in design.models], "exact": exact_m}
     pairs = {"model_a": list(names[a]), "model_b": list(names[b]), "estimate": out.d, "ci_low": out.d_lo,
              "ci_high": out.d_hi, "verdict": list(verdict), "within_margin": inside,
-             "n_items": design.shared[a, b].astype(np.int64), "items_to_resolve": need}
+             "n_items": np.full(len(a), n, dtype=np.int64), "items_to_resolve": need, "exact": exact_d}
     notes = list(design.notes)
+    pool = params.pop("pool_phrase", f"the {design.n_items_any} questions this table holds")
     over = np.isfinite(need) & (need > design.n_items_any)
     if over.any():
-        notes.append(f"{int(over.sum())} unresolved pair(s) would need more questions than the {design.n_items_any} "
-                     "this table holds to resolve a difference of the size observed (items_to_resolve is a planning "
-                     "estimate from the observed effect)")
-    if guarantee == "asymptotic" and out.units < 30:
-        notes.append(f"only {out.units} {'clusters' if design.clusters is not None else 'questions'}: the asymptotic "
-                     "intervals use Student t with that many minus one degrees of freedom, and may still be "
+        notes.append(f"{_count(int(over.sum()), 'unresolved pair')} would need more questions than {pool} to resolve "
+                     "a difference of the size observed (items_to_resolve is a planning estimate from the observed "
+                     "effect)")
+    if exact_m.any() or exact_d.any():
+        shown = [str(m) for m in names[exact_m]] + [f"{x} / {y}" for x, y in zip(names[a][exact_d], names[b][exact_d])]
+        notes.append(f"{_count(len(shown), 'claim')} with fewer than {core.MIN_DIFFER} answers off the common value "
+                     f"(a model almost always right or wrong, two models that almost always agree) get an exact "
+                     f"binomial interval instead of a standard error: {', '.join(shown[:6])}"
+                     + (" ..." if len(shown) > 6 else ""))
+    if guarantee == "asymptotic" and design.clusters is not None and out.units < 20:
+        notes.append(f"only {out.units} clusters: the intervals use Student t (multivariate, {out.df:g} degrees of "
+                     "freedom, fewer for a claim whose variance sits on a few clusters) and may still be "
                      "optimistic; guarantee='finite' holds at any sample size")
-    meaning = ("every model interval, every pair interval and every rank claim hold together with probability "
-               + (f"about {1 - delta:.0%} (asymptotic: paired, cluster-robust, studentized max-t bootstrap)"
-                  if guarantee == "asymptotic" else
-                  f"at least {1 - delta:.0%} at every sample size (finite-sample, anytime-valid betting confidence "
-                  "sequences, a union bound over the claims)"))
-    info = {"estimand": _estimand(design, guarantee), "units": int(out.units),
+    elif guarantee == "asymptotic" and design.clusters is None and out.units < 30:
+        notes.append(f"only {out.units} questions: the asymptotic intervals may be optimistic (claims with few "
+                     "answers off the common value are exact); guarantee='finite' holds at any sample size")
+    by_tasks = design.n_tasks > 1 and params.get("weight") == "tasks"
+    if design.n_tasks > 1:
+        sizes = np.bincount(design.tasks, minlength=design.n_tasks)
+        shown = ", ".join(f"{t} {s}" for t, s in zip(design.task_labels, sizes))
+        notes.append(f"{design.n_tasks} tasks (questions: {shown}) " + (
+            "weighted equally in the pooled comparison (--weight tasks)" if by_tasks else
+            "pooled with each question weighted equally (--weight tasks weighs each task equally)")
+            + "; each task's own comparison is in the per-task tables")
+    info = {"estimand": _estimand(design, guarantee, str(params.get("weight", "questions"))), "units": int(out.units),
             "clusters": design.clusters is not None, "questions_any_model": design.n_items_any,
-            "epochs": design.epochs, "critical": float(out.crit)}
+            "epochs": design.epochs, "critical": float(out.crit),
+            "per_claim_level": {"pairs": float(out.alpha_pairs), "models": float(out.alpha_models)},
+            "families": ("pairs (with verdicts, ranks and tiers); models" if guarantee == "asymptotic"
+                         else "one: every model and pair claim"),
+            "df": out.df}
+    if design.task_labels is not None:
+        info["tasks"] = list(design.task_labels)
     return build(CompareResult, params={"guarantee": guarantee, "margin": margin, **params},
-                 n=n, n_meaning="questions every model answered", meaning=meaning, seed=seed,
-                 tables={"models": models, "pairs": pairs}, delta=delta, warnings=notes, info=info)
+                 n=n, n_meaning="questions every model answered", meaning=_meaning(guarantee, delta, K, by_tasks),
+                 seed=seed, tables={"models": models, "pairs": pairs}, delta=delta, warnings=notes, info=info)
+
+
+def _per_task(res: CompareResult, design: CompareDesign, guarantee: str, delta: float, rng, n_boot: int,
+              margin: float | None) -> None:
+    """Each task's own comparison, simultaneous over the tasks: each task at 1 - (1 - delta)^(1/T) (asymptotic; the
+    tasks' questions are independent samples, so the T families hold together about 1 - delta) or delta / T (finite:
+    a union bound). A task with fewer than 2 units is left out, with a note."""
+    T = design.n_tasks
+    d_t = 1.0 - (1.0 - delta) ** (1.0 / T) if guarantee == "asymptotic" else delta / T
+    K = len(design.models)
+    a, b = core.pair_index(K)
+    rows_m, rows_p, skipped = [], [], []
+    for t, label in enumerate(design.task_labels):
+        cols = np.flatnonzero(design.tasks == t)
+        units = len(cols) if design.clusters is None else len(np.unique(design.clusters[cols]))
+        if units < 2:
+            skipped.append(label)
+            continue
+        out = _run(design, cols, guarantee, d_t, rng, n_boot, False)
+        verdict, _ = core.verdicts(out.d_lo, out.d_hi, margin)
+        for k, m in enumerate(design.models):
+            rows_m.append({"task": label, "model": m, "estimate": out.est[k], "ci_low": out.lo[k],
+                           "ci_high": out.hi[k], "n_items": len(cols)})
+        for j in range(len(a)):
+            rows_p.append({"task": label, "model_a": design.models[a[j]], "model_b": design.models[b[j]],
+                           "estimate": out.d[j], "ci_low": out.d_lo[j], "ci_high": out.d_hi[j],
+                           "verdict": verdict[j], "n_items": len(cols)})
+    res.tables["tasks"] = pd.DataFrame(rows_m)
+    res.tables["task_pairs"] = pd.DataFrame(rows_p)
+    res.info["per_task_level"] = d_t
+    res.level["meaning"] += (
+        f"; per task: every task's model and pair claims hold together over the {T} tasks, each task's families at "
+        + (f"1 - (1 - delta)^(1/{T}) = {1 - d_t:.4f} (the tasks' questions are independent samples)"
+           if guarantee == "asymptotic" else f"delta / {T} (a union bound)"))
+    if skipped:
+        res.info["warnings"] = res.warnings + [f"task(s) {', '.join(skipped)}: fewer than 2 questions (or clusters) "
+                                               "every model answered, left out of the per-task tables"]

@@ -3,28 +3,59 @@ hold all at once, and the rank and tier claims that follow from them.
 
 Setting. ``S`` is models x questions (scores in [low, high], each question's epochs averaged), the questions a
 random sample of a population (the sampled unit is the cluster when questions come in clusters). The targets are
-each model's mean score over the population and each pair's difference of means, mean(a) - mean(b).
+each model's mean score over the population and each pair's difference of means, mean(a) - mean(b). Questions may
+carry weights (each task weighted equally: ``weights`` and ``strata``, the tasks as strata sampled separately).
 
 Two guarantees:
 
-* ``asymptotic`` (Miller 2024, "Adding Error Bars to Evals", paired and clustered standard errors): the covariance
-  of the K model means from cluster sums of centred scores, Sigma = C / (C - 1) * Z Z' / n^2 (Z: K x C sums over each
-  cluster of s_ki - m_k; every question its own cluster when none are given); a pair's variance is
-  Sigma_aa + Sigma_bb - 2 Sigma_ab (paired: what two models share on a question cancels). The family of all K model
-  intervals and K (K - 1) / 2 pair intervals holds together by a studentized max-t critical value from the Gaussian
-  multiplier bootstrap of the cluster sums (whose law given the data is N(0, Sigma), drawn as such). Cautions for
-  small samples: each claim's critical value is the same per-claim level taken from Student t with the claim's
-  effective degrees of freedom (Satterthwaite's, from its cluster sums, at most C - 1: few clusters, or a few that
-  carry most of the variance, widen it), and a pseudo-observation of the largest possible deviation keeps every
-  standard error at least range / n (two models that agree on every sampled question, or a model scoring 1
-  everywhere, still get an interval of positive width).
+* ``asymptotic`` (Miller 2024, "Adding Error Bars to Evals", paired and clustered standard errors). The covariance
+  of the K weighted model means from unit sums of centred scores, Sigma = sum_c f_c z_c z_c' (z_c: the sum over unit
+  c of w_i (s_i - m), the mean taken within the unit's stratum; f_c = C_t / (C_t - 1) with C_t units in its stratum;
+  every question its own unit when no clusters are given). A pair's variance is Sigma_aa + Sigma_bb - 2 Sigma_ab
+  (paired: what two models share on a question cancels).
+
+  Two families, each holding at about 1 - delta: the K (K - 1) / 2 pair claims (and the verdicts, rank intervals and
+  tiers, which are read off them), and, separately, the K model intervals. Each family's critical value is the
+  studentized max-t of the Gaussian multiplier bootstrap of the unit sums (whose law given the data is N(0, Sigma),
+  drawn as such). Small-sample caution is kept to where it is needed:
+
+  - *degenerate claims*: a model, or a pair, on which fewer than ``MIN_DIFFER`` (5) sampled units (questions, or
+    clusters) score differently from the value most of them share (two models that agree on all but 3 questions; a
+    model at 0 on 28 of 30) has no usable standard error. Its interval is exact instead: with v the shared value and
+    k+ / k- the units above / below it, the mean lies in
+    [v - (v - low) U(k-), v + (high - v) U(k+)], U(k) the one-sided Clopper-Pearson upper bound for k of C at half
+    the family's per-claim level (any score in [low, high] exceeds v at most as often as a 0/1 score would, so the
+    binomial bound holds for fractional scores too; with unequal unit weights it is widened by the largest weight
+    over the mean weight). For 0/1 scores this is the Clopper-Pearson interval itself. The family's critical value
+    c solves P*(max over the other claims > c) + (number of degenerate claims) * alpha(c) = delta, alpha(c) the
+    per-claim level, so the exact claims take their share of delta;
+  - *clusters*: with clusters given, the bootstrap's maximum is divided by a common sqrt(chi2_nu / nu), nu = C_eff - T
+    (C_eff = (sum W_c)^2 / sum W_c^2, the number of clusters when they are of equal size; T strata): the max-t's law
+    becomes multivariate t (as for simultaneous inference in linear models, Hothorn, Bretz and Westfall 2008). A
+    claim whose variance sits on a few clusters also gets Student t at the per-claim level with its Satterthwaite
+    degrees of freedom, (sum f u^2)^2 / sum f^2 u^4 over its unit sums u, scaled by C_eff / 10 when there are more
+    than 10 clusters and at most nu: with few clusters this is the Satterthwaite correction, with many it fades to
+    the multivariate t;
+  - without clusters nothing else is added: the Gaussian max-t, whose coverage is measured in
+    ``bench/compare_power.py``.
+
+  Model intervals are score intervals at the per-claim critical value, {mu : (m - mu)^2 <= c^2 r (mu - low)(high - mu)}
+  with r = se^2 / ((m - low)(high - m)) (Wilson's interval for 0/1 scores; the design effect carried by r), so that
+  they stay inside [low, high] and behave near the bounds. Pair intervals are d +- c se_d, and are then cut to what
+  the two model intervals imply, [lo_a - hi_b, hi_a - lo_b].
 * ``finite`` (Waudby-Smith and Ramdas 2024, "Estimating means of bounded random variables by betting", the
   predictable plug-in empirical-Bernstein confidence sequence, their eqs. 13-15): for each claim the units (questions,
-  or clusters) are read in one seeded order shared by every model, and the running intersection of the sequence at
-  level delta / (K + K (K - 1) / 2) (a union bound over every claim) holds at every sample size at once, so all
-  claims hold together with probability at least 1 - delta whenever one stops (optional stopping is allowed). With
-  clusters, the unit is the cluster's mean score and the target is the mean over clusters, each cluster weighted
-  equally. Every claim's sequence is computed in closed form, vectorised over claims and in blocks of units.
+  or clusters) are read in one seeded order shared by every model, and the running intersection of the sequence
+  holds at every sample size at once. One family: a union bound over every model and pair claim, each at
+  delta / (K + K (K - 1) / 2), so all claims hold together with probability at least 1 - delta whenever one stops
+  (optional stopping is allowed). When units are drawn with replacement, each claim's sequence (at 1 - ``EXCURSION``
+  of its level) is intersected with an anytime-valid bound on how often units leave the bound (a model) or 0 (a
+  pair), from a Beta(1, h / 2) mixture of binomial likelihood ratios (at ``EXCURSION`` of its level): near-exact for
+  models and pairs with few answers off the bound, where the betting sequence alone is 1.5 to 2.5 times as wide as
+  Clopper-Pearson. Pair intervals are cut to what the model intervals imply (one family, so the cut keeps the
+  guarantee). With clusters, the unit is the cluster's mean score and the target is the mean over clusters, each
+  cluster weighted equally. Drawn without replacement from a bank (``population``), the sequences are for the bank's
+  mean, and once the whole bank is read the means are known exactly.
 
 From the pair intervals: pair verdicts, rank intervals [1 + #certified better, K - #certified worse] (the true rank
 with ties is [1 + #truly better, K - #truly worse]) and tiers (1 + the longest chain of certified "better" above).
@@ -35,20 +66,29 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from scipy import stats
+from scipy import special, stats
 
 from ..errors import AssayInputError
 
 __all__ = ["CompareCore", "pair_index", "asymptotic", "finite", "eb_confidence_sequence", "ranks_and_tiers",
-           "verdicts", "items_to_resolve", "GUARANTEES"]
+           "verdicts", "items_to_resolve", "exact_upper", "mixture_upper", "GUARANTEES", "MIN_DIFFER", "EXCURSION"]
 
 GUARANTEES = ("asymptotic", "finite")
+
+#: a claim with fewer sampled units off its most common value than this is degenerate (exact interval)
+MIN_DIFFER = 5
+
+#: the share of a finite-guarantee claim's level spent on the excursion bound
+EXCURSION = 1.0 / 3.0
 
 
 class CompareCore(NamedTuple):
     """Per model (K,): ``est``, ``lo``, ``hi``; per pair (P,) in :func:`pair_index` order: ``d``, ``d_lo``, ``d_hi``,
-    ``half`` (half-width before clipping to the range); ``crit`` (asymptotic: the simultaneous critical value; finite:
-    the per-claim level), ``units`` (questions or clusters used)."""
+    ``half`` (half-width before cutting to the range and to the model intervals); ``crit`` (asymptotic: the pair
+    family's critical value; finite: the per-claim level), ``units`` (questions or clusters used); ``alpha_models``,
+    ``alpha_pairs``: each family's per-claim level; ``exact_models``, ``exact_pairs``: the claims whose interval is
+    the exact small-sample one (asymptotic: degenerate claims); ``df``: the degrees of freedom of the clusters'
+    correction (None: Gaussian, or finite)."""
 
     est: np.ndarray
     lo: np.ndarray
@@ -59,6 +99,11 @@ class CompareCore(NamedTuple):
     half: np.ndarray
     crit: float
     units: int
+    alpha_models: float = float("nan")
+    alpha_pairs: float = float("nan")
+    exact_models: np.ndarray | None = None
+    exact_pairs: np.ndarray | None = None
+    df: float | None = None
 
 
 def pair_index(K: int) -> tuple[np.ndarray, np.ndarray]:
@@ -84,33 +129,191 @@ def pair_index(K: int) -> tuple[np.ndarray, np.ndarray]:
     return a.astype(np.int64), b.astype(np.int64)
 
 
-def _unit_sums(X: np.ndarray, clusters: np.ndarray | None) -> np.ndarray:
-    """Sums of the columns of ``X`` (rows x questions) over each cluster -> rows x clusters."""
-    if clusters is None:
+def _unit_sums(X: np.ndarray, codes: np.ndarray | None) -> np.ndarray:
+    """Sums of the columns of ``X`` (rows x questions) over each unit code 0 .. U-1 -> rows x units."""
+    if codes is None:
         return X
-    order = np.argsort(clusters, kind="stable")
-    cs = clusters[order]
+    order = np.argsort(codes, kind="stable")
+    cs = codes[order]
     starts = np.flatnonzero(np.r_[True, cs[1:] != cs[:-1]])
     return np.add.reduceat(X[:, order], starts, axis=1)
 
 
-def asymptotic(S: np.ndarray, clusters: np.ndarray | None, *, delta: float, low: float, high: float,
-               rng: np.random.Generator, n_boot: int = 4000, chunk: int = 4096) -> CompareCore:
-    """Cluster-robust paired intervals for every model and pair, simultaneous by a studentized max-t.
+# -- exact binomial bounds ------------------------------------------------------------------------------------------
 
-    The method is described in the module docstring (Miller 2024, "Adding Error Bars to Evals"): the covariance of the
-    model means from cluster sums of centred scores, each claim's critical value from the Gaussian multiplier bootstrap
-    of the cluster sums, raised to Student t with the claim's Satterthwaite degrees of freedom, and a standard error of
-    at least range / n.
+
+def exact_upper(k: np.ndarray, n: int, a: np.ndarray | float) -> np.ndarray:
+    """One-sided Clopper-Pearson upper bounds at level ``a`` for ``k`` successes of ``n`` (1 where k >= n).
+
+    Examples
+    --------
+    >>> print(exact_upper(np.array([0, 1]), 30, 0.025).round(4).tolist())
+    [0.1157, 0.1722]
+    """
+    k = np.asarray(k, dtype=np.float64)
+    a = np.broadcast_to(np.asarray(a, dtype=np.float64), k.shape)
+    out = np.ones(k.shape)
+    ok = k < n
+    if ok.any():
+        out[ok] = special.betaincinv(k[ok] + 1.0, n - k[ok], 1.0 - a[ok])
+    return out
+
+
+def mixture_upper(k: np.ndarray, n: int, a: float, b: float, iters: int = 60) -> np.ndarray:
+    """Anytime-valid upper bounds for a Bernoulli probability from ``k`` successes in ``n`` draws: the largest p
+    whose Beta(1, b) mixture likelihood ratio, B(k + 1, b + n - k) / B(1, b) / (p^k (1 - p)^(n - k)), stays below
+    1 / a (Ville's inequality: a nonnegative martingale under p, so the bound holds at every n at once with
+    probability at least 1 - a). Tightest near k = 0 when b is about half the number of draws planned.
+
+    Examples
+    --------
+    >>> print(mixture_upper(np.array([0, 1, 3]), 30, 0.025, 15.0).round(3).tolist())
+    [0.148, 0.215, 0.334]
+    """
+    k = np.asarray(k, dtype=np.float64)
+    log_prior = special.betaln(k + 1.0, b + n - k) - special.betaln(1.0, b)
+    target = np.log(1.0 / a)
+
+    def log_m(p):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return log_prior - np.where(k > 0, k * np.log(p), 0.0) - (n - k) * np.log1p(-p)
+
+    lo = np.clip(k / n, 1e-300, 1.0)
+    hi = np.ones_like(k)
+    done = k >= n
+    lo = np.where(done, 1.0, lo)
+    # the ratio is smallest at p = k / n and grows towards p = 1: bisect for where it reaches 1 / a
+    for _ in range(iters):
+        mid = 0.5 * (lo + hi)
+        above = log_m(mid) >= target
+        hi = np.where(above & ~done, mid, hi)
+        lo = np.where(~above & ~done, mid, lo)
+    return np.where(done, 1.0, hi)
+
+
+# -- which claims are degenerate --------------------------------------------------------------------------------
+
+
+def _row_modes(V: np.ndarray, min_differ: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """For each row of unit values: (degenerate, the shared value, units above it, units below it).
+
+    A row is degenerate when fewer than ``min_differ`` units differ from its most common value; such a value holds
+    at least U - min_differ + 1 units, so it is among the row's first ``min_differ`` values (pigeonhole) and only
+    those are tried."""
+    rows, U = V.shape
+    V = np.round(V, 12)
+    best = np.full(rows, -1, dtype=np.int64)
+    val = np.zeros(rows)
+    for j in range(min(min_differ, U)):
+        c = V[:, j:j + 1]
+        cnt = (V == c).sum(axis=1)
+        take = cnt > best
+        best = np.where(take, cnt, best)
+        val = np.where(take, c[:, 0], val)
+    above = (V > val[:, None]).sum(axis=1)
+    below = (V < val[:, None]).sum(axis=1)
+    return (above + below) < min_differ, val, above, below
+
+
+def _pair_modes(UV: np.ndarray, min_differ: int, chunk_cells: int = 20_000_000):
+    """:func:`_row_modes` of every pair's unit differences UV[a] - UV[b], without a pairs x units array: the units
+    where a pair differs are counted by matrix products over the distinct unit values (a degenerate pair differs on
+    fewer than ``min_differ`` units, or on nearly all of them); only those candidates are looked at unit by unit."""
+    K, U = UV.shape
+    a, b = pair_index(K)
+    P = len(a)
+    deg = np.zeros(P, bool)
+    val = np.zeros(P)
+    above = np.zeros(P, np.int64)
+    below = np.zeros(P, np.int64)
+    R = np.round(UV, 12)
+    values = np.unique(R)
+    if len(values) <= 64:
+        same = np.zeros((K, K))
+        for v in values:
+            E = (R == v).astype(np.float64)
+            same += E @ E.T
+        differ = U - np.rint(same[a, b]).astype(np.int64)
+        cand = np.flatnonzero((differ < min_differ) | (differ > U - min_differ))
+    else:
+        cand = np.arange(P)
+    step = max(1, chunk_cells // max(U, 1))
+    for s in range(0, len(cand), step):
+        idx = cand[s:s + step]
+        dg, v, ab, be = _row_modes(UV[a[idx]] - UV[b[idx]], min_differ)
+        deg[idx], val[idx], above[idx], below[idx] = dg, v, ab, be
+    return deg, val, above, below
+
+
+def _exact_interval(v, above, below, n_units, a_side, lower, upper, widen):
+    """[v - (v - lower) U(below), v + (upper - v) U(above)]: the exact interval of a degenerate claim (module
+    docstring), U the one-sided Clopper-Pearson bound at ``a_side``."""
+    up = np.minimum(exact_upper(above, n_units, a_side) * widen, 1.0)
+    dn = np.minimum(exact_upper(below, n_units, a_side) * widen, 1.0)
+    return v - (v - lower) * dn, v + (upper - v) * up
+
+
+# -- the asymptotic guarantee ----------------------------------------------------------------------------------
+
+
+def _solve_crit(mx: np.ndarray, n_exact: int, delta: float, sf) -> float:
+    """The smallest c with P*(max > c) + n_exact * 2 sf(c) <= delta (mx: the bootstrap draws of the maximum over the
+    claims that are not exact; sf: the per-claim tail)."""
+    mx = np.sort(mx)
+    B = len(mx)
+
+    def err(c):
+        tail = (B - np.searchsorted(mx, c, side="right")) / B if B else 0.0
+        return tail + n_exact * 2.0 * sf(c)
+
+    lo, hi = 0.0, 1.0
+    while err(hi) > delta and hi < 1e6:
+        lo, hi = hi, hi * 2.0
+    for _ in range(100):
+        mid = 0.5 * (lo + hi)
+        if err(mid) > delta:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+def _satterthwaite(u2f: np.ndarray, u4f2: np.ndarray, cap: float) -> np.ndarray:
+    """(sum f u^2)^2 / sum f^2 u^4, in [1, cap]."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        df = np.where(u4f2 > 0, u2f ** 2 / u4f2, cap)
+    return np.clip(df, 1.0, cap)
+
+
+def _score_interval(m, se, crit, low, high):
+    """{mu : (m - mu)^2 <= crit^2 r (mu - low)(high - mu)}, r = se^2 / ((m - low)(high - m)): Wilson's interval for 0/1
+    scores, with the design effect carried by r."""
+    R = high - low
+    x = (m - low) / R
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.where((x > 0) & (x < 1), (se / R) ** 2 / (x * (1.0 - x)), 0.0)
+    z2 = crit ** 2 * r
+    centre = (2.0 * x + z2) / (2.0 * (1.0 + z2))
+    rad = np.sqrt(np.maximum((2.0 * x + z2) ** 2 - 4.0 * (1.0 + z2) * x ** 2, 0.0)) / (2.0 * (1.0 + z2))
+    return low + R * np.clip(centre - rad, 0.0, 1.0), low + R * np.clip(centre + rad, 0.0, 1.0)
+
+
+def asymptotic(S: np.ndarray, clusters: np.ndarray | None, *, delta: float, low: float, high: float,
+               rng: np.random.Generator, n_boot: int = 4000, chunk: int = 4096, weights: np.ndarray | None = None,
+               strata: np.ndarray | None = None, min_differ: int = MIN_DIFFER) -> CompareCore:
+    """Cluster-robust paired intervals for every pair (one family) and every model (a second family), each family
+    simultaneous by a studentized max-t, degenerate claims exact.
+
+    The method is described in the module docstring.
 
     Parameters
     ----------
     S : ndarray
         K x n scores, models x questions, in [low, high].
     clusters : ndarray or None
-        (n,) integer codes of each question's cluster, or None (every question its own cluster).
+        (n,) integer codes 0 .. C-1 of each question's cluster, or None (every question its own cluster).
     delta : float
-        Error level of the whole family of K model and K (K - 1) / 2 pair intervals.
+        Error level of each family (the pairs with their verdicts, ranks and tiers; the model intervals).
     low, high : float
         The score range; the model intervals are clipped to it and the pair intervals to +-(high - low).
     rng : numpy.random.Generator
@@ -119,17 +322,24 @@ def asymptotic(S: np.ndarray, clusters: np.ndarray | None, *, delta: float, low:
         Bootstrap draws of the max-t statistic.
     chunk : int, default 4096
         Pairs handled at once when taking the max over claims (bounds the memory).
+    weights : ndarray, optional
+        (n,) question weights (normalised to sum 1); default equal.
+    strata : ndarray, optional
+        (n,) integer codes 0 .. T-1 of strata sampled separately (each task's questions): means are centred within
+        the stratum and each stratum's units get its own C_t / (C_t - 1). Clusters never cross strata.
+    min_differ : int, default 5
+        A claim with fewer units off its most common value is degenerate (exact interval).
 
     Returns
     -------
     CompareCore
-        Estimates and intervals per model and per pair; ``crit`` is the simultaneous (Gaussian) critical value and
-        ``units`` the number of clusters C.
+        Estimates and intervals per model and per pair; ``crit`` is the pair family's critical value, ``units`` the
+        number of units (clusters or questions), and the per-claim levels, exact claims and degrees of freedom.
 
     Raises
     ------
     AssayInputError
-        With fewer than 2 clusters.
+        With fewer than 2 units in a stratum.
 
     Examples
     --------
@@ -142,63 +352,99 @@ def asymptotic(S: np.ndarray, clusters: np.ndarray | None, *, delta: float, low:
     """
     K, n = S.shape
     R = high - low
-    m = S.mean(axis=1)
-    Z = _unit_sums(S - m[:, None], clusters)
-    C = Z.shape[1]
-    if C < 2:
-        raise AssayInputError("a cluster-robust interval needs at least 2 clusters")
-    Sigma = (Z @ Z.T) * (C / (C - 1)) / n**2
+    w = np.full(n, 1.0 / n) if weights is None else np.asarray(weights, dtype=np.float64) / float(np.sum(weights))
+    st = np.zeros(n, np.int64) if strata is None else np.asarray(strata, dtype=np.int64)
+    T = int(st.max()) + 1
+    units = np.arange(n) if clusters is None else np.asarray(clusters, dtype=np.int64)
+    U = int(units.max()) + 1
+    unit_stratum = np.zeros(U, np.int64)
+    unit_stratum[units] = st
+    C_t = np.bincount(unit_stratum, minlength=T)
+    if (C_t < 2).any():
+        raise AssayInputError("a cluster-robust interval needs at least 2 " + ("clusters" if clusters is not None
+                                                                                else "questions")
+                              + (" in every task" if T > 1 else ""))
+    f = (C_t / (C_t - 1.0))[unit_stratum]
+    m = S @ w
+    # centred within each stratum (one stratum: at the overall mean)
+    w_t = np.bincount(st, weights=w, minlength=T)
+    m_t = np.stack([np.bincount(st, weights=w * row, minlength=T) for row in S]) / w_t
+    Z = _unit_sums((S - m_t[:, st]) * w, None if clusters is None else units)
+    Sigma = (Z * f) @ Z.T
+    W = np.bincount(units, weights=w, minlength=U)  # each unit's weight
+    UV = _unit_sums(S * w, None if clusters is None else units) / W  # each unit's (weighted) mean score
+    widen = float(W.max() / W.mean())
     a, b = pair_index(K)
-    se_m = np.sqrt(np.maximum(np.diag(Sigma), 0.0) + (R / 2 / n) ** 2)
-    var_d = Sigma[a, a] + Sigma[b, b] - 2.0 * Sigma[a, b]
-    se_d = np.sqrt(np.maximum(var_d, 0.0) + (R / n) ** 2)
-    # the multiplier bootstrap's law given the data is N(0, Sigma): drawn as such, in chunks, the max over claims kept
-    w, Q = np.linalg.eigh(Sigma)
-    L = Q * np.sqrt(np.clip(w, 0.0, None))
-    mx = np.empty(n_boot)
+    P = len(a)
+    se_m = np.sqrt(np.maximum(np.diag(Sigma), 0.0))
+    se_d = np.sqrt(np.maximum(Sigma[a, a] + Sigma[b, b] - 2.0 * Sigma[a, b], 0.0))
+    deg_m, v_m, up_m, dn_m = _row_modes(UV, min_differ)
+    deg_d, v_d, up_d, dn_d = _pair_modes(UV, min_differ)
+    deg_m |= se_m <= 0
+    deg_d |= se_d <= 0
+    # clusters: the common degrees of freedom nu of the max-t's multivariate t law
+    nu = None
+    if clusters is not None:
+        nu = max(1.0, float(W.sum() ** 2 / (W ** 2).sum()) - T)
+        sf = lambda c: stats.t.sf(c, nu)  # noqa: E731
+    else:
+        sf = stats.norm.sf
+    # the multiplier bootstrap's law given the data is N(0, Sigma): drawn as such, in blocks, the maxima kept
+    ev, Q = np.linalg.eigh(Sigma)
+    L = Q * np.sqrt(np.clip(ev, 0.0, None))
+    mx_m = np.zeros(n_boot)
+    mx_d = np.zeros(n_boot)
+    keep_m = np.flatnonzero(~deg_m)
+    keep_d = np.flatnonzero(~deg_d)
     for s in range(0, n_boot, 256):
         e = min(s + 256, n_boot)
         G = rng.standard_normal((e - s, K)) @ L.T
-        t = np.max(np.abs(G / se_m), axis=1)
-        for p in range(0, len(a), chunk):
-            sl = slice(p, p + chunk)
-            t = np.maximum(t, np.max(np.abs((G[:, a[sl]] - G[:, b[sl]]) / se_d[sl]), axis=1))
-        mx[s:e] = t
-    crit = float(np.quantile(mx, 1.0 - delta))
-    # few clusters, or a few clusters that carry most of a claim's variance: each claim's critical value at the same
-    # per-claim level from Student t with the claim's effective degrees of freedom (Satterthwaite: (sum_c u_c^2)^2
-    # / sum_c u_c^4 over its cluster sums u_c, at most C - 1), never below the Gaussian value
-    per_claim = 2.0 * stats.norm.sf(crit)
-    Z2 = Z * Z
-    m2 = Z2.sum(axis=1)
-    m4 = (Z2 * Z2).sum(axis=1)
-    crit_m = _t_crit(per_claim, _eff_df(m2, m4, C))
-    # a pair's sums u = z_a - z_b: sum u^2 and sum u^4 from K x K cross-moment matrices (no pairs x clusters array)
-    m31 = (Z2 * Z) @ Z.T  # sum_c z_ic^3 z_jc
-    m22 = Z2 @ Z2.T  # sum_c z_ic^2 z_jc^2
-    m11 = Z @ Z.T
-    u2 = m2[a] - 2.0 * m11[a, b] + m2[b]
-    u4 = m4[a] - 4.0 * m31[a, b] + 6.0 * m22[a, b] - 4.0 * m31[b, a] + m4[b]
-    crit_d = _t_crit(per_claim, _eff_df(u2, np.maximum(u4, 0.0), C))
-    crit_m, crit_d = np.maximum(crit_m, crit), np.maximum(crit_d, crit)
+        scale = 1.0 if nu is None else np.sqrt(rng.chisquare(nu, e - s) / nu)
+        if len(keep_m):
+            mx_m[s:e] = np.max(np.abs(G[:, keep_m]) / se_m[keep_m], axis=1) / scale
+        t = np.zeros(e - s)
+        for p in range(0, len(keep_d), chunk):
+            j = keep_d[p:p + chunk]
+            t = np.maximum(t, np.max(np.abs(G[:, a[j]] - G[:, b[j]]) / se_d[j], axis=1))
+        mx_d[s:e] = t / scale
+    c_m = _solve_crit(mx_m if len(keep_m) else np.zeros(0), int(deg_m.sum()), delta, sf)
+    c_d = _solve_crit(mx_d if len(keep_d) else np.zeros(0), int(deg_d.sum()), delta, sf)
+    alpha_m, alpha_d = float(2.0 * sf(c_m)), float(2.0 * sf(c_d))
+    crit_m = np.full(K, c_m)
+    crit_d = np.full(P, c_d)
+    if nu is not None:
+        # a claim whose variance sits on a few clusters: Student t at the per-claim level with its Satterthwaite
+        # degrees of freedom, scaled by C_eff / 10 beyond 10 clusters, at most nu
+        grow = max(1.0, (nu + T) / 10.0)
+        Z2 = Z * Z
+        m2f = Z2 @ f
+        m4f = (Z2 * Z2) @ (f * f)
+        crit_m = np.maximum(c_m, stats.t.isf(alpha_m / 2.0, np.minimum(nu, grow * _satterthwaite(m2f, m4f, nu))))
+        # a pair's sums u = z_a - z_b: sum f u^2 and sum f^2 u^4 from K x K cross-moment matrices
+        m11 = (Z * f) @ Z.T
+        m31 = (Z2 * Z * f * f) @ Z.T
+        m22 = (Z2 * f * f) @ Z2.T
+        u2 = m2f[a] - 2.0 * m11[a, b] + m2f[b]
+        u4 = m4f[a] - 4.0 * m31[a, b] + 6.0 * m22[a, b] - 4.0 * m31[b, a] + m4f[b]
+        crit_d = np.maximum(c_d, stats.t.isf(alpha_d / 2.0, np.minimum(nu, grow * _satterthwaite(u2, np.maximum(
+            u4, 0.0), nu))))
+    lo, hi = _score_interval(m, se_m, crit_m, low, high)
+    e_lo, e_hi = _exact_interval(v_m[deg_m], up_m[deg_m], dn_m[deg_m], U, alpha_m / 2.0, low, high, widen)
+    lo[deg_m], hi[deg_m] = e_lo, e_hi
     d = m[a] - m[b]
     half = crit_d * se_d
-    return CompareCore(est=m, lo=np.clip(m - crit_m * se_m, low, high), hi=np.clip(m + crit_m * se_m, low, high),
-                       d=d, d_lo=np.clip(d - half, -R, R), d_hi=np.clip(d + half, -R, R), half=half, crit=crit,
-                       units=C)
+    d_lo, d_hi = d - half, d + half
+    e_lo, e_hi = _exact_interval(v_d[deg_d], up_d[deg_d], dn_d[deg_d], U, alpha_d / 2.0, -R, R, widen)
+    d_lo[deg_d], d_hi[deg_d] = e_lo, e_hi
+    half[deg_d] = (e_hi - e_lo) / 2.0
+    lo, hi = np.clip(lo, low, high), np.clip(hi, low, high)
+    d_lo = np.maximum(np.clip(d_lo, -R, R), lo[a] - hi[b])
+    d_hi = np.minimum(np.clip(d_hi, -R, R), hi[a] - lo[b])
+    return CompareCore(est=m, lo=lo, hi=hi, d=d, d_lo=d_lo, d_hi=d_hi, half=half, crit=float(c_d), units=U,
+                       alpha_models=alpha_m, alpha_pairs=alpha_d, exact_models=deg_m, exact_pairs=deg_d, df=nu)
 
 
-def _eff_df(sum2: np.ndarray, sum4: np.ndarray, C: int) -> np.ndarray:
-    """Satterthwaite's effective degrees of freedom of a variance that is a sum of squared cluster sums u_c, from
-    sum u^2 and sum u^4: (sum u^2)^2 / sum u^4, at most C - 1 (C for C equal contributions; 1 when one cluster
-    carries everything)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        df = np.where(sum4 > 0, sum2 ** 2 / sum4, C - 1.0)
-    return np.clip(df, 1.0, C - 1.0)
-
-
-def _t_crit(per_claim: float, df: np.ndarray) -> np.ndarray:
-    return stats.t.isf(per_claim / 2.0, df)
+# -- the finite guarantee --------------------------------------------------------------------------------------
 
 
 def eb_confidence_sequence(Y: np.ndarray, alpha: float, *, horizon: int | None = None,
@@ -305,15 +551,34 @@ def _unit_means(S: np.ndarray, clusters: np.ndarray | None) -> np.ndarray:
     return _unit_sums(S, clusters) / np.bincount(clusters)[None, :]  # codes are 0 .. C-1, all present
 
 
+def _finite_rows(Y: np.ndarray, alpha: float, horizon: int, population: int | None):
+    """Each row's (lower, upper, radius) on [0, 1]: the betting sequence, and, drawn with replacement, intersected
+    with the excursion bounds away from 0 and 1 (module docstring), the level split between them."""
+    if population is not None:
+        lo, hi, rad = eb_confidence_sequence(Y, alpha, horizon=horizon, population=population)
+        if Y.shape[1] >= population:  # the whole bank read: its mean is known
+            exact = Y.mean(axis=1)
+            return exact, exact.copy(), np.zeros(len(exact))
+        return lo, hi, rad
+    lo, hi, rad = eb_confidence_sequence(Y, alpha * (1.0 - EXCURSION), horizon=horizon)
+    n = Y.shape[1]
+    a_side = alpha * EXCURSION / 2.0
+    b = max(float(horizon) / 2.0, 1.0)
+    up = mixture_upper((Y > 0).sum(axis=1), n, a_side, b)  # mean <= P(y > 0)
+    dn = mixture_upper((Y < 1).sum(axis=1), n, a_side, b)  # 1 - mean <= P(y < 1)
+    return np.maximum(lo, 1.0 - dn), np.minimum(hi, up), rad
+
+
 def finite(S: np.ndarray, clusters: np.ndarray | None, *, delta: float, low: float, high: float,
            rng: np.random.Generator | None, horizon: int | None = None, population: int | None = None,
-           pair_chunk: int = 2048, threads: int | None = None) -> CompareCore:
+           pair_chunk: int = 2048, threads: int | None = None, strata: np.ndarray | None = None,
+           stratum_weights: np.ndarray | None = None) -> CompareCore:
     """Anytime-valid intervals for every model and pair, all at once.
 
     The method is described in the module docstring (Waudby-Smith and Ramdas 2024, the predictable plug-in
-    empirical-Bernstein confidence sequence, at level delta / (K + K (K - 1) / 2) per claim). The units (questions,
-    or cluster means) are read in one order shared by every model; the bets are tuned to be tightest at ``horizon``
-    units, valid at every sample size whatever it is.
+    empirical-Bernstein confidence sequence, with the excursion bounds, at level delta / (K + K (K - 1) / 2) per
+    claim). The units (questions, or cluster means) are read in one order shared by every model; the bets are tuned
+    to be tightest at ``horizon`` units, valid at every sample size whatever it is.
 
     Parameters
     ----------
@@ -336,6 +601,11 @@ def finite(S: np.ndarray, clusters: np.ndarray | None, *, delta: float, low: flo
     threads : int, optional
         Threads the chunks of pairs are spread over (default: :func:`assay.stats.bootstrap.default_threads`); the
         result is the same on any number.
+    strata : ndarray, optional
+        (n,) codes 0 .. T-1 of strata (tasks), each sampled on its own: every claim is computed within each stratum
+        at its level / T and the strata combined with ``stratum_weights`` (default equal).
+    stratum_weights : ndarray, optional
+        (T,) weights of the strata (normalised to sum 1).
 
     Returns
     -------
@@ -350,49 +620,73 @@ def finite(S: np.ndarray, clusters: np.ndarray | None, *, delta: float, low: flo
     >>> S = (rng.random((3, 200)) < np.array([[0.8], [0.6], [0.55]])).astype(float)
     >>> core = finite(S, None, delta=0.05, low=0.0, high=1.0, rng=np.random.default_rng(1))
     >>> print(core.lo.round(3), core.hi.round(3), round(core.crit, 4))
-    [0.607 0.437 0.374] [0.858 0.718 0.649] 0.0083
+    [0.602 0.431 0.368] [0.862 0.725 0.657] 0.0083
     """
     K = S.shape[0]
-    U = _unit_means(S, clusters)
-    n_units = U.shape[1]
-    if rng is not None:  # None: the columns are already in the order they were drawn (a bank queried live)
-        U = U[:, rng.permutation(n_units)]
     R = high - low
     a, b = pair_index(K)
     P = len(a)
     alpha = delta / (K + P)  # a union bound over every claim, each a two-sided sequence
-    Ym = (U - low) / R
-    h = n_units if horizon is None else horizon
-    lo_m, hi_m, _ = eb_confidence_sequence(Ym, alpha, horizon=h, population=population)
-    est = U.mean(axis=1)
-    d_lo = np.empty(P)
-    d_hi = np.empty(P)
-    half = np.empty(P)
-
-    def chunk(s: int) -> None:  # each chunk of pairs computed the same way on any number of threads
-        sl = slice(s, s + pair_chunk)
-        Yd = ((U[a[sl]] - U[b[sl]]) + R) / (2.0 * R)
-        l, hh, rad = eb_confidence_sequence(Yd, alpha, horizon=h, population=population)
-        d_lo[sl] = l * 2.0 * R - R
-        d_hi[sl] = hh * 2.0 * R - R
-        half[sl] = rad * 2.0 * R
-
-    starts = list(range(0, P, pair_chunk))
+    if strata is None:
+        groups = [np.arange(S.shape[1])]
+        sw = np.ones(1)
+    else:
+        strata = np.asarray(strata, dtype=np.int64)
+        groups = [np.flatnonzero(strata == t) for t in range(int(strata.max()) + 1)]
+        sw = np.ones(len(groups)) if stratum_weights is None else np.asarray(stratum_weights, dtype=np.float64)
+        sw = sw / sw.sum()
+    a_g = alpha / len(groups)
     if threads is None:
         from ..stats.bootstrap import default_threads
 
         threads = default_threads()
-    if threads > 1 and len(starts) > 1:
-        import concurrent.futures
+    est = np.zeros(K)
+    lo_m = np.zeros(K)
+    hi_m = np.zeros(K)
+    d_lo = np.zeros(P)
+    d_hi = np.zeros(P)
+    half = np.zeros(P)
+    n_units = 0
+    for g, weight in zip(groups, sw):
+        Sg = S[:, g]
+        cg = None
+        if clusters is not None:
+            _, cg = np.unique(np.asarray(clusters)[g], return_inverse=True)
+        U = _unit_means(Sg, cg)
+        nu_g = U.shape[1]
+        n_units += nu_g
+        if rng is not None:  # None: the columns are already in the order they were drawn (a bank queried live)
+            U = U[:, rng.permutation(nu_g)]
+        h = nu_g if horizon is None else horizon
+        Ym = (U - low) / R
+        l_, h_, _ = _finite_rows(Ym, a_g, h, population)
+        est += weight * U.mean(axis=1)
+        lo_m += weight * (l_ * R + low)
+        hi_m += weight * (h_ * R + low)
 
-        with concurrent.futures.ThreadPoolExecutor(min(threads, len(starts))) as pool:
-            list(pool.map(chunk, starts))  # numpy releases the GIL in the chunks' array work
-    else:
-        for s in starts:
-            chunk(s)
+        def chunk(s: int, U=U, h=h, weight=weight) -> None:  # each chunk computed the same way on any thread
+            sl = slice(s, s + pair_chunk)
+            Yd = ((U[a[sl]] - U[b[sl]]) + R) / (2.0 * R)
+            l, hh, rad = _finite_rows(Yd, a_g, h, population)
+            d_lo[sl] += weight * (l * 2.0 * R - R)
+            d_hi[sl] += weight * (hh * 2.0 * R - R)
+            half[sl] += weight * rad * 2.0 * R
+
+        starts = list(range(0, P, pair_chunk))
+        if threads > 1 and len(starts) > 1:
+            import concurrent.futures
+
+            with concurrent.futures.ThreadPoolExecutor(min(threads, len(starts))) as pool:
+                list(pool.map(chunk, starts))  # numpy releases the GIL in the chunks' array work
+        else:
+            for s in starts:
+                chunk(s)
     d = est[a] - est[b]
-    return CompareCore(est=est, lo=lo_m * R + low, hi=hi_m * R + low, d=d, d_lo=d_lo, d_hi=d_hi, half=half,
-                       crit=alpha, units=n_units)
+    d_lo = np.maximum(d_lo, lo_m[a] - hi_m[b])
+    d_hi = np.minimum(d_hi, hi_m[a] - lo_m[b])
+    return CompareCore(est=est, lo=lo_m, hi=hi_m, d=d, d_lo=d_lo, d_hi=d_hi, half=half, crit=alpha, units=n_units,
+                       alpha_models=alpha, alpha_pairs=alpha, exact_models=np.zeros(K, bool),
+                       exact_pairs=np.zeros(P, bool), df=None)
 
 
 def verdicts(d_lo: np.ndarray, d_hi: np.ndarray, margin: float | None) -> tuple[np.ndarray, np.ndarray]:

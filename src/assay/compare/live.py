@@ -26,6 +26,17 @@ from .api import CompareResult, _package
 __all__ = ["query_until_resolved"]
 
 
+def _unique_prompts(bank: pd.DataFrame, model: str) -> None:
+    """A bank whose prompts repeat cannot tell the answers of the repeated questions apart (the journal keys an
+    answer by its prompt): refused, naming the ids."""
+    dup = bank["prompt"].duplicated(keep=False)
+    if dup.any():
+        ids = list(bank.index[dup])
+        raise AssayInputError(f"the bank asks the same prompt for several questions (ids {', '.join(map(str, ids[:6]))}"
+                              + (" ..." if len(ids) > 6 else "") + f"; model {model!r}): each question needs its own "
+                              "prompt, or its answers cannot be told apart")
+
+
 def _resolved(out: core.CompareCore, margin: float | None) -> bool:
     v, _ = core.verdicts(out.d_lo, out.d_hi, margin)
     return bool((v != "unresolved").all())
@@ -91,6 +102,7 @@ def query_until_resolved(
         own = b if banks is None or name not in banks else read_bank(banks[name])
         if list(own.index) != list(b.index):
             raise AssayInputError(f"the bank of model {name!r} does not hold the same questions, in the same order")
+        _unique_prompts(own, name)
         prompts_of[str(name)] = own["prompt"]
     N = len(b)
     if N < 2:
@@ -135,7 +147,7 @@ def query_until_resolved(
     stopped = _resolved(out, margin)
     res = _package(design, out, guarantee="finite", delta=float(delta), margin=margin, seed=seed,
                    queried=asked, budget=budget, bank_size=N, resolved=stopped, batch=int(batch), scorer=str(scorer),
-                   policy=policy, run_id=run_id)
+                   policy=policy, run_id=run_id, pool_phrase=f"the bank's {N}")
     res.info["estimand"] = (f"each model's mean score over the {N} questions of the bank, asked without replacement "
                             "in one seeded order (each question weighted equally), and each pair's difference")
     res.info["live"] = {"requests": requests, "outcomes": counts, "questions": asked,

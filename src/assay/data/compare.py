@@ -1,10 +1,12 @@
-"""The data layer of ``compare``: a long table of scores (model, item, score, optional cluster and epoch) ->
-the matrix of epoch-averaged scores of every model on the questions they all answered.
+"""The data layer of ``compare``: a long table of scores (model, item, score, optional task, cluster, epoch and
+question hash) -> the matrix of epoch-averaged scores of every model on the questions they all answered.
 
-Validation names the rows: a score outside the bounds, NaN, a duplicate (model, item, epoch), an item placed in two
-clusters, a model with no question in common with another. Models are compared on the questions every one of them
-answered (:attr:`CompareDesign.S`); how many questions each pair shares is kept (:attr:`CompareDesign.shared`) and
-``require_complete`` refuses a table where some model lacks a question another answered.
+A question is keyed by (task, item): two tasks never share a question, whatever their item ids (inspect numbers the
+samples of every task 1..N). Validation names the rows: a score outside the bounds, NaN, a duplicate
+(model, task, item, epoch), an item placed in two clusters, a key whose question text differs between rows (its hash),
+a model with no question in common with another. Models are compared on the questions every one of them answered
+(:attr:`CompareDesign.S`); how many each answered is kept (:attr:`CompareDesign.answered`) and ``require_complete``
+refuses a table where some model lacks a question another answered.
 """
 
 from __future__ import annotations
@@ -16,12 +18,12 @@ import numpy as np
 import pandas as pd
 
 from ..errors import AssayInputError
-from .tables import check_scores, check_unique, map_columns
+from .tables import check_scores, describe_rows, map_columns
 
 __all__ = ["CompareDesign", "prepare_compare", "COMPARE_COLUMNS"]
 
 #: canonical column names of compare's long table
-COMPARE_COLUMNS = ("model", "item", "score", "cluster", "epoch")
+COMPARE_COLUMNS = ("model", "item", "score", "task", "cluster", "epoch", "hash")
 
 
 @dataclass(frozen=True)
@@ -29,8 +31,10 @@ class CompareDesign:
     """What the compare core needs, from one tidy table.
 
     ``S``: models x questions, each question's score averaged over its epochs, on the questions every model
-    answered (``items``); ``clusters``: one integer code per question (``None``: each question is its own cluster);
-    ``shared``: models x models, the questions each pair both answered; ``low``, ``high``: the score bounds."""
+    answered (``items``, shown as ``task/item`` when there are tasks); ``tasks``: each question's task code into
+    ``task_labels`` (None: no task column); ``clusters``: one integer code per question (``None``: each question is its
+    own cluster); ``shared``: models x models, the questions each pair both answered; ``answered``: per model, the
+    questions it answered; ``epochs``: per model, the mean epochs per question; ``low``, ``high``: the score bounds."""
 
     models: list[str]
     items: list[str]
@@ -43,10 +47,17 @@ class CompareDesign:
     low: float
     high: float
     notes: list[str] = field(default_factory=list)
+    tasks: np.ndarray | None = None
+    task_labels: list[str] | None = None
+    answered: dict[str, int] = field(default_factory=dict)
 
     @property
     def n_units(self) -> int:
         return len(self.items) if self.clusters is None else int(self.clusters.max()) + 1
+
+    @property
+    def n_tasks(self) -> int:
+        return 1 if self.task_labels is None else len(self.task_labels)
 
 
 def _bounds(bounds) -> tuple[float, float]:
@@ -59,12 +70,38 @@ def _bounds(bounds) -> tuple[float, float]:
     return low, high
 
 
+def _check_hashes(df: pd.DataFrame, keys: list[str]) -> None:
+    """A question's text (its hash) must be the same wherever its key appears: a key whose hash differs between rows
+    is two different questions under one id (two datasets, or a changed dataset), refused with the rows."""
+    h = df["hash"]
+    known = df[h.notna()].copy()
+    if known.empty:
+        return
+    known["hash"] = known["hash"].astype(str)
+    # hashes are compared within one scheme ("inspect:...", "lmeval:..."): two tools hash differently
+    known["scheme"] = known["hash"].str.split(":", n=1).str[0]
+    counts = known.groupby(keys + ["scheme"], sort=False)["hash"].nunique()
+    bad = counts[counts > 1]
+    if len(bad):
+        key = bad.index[0][:-1]
+        sel = np.ones(len(known), bool)
+        for k, v in zip(keys, key):
+            sel &= (known[k] == v).to_numpy()
+        rows = known.index[sel]
+        shown = ", ".join(f"{m} ({hh[:18]})" for m, hh in zip(known.loc[rows, "model"], known.loc[rows, "hash"]))
+        raise AssayInputError(
+            f"question {'/'.join(map(str, key))!r} is not the same question in every source: its text differs "
+            f"({shown}; {describe_rows(rows)}). Two datasets (or two versions of one) use the same ids; compare only "
+            f"logs of the same questions ({len(bad)} such question(s) in all)")
+
+
 def prepare_compare(table: pd.DataFrame, *, columns: Mapping[str, str] | None = None,
                     bounds: Sequence[float] = (0.0, 1.0), require_complete: bool = False) -> CompareDesign:
     """Validate a long table of scores and pivot it to models x the questions every model answered.
 
-    ``columns`` maps compare's names (``model``, ``item``, ``score``, ``cluster``, ``epoch``) to the table's;
-    ``cluster`` and ``epoch`` are optional. Epochs of one (model, question) are averaged first.
+    ``columns`` maps compare's names (``model``, ``item``, ``score``, ``task``, ``cluster``, ``epoch``, ``hash``) to
+    the table's; all but the first three are optional. A question is keyed by (task, item). Epochs of one
+    (model, question) are averaged first.
 
     Parameters
     ----------
@@ -81,15 +118,15 @@ def prepare_compare(table: pd.DataFrame, *, columns: Mapping[str, str] | None = 
     Returns
     -------
     CompareDesign
-        The models x shared questions matrix ``S``, the cluster codes and labels (or None), each pair's count of
-        shared questions, the mean epochs per model and the notes.
+        The models x shared questions matrix ``S``, the task and cluster codes and labels (or None), each pair's
+        count of shared questions, each model's count answered, the mean epochs per model and the notes.
 
     Raises
     ------
     AssayInputError
         On an unknown column role, a missing or duplicate cell, a score outside the range, a question in more than one
-        cluster, fewer than 2 models, two models without a question in common, fewer than 2 shared questions or
-        clusters, or incomplete models with ``require_complete``.
+        cluster, a question whose text differs between rows, fewer than 2 models, two models without a question in
+        common, fewer than 2 shared questions or clusters, or incomplete models with ``require_complete``.
 
     Examples
     --------
@@ -110,35 +147,54 @@ def prepare_compare(table: pd.DataFrame, *, columns: Mapping[str, str] | None = 
                      required=("model", "item", "score"))
     if df.empty:
         raise AssayInputError("the table has no rows: nothing to compare")
-    df = df.copy()
-    for c in ("model", "item"):
+    df = df.reset_index(drop=True)
+    has_task = "task" in df.columns
+    for c in ("model", "item") + (("task",) if has_task else ()):
         if df[c].isna().any():
             rows = df.index[df[c].isna()]
-            raise AssayInputError(f"column {c!r} is missing at rows {list(rows[:5])}: every score needs a {c}")
+            raise AssayInputError(f"column {c!r} is missing at {describe_rows(rows)}: every score needs a {c}")
         df[c] = df[c].astype(str)
     has_epoch = "epoch" in df.columns
     has_cluster = "cluster" in df.columns
+    keys = (["task"] if has_task else []) + ["item"]
     df["score"] = check_scores(df, "score", low=low, high=high, what="score",
-                               missing_hint="a score must be a number; drop the rows of questions not answered")
-    check_unique(df, ["model", "item"] + (["epoch"] if has_epoch else []), what="score")
+                               missing_hint="a score must be a number; drop the rows of questions not answered",
+                               range_hint=(f"Give the scores' range with --bounds LOW HIGH (bounds=(low, high) from "
+                                           f"Python; it is [{low:g}, {high:g}] now), or rescale the scores."))
+    dup = df.duplicated(subset=["model"] + keys + (["epoch"] if has_epoch else []), keep=False)
+    if dup.any():
+        rows = df.index[dup]
+        first = df.loc[rows[0]]
+        key = "/".join(str(first[k]) for k in keys)
+        raise AssayInputError(
+            f"duplicate scores: model {first['model']!r} has more than one score for question {key!r}"
+            + (f" in epoch {first['epoch']}" if has_epoch else "")
+            + f" ({describe_rows(rows)}): two runs of one model, a log with several scorers, or repeated answers. "
+            "Name each run (assay compare NAME=PATH ...), choose a scorer (--log-scorer), or number the repeats "
+            "(--epoch-col)")
+    if "hash" in df.columns:
+        _check_hashes(df, keys)
     if has_cluster:
         if df["cluster"].isna().any():
             rows = df.index[df["cluster"].isna()]
-            raise AssayInputError(f"column 'cluster' is missing at rows {list(rows[:5])}: give every question its "
+            raise AssayInputError(f"column 'cluster' is missing at {describe_rows(rows)}: give every question its "
                                   "cluster, or leave the column out (each question is then its own cluster)")
         df["cluster"] = df["cluster"].astype(str)
-        per_item = df.groupby("item")["cluster"].nunique()
+        if has_task:  # a cluster never crosses tasks: its label is read within its task
+            df["cluster"] = df["task"] + "\x1f" + df["cluster"]
+        per_item = df.groupby(keys)["cluster"].nunique()
         split = per_item[per_item > 1]
         if len(split):
-            raise AssayInputError(f"question(s) {', '.join(map(repr, split.index[:3]))} are in more than one cluster; "
-                                  "a question belongs to one cluster")
-    g = df.groupby(["model", "item"], sort=False)["score"]
+            shown = ", ".join(repr("/".join(k) if isinstance(k, tuple) else k) for k in split.index[:3])
+            raise AssayInputError(f"question(s) {shown} are in more than one cluster; a question belongs to one cluster")
+    df["_key"] = df["task"] + "\x1f" + df["item"] if has_task else df["item"]
+    g = df.groupby(["model", "_key"], sort=False)["score"]
     mean = g.mean()
     counts = g.size()
     models = list(dict.fromkeys(df["model"]))
     if len(models) < 2:
         raise AssayInputError(f"compare needs at least 2 models; the table has {len(models)} ({', '.join(models)})")
-    wide = mean.unstack("item").reindex(models)
+    wide = mean.unstack("_key").reindex(models)
     present = wide.notna().to_numpy()
     shared = present.astype(np.int64) @ present.T.astype(np.int64)
     K = len(models)
@@ -146,30 +202,41 @@ def prepare_compare(table: pd.DataFrame, *, columns: Mapping[str, str] | None = 
         for b in range(a + 1, K):
             if shared[a, b] == 0:
                 raise AssayInputError(f"models {models[a]!r} and {models[b]!r} have no question in common: a paired "
-                                      "comparison needs questions both answered")
+                                      "comparison needs questions both answered"
+                                      + (" (a question is a task and an item: are they scored on the same tasks?)"
+                                         if has_task else ""))
     full = present.all(axis=0)
+    answered = {m: int(row.sum()) for m, row in zip(models, present)}
     notes = []
     if not full.all():
-        lacking = [m for m, row in zip(models, present) if not row.all()]
+        lacking = [f"{m} ({answered[m]})" for m, row in zip(models, present) if not row.all()]
         if require_complete:
             raise AssayInputError(f"{len(lacking)} model(s) lack questions others answered ({', '.join(lacking[:5])}): "
                                   f"{int(full.sum())} of {present.shape[1]} questions are answered by every model "
                                   "(--require-complete refuses this; drop it to compare on the shared questions)")
-        notes.append(f"{int(full.sum())} of {present.shape[1]} questions are answered by every model; the comparison "
-                     f"uses those (model(s) lacking some: {', '.join(lacking[:5])}); each pair's shared count is in "
-                     "the pairs table")
-    items = [str(i) for i in wide.columns[full]]
-    if len(items) < 2:
-        raise AssayInputError(f"only {len(items)} question(s) are answered by every model: compare needs at least 2")
+        notes.append(f"{int(full.sum())} of {present.shape[1]} questions are answered by every model, and every "
+                     f"estimate uses those {int(full.sum())}; model(s) that lack some (questions answered): "
+                     f"{', '.join(lacking[:5])}" + (" ..." if len(lacking) > 5 else ""))
+    cols = wide.columns[full]
+    if len(cols) < 2:
+        raise AssayInputError(f"only {len(cols)} question(s) are answered by every model: compare needs at least 2")
     S = wide.loc[:, full].to_numpy(dtype=np.float64)
+    first = df.drop_duplicates("_key").set_index("_key")
+    tasks = task_labels = None
+    if has_task:
+        tcodes, tuniq = pd.factorize(first["task"].reindex(cols), sort=False)
+        tasks, task_labels = tcodes.astype(np.int64), [str(u) for u in tuniq]
+        items = [f"{t}/{i}" for t, i in zip(first["task"].reindex(cols), first["item"].reindex(cols))]
+    else:
+        items = [str(i) for i in cols]
     clusters = labels = None
     if has_cluster:
-        first = df.drop_duplicates("item").set_index("item")["cluster"]
-        codes, uniques = pd.factorize(first.reindex(items), sort=False)
-        clusters, labels = codes.astype(np.int64), [str(u) for u in uniques]
+        codes, uniques = pd.factorize(first["cluster"].reindex(cols), sort=False)
+        clusters, labels = codes.astype(np.int64), [str(u).split("\x1f")[-1] for u in uniques]
         if len(labels) < 2:
             raise AssayInputError("every shared question is in one cluster: a cluster-robust comparison needs at "
                                   "least 2 clusters")
     epochs = {m: float(v) for m, v in counts.groupby(level="model").mean().items()} if has_epoch else {}
     return CompareDesign(models=models, items=items, S=S, clusters=clusters, cluster_labels=labels, shared=shared,
-                         n_items_any=int(present.shape[1]), epochs=epochs, low=low, high=high, notes=notes)
+                         n_items_any=int(present.shape[1]), epochs=epochs, low=low, high=high, notes=notes,
+                         tasks=tasks, task_labels=task_labels, answered=answered)

@@ -3,18 +3,20 @@
 Output columns (one row per scored unit; ids are strings, missing stays missing):
 
 ``model, task, variant, item, repeat, metric, score`` plus, where the source has them, ``filter`` and
-``item_hash`` (lm-eval), ``score_original`` / ``score_human`` / ``editor`` (inspect: the judge's or scorer's
-original value and a human edit kept apart), ``latency_s`` (inspect ``total_time``, HELM
-``inference_runtime``), ``source`` (the tool).
+``item_hash`` (a hash of the question: lm-eval's ``doc_hash``, the sha256 of inspect's sample input),
+``score_original`` / ``score_human`` / ``editor`` (inspect: the judge's or scorer's original value and a human edit
+kept apart), ``latency_s`` (inspect ``total_time``, HELM ``inference_runtime``), ``source`` (the tool), ``log`` (the
+file the row came from).
 
 * lm-evaluation-harness ``--log_samples``: a directory (searched recursively) or ``samples_<task>_<date>.jsonl``
   files; the model name comes from the ``results_<date>.json`` beside them. One line per (doc_id, filter): pick
   the ``filter`` (default: the first one seen per task) and the ``metric`` (default: the first scalar metric of
-  the line). ``item`` = ``doc_id``; ``item_hash`` = ``doc_hash`` (identity across runs). ``variant`` = the task
-  name with its few-shot count (``task@5shot``), or a label you pass.
+  the line), or ask for every (metric, filter) choice at once (``choices="all"``). ``item`` = ``doc_id``;
+  ``item_hash`` = ``doc_hash`` (identity across runs). ``variant`` = the task name with its few-shot count
+  (``task@5shot``), or a label you pass.
 * inspect-ai logs: ``.eval`` (zip; zstd-compressed members are read with ``zstandard``) or ``.json``. ``item`` =
   the sample ``id`` (ints and strings mixed in one dataset become strings), ``repeat`` = ``epoch``; one row per
-  scorer (or the ``scorer`` you pick). Values: C = 1, P = 0.5, I = 0, N = 0, yes/true = 1, no/false = 0, numbers
+  scorer (or the ``scorer`` you pick); ``model`` from the log unless you name it. Values: C = 1, P = 0.5, I = 0, N = 0, yes/true = 1, no/false = 0, numbers
   as they are. A score edited by a person (an entry with ``provenance`` in the score's history) gives
   ``score_human`` (the edited value) while ``score_original`` keeps the first value: the human vs judge split of
   R-AutoEval+ (``to_autoeval``).
@@ -112,7 +114,7 @@ def jsonl_samples(f: Path):
 
 
 def read_lmeval(path, *, metric: str | None = None, filter: str | None = None, model: str | None = None,
-                variant: str | None = None) -> pd.DataFrame:
+                variant: str | None = None, choices: str = "first") -> pd.DataFrame:
     """lm-evaluation-harness ``--log_samples`` output (see the module docstring).
 
     Parameters
@@ -128,6 +130,9 @@ def read_lmeval(path, *, metric: str | None = None, filter: str | None = None, m
         The model name to record (default: from the results file, else the directory's name).
     variant : str, optional
         The variant label (default: the task name with its few-shot count, ``task@5shot``).
+    choices : {"first", "all"}, default "first"
+        ``"all"``: one row per scalar metric and filter of each line (every choice a log offers, for the caller to
+        pick from); ``"first"``: the metric and filter above.
 
     Returns
     -------
@@ -166,21 +171,23 @@ def read_lmeval(path, *, metric: str | None = None, filter: str | None = None, m
         chosen_filter = filter
         for rec in jsonl_samples(f):
             flt = rec.get("filter", "none")
-            if chosen_filter is None:
+            if chosen_filter is None and choices != "all":
                 chosen_filter = flt
-            if flt != chosen_filter:
+            if chosen_filter is not None and flt != chosen_filter:
                 continue
             listed = rec.get("metrics")
             listed = [str(x) for x in listed] if isinstance(listed, (list, tuple)) else []
             names = [metric] if metric else listed
-            m = next((n for n in names if n in rec and isinstance(rec[n], (int, float, bool))), None)
+            found = [n for n in names if n in rec and isinstance(rec[n], (int, float, bool))]
             logged.update(listed)
-            if m is None:  # this task does not log the metric, or its value is not a scalar (lists, tuples)
+            if not found:  # this task does not log the metric, or its value is not a scalar (lists, tuples)
                 skipped += 1
                 continue
-            rows.append({"model": str(mname), "task": task, "variant": var, "item": str(rec.get("doc_id")),
-                         "item_hash": rec.get("doc_hash"), "repeat": 1, "metric": m, "filter": flt,
-                         "score": float(rec[m]), "source": "lm-eval"})
+            doc_hash = rec.get("doc_hash")
+            for m in (found if choices == "all" else found[:1]):
+                rows.append({"model": str(mname), "task": task, "variant": var, "item": str(rec.get("doc_id")),
+                             "item_hash": doc_hash, "repeat": 1, "metric": m,
+                             "filter": flt, "score": float(rec[m]), "source": "lm-eval", "log": str(f)})
     df = pd.DataFrame(rows)
     if df.empty:
         if metric:
@@ -224,7 +231,9 @@ def _inspect_log(path: Path) -> tuple[dict, list[dict]]:
     try:
         zf = zipfile.ZipFile(path)
     except zipfile.BadZipFile:
-        raise AssayInputError(f"{path}: not an inspect .eval log (not a zip archive)") from None
+        raise AssayInputError(f"{path}: cannot be read as an inspect .eval log: the file is damaged or incomplete "
+                              "(an .eval log is a zip archive and this one does not open as one: was the run "
+                              "interrupted, or the file cut short in a copy?)") from None
     def load(name):
         try:
             return json.loads(_zip_member(path, zf, name))
@@ -260,7 +269,8 @@ def _sample_list(path: Path, samples) -> list[dict]:
     return samples
 
 
-def read_inspect(path, *, scorer: str | None = None, variant: str | None = None) -> pd.DataFrame:
+def read_inspect(path, *, scorer: str | None = None, variant: str | None = None,
+                 model: str | None = None) -> pd.DataFrame:
     """inspect-ai ``.eval`` / ``.json`` logs: a file or a directory of them (see the module docstring).
 
     Parameters
@@ -271,12 +281,14 @@ def read_inspect(path, *, scorer: str | None = None, variant: str | None = None)
         Read only this scorer (default: one row per scorer).
     variant : str, optional
         The variant label (default: the task name with its task arguments, ``task[k=v,...]``).
+    model : str, optional
+        The model name to record (default: the log's).
 
     Returns
     -------
     DataFrame
-        The tidy long table (module docstring), with ``score_original``, ``score_human``, ``editor`` and
-        ``latency_s``.
+        The tidy long table (module docstring), with ``item_hash`` (of the sample's input), ``score_original``,
+        ``score_human``, ``editor`` and ``latency_s``.
 
     Raises
     ------
@@ -297,6 +309,7 @@ def read_inspect(path, *, scorer: str | None = None, variant: str | None = None)
         var = variant or (spec.get("task", "") + ("[" + ",".join(f"{k}={v}" for k, v in sorted(args.items())) + "]"
                                                   if args else ""))
         for s in samples:
+            ihash = _input_hash(s.get("input"))
             scores = s.get("scores") or {}
             if not isinstance(scores, dict):
                 raise AssayInputError(f"{f}: sample {s.get('id')!r} has 'scores' that is not an object")
@@ -311,15 +324,26 @@ def read_inspect(path, *, scorer: str | None = None, variant: str | None = None)
                 edits = [h for h in hist if isinstance(h, dict) and h.get("provenance")]
                 original = score_value(hist[0].get("value")) if hist else score_value(sc.get("value"))
                 human = score_value(sc.get("value")) if edits else math.nan
-                rows.append({"model": str(spec.get("model")), "task": str(spec.get("task")), "variant": var,
-                             "item": str(s.get("id")), "repeat": _epoch(f, s), "metric": name,
+                rows.append({"model": model or str(spec.get("model")), "task": str(spec.get("task")), "variant": var,
+                             "item": str(s.get("id")), "item_hash": ihash, "repeat": _epoch(f, s), "metric": name,
                              "score": score_value(sc.get("value")), "score_original": original, "score_human": human,
                              "editor": (edits[-1]["provenance"].get("author") if edits else None),
-                             "latency_s": s.get("total_time"), "source": "inspect"})
+                             "latency_s": s.get("total_time"), "source": "inspect", "log": str(f)})
     df = pd.DataFrame(rows)
     if df.empty:
         raise AssayInputError(f"{path}: the logs hold no scored samples")
     return df
+
+
+def _input_hash(value: Any) -> str | None:
+    """A short hash of an inspect sample's input (text or chat messages): the same question hashes the same in every
+    log of it, whatever the model, system prompt or epoch."""
+    if value is None:
+        return None
+    import hashlib
+
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _epoch(f: Path, s: dict) -> int:
@@ -448,7 +472,7 @@ def read_helm(path, *, metric: str = "exact_match", split: str | None = None, pe
                     lat = float(st.get("mean", math.nan))
             rows.append({"model": str(mname), "task": str(task), "variant": str(task), "item": str(inst.get("instance_id")),
                          "repeat": int(inst.get("train_trial_index", 0)) + 1, "metric": metric, "score": val,
-                         "latency_s": lat, "source": "helm"})
+                         "latency_s": lat, "source": "helm", "log": str(f)})
         if metric not in seen_metrics:  # this run does not compute the metric: skipped (an error if none does)
             rows = [r for r in rows if not (r["task"] == str(task) and r["model"] == str(mname))]
             missing.append((f, seen_metrics))
@@ -516,8 +540,9 @@ def read_any(path, *, format: str = "auto", **kwargs: Any) -> pd.DataFrame:
     format : {"auto", "lmeval", "inspect", "helm", "table"}, default "auto"
         The format; ``auto`` detects it (:func:`detect_format`).
     **kwargs : Any
-        Options of the format's reader (lm-eval: ``metric``, ``filter``, ``model``, ``variant``; inspect: ``scorer``,
-        ``variant``; HELM: ``metric``, ``split``, ``perturbation``, ``model``); others and None values are ignored.
+        Options of the format's reader (lm-eval: ``metric``, ``filter``, ``model``, ``variant``, ``choices``;
+        inspect: ``scorer``, ``variant``, ``model``; HELM: ``metric``, ``split``, ``perturbation``, ``model``); None
+        values are ignored, and an option the format does not take is an error naming the options it does.
 
     Returns
     -------
@@ -532,9 +557,18 @@ def read_any(path, *, format: str = "auto", **kwargs: Any) -> pd.DataFrame:
     fmt = detect_format(path) if format == "auto" else format
     readers = {"lmeval": read_lmeval, "inspect": read_inspect, "helm": read_helm}
     if fmt in readers:
-        allowed = {"lmeval": {"metric", "filter", "model", "variant"}, "inspect": {"scorer", "variant"},
+        allowed = {"lmeval": {"metric", "filter", "model", "variant", "choices"}, "inspect": {"scorer", "variant", "model"},
                    "helm": {"metric", "split", "perturbation", "model"}}[fmt]
-        return readers[fmt](path, **{k: v for k, v in kwargs.items() if k in allowed and v is not None})
+        given = {k: v for k, v in kwargs.items() if v is not None}
+        refused = sorted(set(given) - allowed)
+        if refused:
+            raise AssayInputError(f"{path}: a {fmt} log does not take {', '.join(refused)} (it takes "
+                                  f"{', '.join(sorted(allowed))})")
+        return readers[fmt](path, **given)
     if fmt == "table":
+        given = sorted(k for k, v in kwargs.items() if v is not None)
+        if given:
+            raise AssayInputError(f"{path}: a plain table does not take {', '.join(given)} (those are options of "
+                                  "tool logs; rename or filter the table's own columns instead)")
         return read_plain(path)
     raise AssayInputError(f"unknown format {format!r}; use auto, lmeval, inspect, helm or table")

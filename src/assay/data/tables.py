@@ -175,6 +175,7 @@ def check_scores(
     allow_missing: bool = False,
     what: str = "score",
     missing_hint: str | None = None,
+    range_hint: str | None = None,
 ) -> pd.Series:
     """Validate a numeric column: numbers only, finite, inside ``[low, high]``.
 
@@ -194,6 +195,8 @@ def check_scores(
         Names the column's role in error messages.
     missing_hint : str, optional
         What the error about missing values advises (default: fill them, remove those rows, or drop incomplete items).
+    range_hint : str, optional
+        What the error about a value outside the range advises (default: rescale the scores to the range).
 
     Returns
     -------
@@ -245,8 +248,8 @@ def check_scores(
         examples = ", ".join(f"{v:g}" for v in finite[out].head(3).tolist())
         raise AssayInputError(
             f"{what} column {column!r} is outside [{low:g}, {high:g}] at "
-            f"{describe_rows(finite.index[out])} (e.g. {examples}). Rescale the scores to "
-            f"[{low:g}, {high:g}] (e.g. divide by the maximum possible score)."
+            f"{describe_rows(finite.index[out])} (e.g. {examples}). "
+            + (range_hint or f"Rescale the scores to [{low:g}, {high:g}] (e.g. divide by the maximum possible score).")
         )
     return values
 
