@@ -127,13 +127,13 @@ def _estimand(design: CompareDesign, guarantee: str, weight: str) -> str:
         if guarantee == "finite" and sizes.min() != sizes.max():
             return ("the mean over the population of clusters of each cluster's mean score (each cluster weighted "
                     "equally, whatever its size; the clusters are the sampled units), and its differences")
-        unit = "question (clusters of questions are the sampled units)"
-    if design.n_tasks > 1 and weight == "tasks":
-        return (f"the mean over the {design.n_tasks} tasks of each model's mean score on each task's population of "
-                f"questions (each task weighted equally, whatever its size; a question's epochs averaged first), and "
-                f"each pair's difference")
-    pooled = (f" (the {design.n_tasks} tasks pooled: a task weighs as much as its questions)"
-              if design.n_tasks > 1 else "")
+        unit = "question, clusters of questions the sampled units"
+    T = design.n_tasks
+    if T > 1 and weight == "tasks":
+        return (f"the mean over the {T} tasks of each model's mean score on the population of questions each task's "
+                f"are a random sample of (each task weighted equally, whatever its size; each {unit} weighted "
+                "equally within its task; a question's epochs averaged first), and each pair's difference")
+    pooled = f"; the {T} tasks pooled, each weighing as much as its questions" if T > 1 else ""
     return (f"each model's mean score over the population of questions this file's are a random sample of (each "
             f"{unit} weighted equally{pooled}; a question's epochs averaged first), and each pair's difference of "
             "means")
@@ -340,17 +340,19 @@ def _run(design: CompareDesign, cols: np.ndarray, guarantee: str, delta: float, 
     return core.finite(S, clusters, delta=delta, low=design.low, high=design.high, rng=rng, strata=strata)
 
 
-def _meaning(guarantee: str, delta: float, K: int, by_tasks: bool = False) -> str:
+def _meaning(guarantee: str, delta: float, K: int) -> str:
     P = K * (K - 1) // 2
+    conf = f"{1 - delta:.0%}"
     if guarantee == "asymptotic":
-        return (f"the {_count(P, 'pair interval')} with their verdicts, rank intervals and tiers hold together with "
-                f"probability about {1 - delta:.0%}, and the {K} model intervals hold together, as a second family, "
-                f"about {1 - delta:.0%} (asymptotic: paired, cluster-robust, studentized max-t over each family; a "
+        pairs = ("the pair interval, with its verdict and the rank intervals and tiers, holds" if P == 1 else
+                 f"the {P} pair intervals, with their verdicts and the rank intervals and tiers, hold together")
+        return (f"{pairs} with probability about {conf}, and the {K} model intervals hold together, as a second "
+                f"family, about {conf} (asymptotic: paired, cluster-robust, studentized max-t over each family; a "
                 f"claim with fewer than {core.MIN_DIFFER} answers off the common value gets an exact binomial "
                 "interval; each pair interval is cut to what its two model intervals imply)")
     return (f"every model interval, pair interval, verdict, rank interval and tier hold together with probability at "
-            f"least {1 - delta:.0%} at every sample size (finite-sample, anytime-valid betting confidence sequences, "
-            f"one family: a union bound over the {K + P} claims)")
+            f"least {conf} at every sample size (finite-sample, anytime-valid betting confidence sequences, one "
+            f"family: a union bound over the {K + P} claims)")
 
 
 def _package(design: CompareDesign, out: core.CompareCore, *, guarantee, delta, margin, seed, **params) -> CompareResult:
@@ -380,8 +382,9 @@ def _package(design: CompareDesign, out: core.CompareCore, *, guarantee, delta, 
     if exact_m.any() or exact_d.any():
         shown = [str(m) for m in names[exact_m]] + [f"{x} / {y}" for x, y in zip(names[a][exact_d], names[b][exact_d])]
         notes.append(f"{_count(len(shown), 'claim')} with fewer than {core.MIN_DIFFER} answers off the common value "
-                     f"(a model almost always right or wrong, two models that almost always agree) get an exact "
-                     f"binomial interval instead of a standard error: {', '.join(shown[:6])}"
+                     f"(a model almost always right or wrong, two models that almost always agree) "
+                     f"{'gets' if len(shown) == 1 else 'get'} an exact binomial interval instead of a standard "
+                     f"error: {', '.join(shown[:6])}"
                      + (" ..." if len(shown) > 6 else ""))
     if guarantee == "asymptotic" and design.clusters is not None and out.units < 20:
         notes.append(f"only {out.units} clusters: the intervals use Student t (multivariate, {out.df:g} degrees of "
@@ -408,7 +411,7 @@ def _package(design: CompareDesign, out: core.CompareCore, *, guarantee, delta, 
     if design.task_labels is not None:
         info["tasks"] = list(design.task_labels)
     return build(CompareResult, params={"guarantee": guarantee, "margin": margin, **params},
-                 n=n, n_meaning="questions every model answered", meaning=_meaning(guarantee, delta, K, by_tasks),
+                 n=n, n_meaning="questions every model answered", meaning=_meaning(guarantee, delta, K),
                  seed=seed, tables={"models": models, "pairs": pairs}, delta=delta, warnings=notes, info=info)
 
 

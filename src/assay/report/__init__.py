@@ -127,7 +127,8 @@ _MD_TITLES = {"siren": "SIREN: selection-aware scores of tune-then-deploy proced
 
 
 #: further tables a Markdown section keeps besides the main one
-_MD_EXTRA = {"siren": ("contrasts",), "psdme": ("best",), "quickscope": ("certified",), "compare": ("pairs",)}
+_MD_EXTRA = {"siren": ("contrasts",), "psdme": ("best",), "quickscope": ("certified",),
+             "compare": ("pairs", "tasks", "task_pairs")}
 
 
 def render_markdown(results: Iterable[Result], heading: bool = True) -> str:
@@ -169,6 +170,8 @@ def render_markdown(results: Iterable[Result], heading: bool = True) -> str:
             out.append(f"- guarantee: {lv['meaning']}")
         for w in r.warnings:
             out.append(f"- **warning:** {w}")
+        for req in r.info.get("require", []) or []:  # the gates a run was asked to pass (compare --require)
+            out.append(f"- **require {'certified' if req.get('certified') else 'NOT certified'}:** {req.get('detail')}")
         out.append("")
         out.append(_md_table(r.table))
         for name in _MD_EXTRA.get(r.method, ()):

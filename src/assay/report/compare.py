@@ -102,6 +102,16 @@ def _compare_section(result: Result, heading: bool = True) -> str:
         _table_html(_order(result)),
         _table_html(pairs, floats="{:.4f}"),
     ]
+    for name, caption in (("tasks", "Each task's model means"), ("task_pairs", "Each task's pairs")):
+        t = result.tables.get(name)
+        if t is not None and len(t):
+            parts.append(f"<p class='meta'>{caption}: simultaneous over the tasks, each task's claims at error "
+                         f"level {float(i.get('per_task_level', float('nan'))):.4g}.</p>")
+            parts.append(_table_html(t, floats="{:.4f}"))
+    for req in i.get("require", []) or []:
+        ok = bool(req.get("certified"))
+        parts.append(f"<p class='meta'><b>require {'certified' if ok else 'NOT certified'}:</b> "
+                     f"{html.escape(str(req.get('detail')))}</p>")
     for w in result.warnings:
         parts.append(f"<p class='meta'>note: {html.escape(w)}</p>")
     parts.append("</section>")
