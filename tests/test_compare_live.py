@@ -45,3 +45,30 @@ def test_real_models_are_asked_until_resolved_and_a_rerun_asks_nothing(live_mode
     again = query_until_resolved(models, bank, **kw)
     assert sum(again.info["live"]["requests"].values()) == 0  # resumed: every answer read from the journal
     assert again.pairs.equals(res.pairs)
+
+
+def test_two_prompt_variants_of_one_real_model_from_the_command_line(live_model, tmp_path):
+    """`assay compare --model plain=smollm2 --model brief=smollm2 --system brief=...`: one served model asked as two
+    named variants, one with a system prompt, each journaled under its own name; a rerun asks nothing."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from assay.cli import app
+    from assay.datasets import load_basics
+
+    bank = load_basics()
+    bank = bank[bank["shape"] == "number"].head(12)
+    bank.to_csv(tmp_path / "bank.csv", index=False)
+    args = ["compare", "--endpoint", live_model.base_url, "--model", f"plain={live_model.alias}", "--model",
+            f"brief={live_model.alias}", "--system", "brief=Answer with the answer only.", "--bank",
+            str(tmp_path / "bank.csv"), "--scorer", "scorer", "--budget", "4", "--batch", "4", "--max-tokens", "6",
+            "--journal", str(tmp_path / "j.sqlite"), "--json"]
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert [m["model"] for m in out["models"]] == ["plain", "brief"] and out["live"]["questions"] == 4
+    assert out["live"]["requests"] == {"plain": 4, "brief": 4}
+    again = json.loads(CliRunner().invoke(app, args).stdout)
+    assert again["live"]["requests"] == {"plain": 0, "brief": 0}
+    assert again["pairs"] == out["pairs"]

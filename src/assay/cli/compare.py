@@ -373,7 +373,9 @@ def compare(
 def _describe_sources(res, table) -> None:
     """What each source held (its models as named) and which scorer each task was read with, for the header."""
     lines = []
-    if "source" in table.columns:
+    named = "source" in table.columns and (table["source"].nunique() > 1
+                                           or any(split_source(str(x))[0] for x in table["source"].unique()))
+    if named:
         for src, g in table.groupby("source", sort=False):
             models = list(dict.fromkeys(g["model"].astype(str)))
             lines.append(f"{src}: {', '.join(models[:6])}" + (" ..." if len(models) > 6 else ""))

@@ -373,7 +373,7 @@ def _package(design: CompareDesign, out: core.CompareCore, *, guarantee, delta, 
              "ci_high": out.d_hi, "verdict": list(verdict), "within_margin": inside,
              "n_items": np.full(len(a), n, dtype=np.int64), "items_to_resolve": need, "exact": exact_d}
     notes = list(design.notes)
-    pool = params.pop("pool_phrase", f"the {design.n_items_any} questions this table holds")
+    pool = params.pop("pool_phrase", f"the {design.n_items_any:,} questions in the data")
     over = np.isfinite(need) & (need > design.n_items_any)
     if over.any():
         notes.append(f"{_count(int(over.sum()), 'unresolved pair')} would need more questions than {pool} to resolve "
@@ -409,7 +409,7 @@ def _package(design: CompareDesign, out: core.CompareCore, *, guarantee, delta, 
                          else "one: every model and pair claim"),
             "df": out.df}
     if design.task_labels is not None:
-        info["tasks"] = list(design.task_labels)
+        info["task_labels"] = list(design.task_labels)
     return build(CompareResult, params={"guarantee": guarantee, "margin": margin, **params},
                  n=n, n_meaning="questions every model answered", meaning=_meaning(guarantee, delta, K),
                  seed=seed, tables={"models": models, "pairs": pairs}, delta=delta, warnings=notes, info=info)

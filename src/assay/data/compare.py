@@ -236,7 +236,8 @@ def prepare_compare(table: pd.DataFrame, *, columns: Mapping[str, str] | None = 
         if len(labels) < 2:
             raise AssayInputError("every shared question is in one cluster: a cluster-robust comparison needs at "
                                   "least 2 clusters")
-    epochs = {m: float(v) for m, v in counts.groupby(level="model").mean().items()} if has_epoch else {}
+    per_model = counts.groupby(level="model").mean()
+    epochs = {m: float(per_model[m]) for m in models} if has_epoch else {}
     return CompareDesign(models=models, items=items, S=S, clusters=clusters, cluster_labels=labels, shared=shared,
                          n_items_any=int(present.shape[1]), epochs=epochs, low=low, high=high, notes=notes,
                          tasks=tasks, task_labels=task_labels, answered=answered)
