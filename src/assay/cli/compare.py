@@ -62,7 +62,8 @@ def _read_log(path: Path, fmt: str, log_scorer: list[str]):
         t = _choose(logs.read_lmeval(path, choices="all"), path, log_scorer)
     else:
         if len(log_scorer) > 1:
-            raise AssayInputError(f"{path}: a HELM run is read with one metric; got --log-scorer {', '.join(log_scorer)}")
+            raise AssayInputError(f"{path}: a HELM run is read with one metric; got --log-scorer "
+                                  f"{', '.join(log_scorer)}")
         t = logs.read_helm(path, metric=log_scorer[0] if log_scorer else "exact_match")
     f = pd.DataFrame({"model": t["model"].astype(str).to_numpy(), "task": t["task"].astype(str).to_numpy(),
                       "item": t["item"].astype(str).to_numpy(), "score": t["score"].to_numpy(),

@@ -221,10 +221,11 @@ def _row_modes(V: np.ndarray, min_differ: int) -> tuple[np.ndarray, np.ndarray, 
     return (above + below) < min_differ, val, above, below
 
 
-def _pair_modes(UV: np.ndarray, min_differ: int, chunk_cells: int = 20_000_000):
-    """:func:`_row_modes` of every pair's unit differences UV[a] - UV[b], without a pairs x units array: the units
-    where a pair differs are counted by matrix products over the distinct unit values (a degenerate pair differs on
-    fewer than ``min_differ`` units, or on nearly all of them); only those candidates are looked at unit by unit."""
+def _pair_modes(UV: np.ndarray, min_differ: int, span: float, chunk_cells: int = 20_000_000):
+    """:func:`_row_modes` of every pair's unit differences UV[a] - UV[b], without a pairs x units array. A degenerate
+    pair has at most ``min_differ - 1`` units off its common value v, each at most ``2 span`` from it, so its sum of
+    squared deviations from its mean is at most (min_differ - 1) (2 span)^2; that sum comes for every pair from one
+    Gram matrix, and only the pairs under the bound are looked at unit by unit."""
     K, U = UV.shape
     a, b = pair_index(K)
     P = len(a)
@@ -232,17 +233,10 @@ def _pair_modes(UV: np.ndarray, min_differ: int, chunk_cells: int = 20_000_000):
     val = np.zeros(P)
     above = np.zeros(P, np.int64)
     below = np.zeros(P, np.int64)
-    R = np.round(UV, 12)
-    values = np.unique(R)
-    if len(values) <= 64:
-        same = np.zeros((K, K))
-        for v in values:
-            E = (R == v).astype(np.float64)
-            same += E @ E.T
-        differ = U - np.rint(same[a, b]).astype(np.int64)
-        cand = np.flatnonzero((differ < min_differ) | (differ > U - min_differ))
-    else:
-        cand = np.arange(P)
+    Uc = UV - UV.mean(axis=1, keepdims=True)
+    G = Uc @ Uc.T
+    ss = G[a, a] + G[b, b] - 2.0 * G[a, b]
+    cand = np.flatnonzero(ss <= (min_differ - 1) * (2.0 * span) ** 2 * (1.0 + 1e-9) + 1e-9)
     step = max(1, chunk_cells // max(U, 1))
     for s in range(0, len(cand), step):
         idx = cand[s:s + step]
@@ -385,17 +379,17 @@ def asymptotic(S: np.ndarray, clusters: np.ndarray | None, *, delta: float, low:
     se_m = np.sqrt(np.maximum(np.diag(Sigma), 0.0))
     se_d = np.sqrt(np.maximum(Sigma[a, a] + Sigma[b, b] - 2.0 * Sigma[a, b], 0.0))
     deg_m, v_m, up_m, dn_m = _row_modes(UV, min_differ)
-    deg_d, v_d, up_d, dn_d = _pair_modes(UV, min_differ)
+    deg_d, v_d, up_d, dn_d = _pair_modes(UV, min_differ, R)
     deg_m |= se_m <= 0
     deg_d |= se_d <= 0
-    # clusters: the common degrees of freedom nu of the max-t's multivariate t law
     # the units' degrees of freedom (questions, or clusters: C_eff - T), with the Student t correction fading beyond
     # DF_FADE of them: the max-t's law is multivariate t with nu degrees of freedom
     nu0 = max(1.0, float(W.sum() ** 2 / (W ** 2).sum()) - T)
     nu = nu0 * max(1.0, nu0 / DF_FADE)
 
-    def sf(c):
+    def sf(c):  # the per-claim tail of the max-t's t law
         return stats.t.sf(c, nu)
+
     # the multiplier bootstrap's law given the data is N(0, Sigma): drawn as such, in blocks, the maxima kept
     ev, Q = np.linalg.eigh(Sigma)
     L = Q * np.sqrt(np.clip(ev, 0.0, None))
