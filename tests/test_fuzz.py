@@ -161,15 +161,19 @@ def test_psdme_bands(df, select, method):
 
 
 @FUZZ
-@given(df=st.one_of(tables(["model", "item", "score", "cluster", "epoch"]),
+@given(df=st.one_of(tables(["model", "item", "score", "task", "cluster", "epoch", "hash"]),
                     plausible(["model", "item", "score", "cluster", "epoch"],
                               {"model": ["a", "b", "c"], "item": [f"q{j}" for j in range(5)], "cluster": ["x", "y"],
-                               "epoch": [0, 1]}, SCORE)),
+                               "epoch": [0, 1]}, SCORE),
+                    plausible(["model", "item", "score", "task", "hash"],
+                              {"model": ["a", "b", "c"], "item": [f"q{j}" for j in range(5)], "task": ["t", "u"],
+                               "hash": ["h1", None]}, SCORE)),
        guarantee=st.sampled_from(["asymptotic", "finite", "exact"]),
        margin=st.sampled_from([None, 0.05, 0, -1, float("nan"), "x"]),
-       bounds=st.sampled_from([(0, 1), (1, 0), (0, 10), ("a", 1), (0,)]))
-def test_compare_evaluate(df, guarantee, margin, bounds):
-    call(compare.evaluate, df, guarantee=guarantee, margin=margin, bounds=bounds, seed=0, n_boot=200)
+       bounds=st.sampled_from([(0, 1), (1, 0), (0, 10), ("a", 1), (0,)]),
+       weight=st.sampled_from(["questions", "tasks", "x"]))
+def test_compare_evaluate(df, guarantee, margin, bounds, weight):
+    call(compare.evaluate, df, guarantee=guarantee, margin=margin, bounds=bounds, seed=0, n_boot=200, weight=weight)
 
 
 @FUZZ
