@@ -404,7 +404,9 @@ def _package(design: CompareDesign, out: core.CompareCore, *, guarantee, delta, 
     info = {"estimand": _estimand(design, guarantee, str(params.get("weight", "questions"))), "units": int(out.units),
             "clusters": design.clusters is not None, "questions_any_model": design.n_items_any,
             "epochs": design.epochs, "critical": float(out.crit),
-            "per_claim_level": {"pairs": float(out.alpha_pairs), "models": float(out.alpha_models)},
+            "per_claim_level": {"pairs": float(out.alpha_pairs), "models": float(out.alpha_models),
+                                **({"exact_pairs": float(out.alpha_exact_pairs)} if exact_d.any() else {}),
+                                **({"exact_models": float(out.alpha_exact_models)} if exact_m.any() else {})},
             "families": ("pairs (with verdicts, ranks and tiers); models" if guarantee == "asymptotic"
                          else "one: every model and pair claim"),
             "df": out.df}

@@ -26,9 +26,11 @@ Two guarantees:
     [v - (v - low) U(k-), v + (high - v) U(k+)], U(k) the one-sided Clopper-Pearson upper bound for k of C at half
     the family's per-claim level (any score in [low, high] exceeds v at most as often as a 0/1 score would, so the
     binomial bound holds for fractional scores too; with unequal unit weights it is widened by the largest weight
-    over the mean weight). For 0/1 scores this is the Clopper-Pearson interval itself. The family's critical value
-    c solves P*(max over the other claims > c) + (number of degenerate claims) * alpha(c) = delta, alpha(c) the
-    per-claim level, so the exact claims take their share of delta;
+    over the mean weight). For 0/1 scores this is the Clopper-Pearson interval itself. The exact claims take their
+    share of delta: the family's critical value c solves P*(max over the other claims > c) + spent = delta, where
+    each exact claim spends the per-claim level alpha(c) of the others, but all of them together at most
+    ``EXACT_SHARE`` (a tenth) of delta (a degenerate pair rarely decides a verdict, and ten models of one family
+    with a dozen near-identical pairs must not widen every other claim);
   - *few units*: the bootstrap's maximum is divided by a common sqrt(chi2_nu / nu), so that the max-t's law is
     multivariate t (as for simultaneous inference in linear models, Hothorn, Bretz and Westfall 2008), with
     nu = nu0 max(1, nu0 / 29), nu0 = C_eff - T the units' degrees of freedom (C_eff = (sum W_c)^2 / sum W_c^2 over
@@ -84,6 +86,9 @@ MIN_DIFFER = 5
 #: this many, fading to the Gaussian beyond (see the module docstring)
 DF_FADE = 29.0
 
+#: the most the exact (degenerate) claims of a family spend of its delta, all together
+EXACT_SHARE = 0.1
+
 #: the share of a finite-guarantee claim's level spent on the excursion bound
 EXCURSION = 1.0 / 3.0
 
@@ -93,8 +98,8 @@ class CompareCore(NamedTuple):
     ``half`` (half-width before cutting to the range and to the model intervals); ``crit`` (asymptotic: the pair
     family's critical value; finite: the per-claim level), ``units`` (questions or clusters used); ``alpha_models``,
     ``alpha_pairs``: each family's per-claim level; ``exact_models``, ``exact_pairs``: the claims whose interval is
-    the exact small-sample one (asymptotic: degenerate claims); ``df``: the degrees of freedom of the clusters'
-    correction (None: Gaussian, or finite)."""
+    the exact small-sample one (asymptotic: degenerate claims), and ``alpha_exact_models``, ``alpha_exact_pairs``
+    their per-claim level; ``df``: the degrees of freedom of the max-t's t law (None: finite)."""
 
     est: np.ndarray
     lo: np.ndarray
@@ -110,6 +115,8 @@ class CompareCore(NamedTuple):
     exact_models: np.ndarray | None = None
     exact_pairs: np.ndarray | None = None
     df: float | None = None
+    alpha_exact_models: float = float("nan")
+    alpha_exact_pairs: float = float("nan")
 
 
 def pair_index(K: int) -> tuple[np.ndarray, np.ndarray]:
@@ -256,15 +263,22 @@ def _exact_interval(v, above, below, n_units, a_side, lower, upper, widen):
 # -- the asymptotic guarantee ----------------------------------------------------------------------------------
 
 
-def _solve_crit(mx: np.ndarray, n_exact: int, delta: float, sf) -> float:
-    """The smallest c with P*(max > c) + n_exact * 2 sf(c) <= delta (mx: the bootstrap draws of the maximum over the
-    claims that are not exact; sf: the per-claim tail)."""
+def _solve_crit(mx: np.ndarray, n_exact: int, delta: float, sf) -> tuple[float, float]:
+    """The family's critical value c and the per-claim level of its exact claims: the smallest c with
+    P*(max > c) + (what the exact claims spend) <= delta, where each of the ``n_exact`` exact claims spends the
+    per-claim level 2 sf(c) of the others, but all of them together at most EXACT_SHARE * delta (they are degenerate
+    claims that rarely decide a verdict: many of them must not widen every other claim). With no other claim, the
+    exact ones share delta equally. (mx: the bootstrap draws of the maximum over the other claims; sf: their
+    per-claim tail.)"""
     mx = np.sort(mx)
     B = len(mx)
 
+    def spend(c):
+        every = n_exact * 2.0 * sf(c)
+        return every if B == 0 else min(every, EXACT_SHARE * delta)
+
     def err(c):
-        tail = (B - np.searchsorted(mx, c, side="right")) / B if B else 0.0
-        return tail + n_exact * 2.0 * sf(c)
+        return ((B - np.searchsorted(mx, c, side="right")) / B if B else 0.0) + spend(c)
 
     lo, hi = 0.0, 1.0
     while err(hi) > delta and hi < 1e6:
@@ -275,7 +289,7 @@ def _solve_crit(mx: np.ndarray, n_exact: int, delta: float, sf) -> float:
             lo = mid
         else:
             hi = mid
-    return hi
+    return hi, (spend(hi) / n_exact if n_exact else float(2.0 * sf(hi)))
 
 
 def _satterthwaite(u2f: np.ndarray, u4f2: np.ndarray, cap: float) -> np.ndarray:
@@ -408,8 +422,8 @@ def asymptotic(S: np.ndarray, clusters: np.ndarray | None, *, delta: float, low:
             j = keep_d[p:p + chunk]
             t = np.maximum(t, np.max(np.abs(G[:, a[j]] - G[:, b[j]]) / se_d[j], axis=1))
         mx_d[s:e] = t / scale
-    c_m = _solve_crit(mx_m if len(keep_m) else np.zeros(0), int(deg_m.sum()), delta, sf)
-    c_d = _solve_crit(mx_d if len(keep_d) else np.zeros(0), int(deg_d.sum()), delta, sf)
+    c_m, ex_m = _solve_crit(mx_m if len(keep_m) else np.zeros(0), int(deg_m.sum()), delta, sf)
+    c_d, ex_d = _solve_crit(mx_d if len(keep_d) else np.zeros(0), int(deg_d.sum()), delta, sf)
     alpha_m, alpha_d = float(2.0 * sf(c_m)), float(2.0 * sf(c_d))
     crit_m = np.full(K, c_m)
     crit_d = np.full(P, c_d)
@@ -430,19 +444,20 @@ def asymptotic(S: np.ndarray, clusters: np.ndarray | None, *, delta: float, low:
         crit_d = np.maximum(c_d, stats.t.isf(alpha_d / 2.0, np.minimum(nu, grow * _satterthwaite(u2, np.maximum(
             u4, 0.0), nu))))
     lo, hi = _score_interval(m, se_m, crit_m, low, high)
-    e_lo, e_hi = _exact_interval(v_m[deg_m], up_m[deg_m], dn_m[deg_m], U, alpha_m / 2.0, low, high, widen)
+    e_lo, e_hi = _exact_interval(v_m[deg_m], up_m[deg_m], dn_m[deg_m], U, ex_m / 2.0, low, high, widen)
     lo[deg_m], hi[deg_m] = e_lo, e_hi
     d = m[a] - m[b]
     half = crit_d * se_d
     d_lo, d_hi = d - half, d + half
-    e_lo, e_hi = _exact_interval(v_d[deg_d], up_d[deg_d], dn_d[deg_d], U, alpha_d / 2.0, -R, R, widen)
+    e_lo, e_hi = _exact_interval(v_d[deg_d], up_d[deg_d], dn_d[deg_d], U, ex_d / 2.0, -R, R, widen)
     d_lo[deg_d], d_hi[deg_d] = e_lo, e_hi
     half[deg_d] = (e_hi - e_lo) / 2.0
     lo, hi = np.clip(lo, low, high), np.clip(hi, low, high)
     d_lo = np.maximum(np.clip(d_lo, -R, R), lo[a] - hi[b])
     d_hi = np.minimum(np.clip(d_hi, -R, R), hi[a] - lo[b])
     return CompareCore(est=m, lo=lo, hi=hi, d=d, d_lo=d_lo, d_hi=d_hi, half=half, crit=float(c_d), units=U,
-                       alpha_models=alpha_m, alpha_pairs=alpha_d, exact_models=deg_m, exact_pairs=deg_d, df=nu)
+                       alpha_models=alpha_m, alpha_pairs=alpha_d, exact_models=deg_m, exact_pairs=deg_d, df=nu,
+                       alpha_exact_models=ex_m, alpha_exact_pairs=ex_d)
 
 
 # -- the finite guarantee --------------------------------------------------------------------------------------
