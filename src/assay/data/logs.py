@@ -16,10 +16,10 @@ file the row came from).
   (``task@5shot``), or a label you pass.
 * inspect-ai logs: ``.eval`` (zip; zstd-compressed members are read with ``zstandard``) or ``.json``. ``item`` =
   the sample ``id`` (ints and strings mixed in one dataset become strings), ``repeat`` = ``epoch``; one row per
-  scorer (or the ``scorer`` you pick); ``model`` from the log unless you name it. Values: C = 1, P = 0.5, I = 0, N = 0, yes/true = 1, no/false = 0, numbers
-  as they are. A score edited by a person (an entry with ``provenance`` in the score's history) gives
-  ``score_human`` (the edited value) while ``score_original`` keeps the first value: the human vs judge split of
-  R-AutoEval+ (``to_autoeval``).
+  scorer (or the ``scorer`` you pick); ``model`` from the log unless you name it. Values: C = 1, P = 0.5, I = 0,
+  N = 0, yes/true = 1, no/false = 0, numbers as they are. A score edited by a person (an entry with ``provenance``
+  in the score's history) gives ``score_human`` (the edited value) while ``score_original`` keeps the first value:
+  the human vs judge split of R-AutoEval+ (``to_autoeval``).
 * HELM ``per_instance_stats.json`` (a run directory or the file): ``metric`` by name (default ``exact_match``),
   unperturbed instances unless ``perturbation`` is given, ``repeat`` = ``train_trial_index``,
   ``inference_runtime`` as ``latency_s`` (a PS-DME KPI).
@@ -336,7 +336,7 @@ def read_inspect(path, *, scorer: str | None = None, variant: str | None = None,
 
 
 def _input_hash(value: Any) -> str | None:
-    """A short hash of an inspect sample's input (text or chat messages): the same question hashes the same in every
+    """The sha256 of an inspect sample's input (text or chat messages): the same question hashes the same in every
     log of it, whatever the model, system prompt or epoch."""
     if value is None:
         return None
@@ -557,7 +557,8 @@ def read_any(path, *, format: str = "auto", **kwargs: Any) -> pd.DataFrame:
     fmt = detect_format(path) if format == "auto" else format
     readers = {"lmeval": read_lmeval, "inspect": read_inspect, "helm": read_helm}
     if fmt in readers:
-        allowed = {"lmeval": {"metric", "filter", "model", "variant", "choices"}, "inspect": {"scorer", "variant", "model"},
+        allowed = {"lmeval": {"metric", "filter", "model", "variant", "choices"},
+                   "inspect": {"scorer", "variant", "model"},
                    "helm": {"metric", "split", "perturbation", "model"}}[fmt]
         given = {k: v for k, v in kwargs.items() if v is not None}
         refused = sorted(set(given) - allowed)
