@@ -277,7 +277,7 @@ def test_the_task_weighted_mean_is_covered(guarantee):
     """Two tasks sampled on their own (200 and 40 questions), the target the mean of the two task means: the pair
     interval covers it at least 95% of the time, less 3 MC s.e. (the question-weighted interval would centre on
     another number)."""
-    draws = 300
+    draws = 200
     ok = np.zeros(draws, bool)
     truth = np.mean([0.8 - 0.7, 0.3 - 0.45])  # A - B per task: +0.1 and -0.15
     for t in range(draws):
