@@ -7,7 +7,7 @@ One data model, six methods, one command line:
 * :mod:`assay.faq` (FAQ): a new model's benchmark accuracy from a few actively chosen questions;
 * :mod:`assay.psdme` (PS-DME): KPI distribution bands for configurations pre-selected on the same data;
 * :mod:`assay.quickscope` (QuickScope): certified-hard regions of a generated benchmark;
-* :mod:`assay.compare`: which of several models is better, which are tied, where each ranks, every claim at once.
+* :mod:`assay.compare`: which of several models is better, which are tied, where each ranks, the claims holding together.
 
 Around them: :mod:`assay.data` (reading and validating tables; :mod:`assay.ingest` reads lm-eval / inspect / HELM
 logs), :mod:`assay.models` (querying models, journaled), :mod:`assay.stats` (method-free mathematics),

@@ -1,4 +1,8 @@
-"""``assay compare``: which of several models is better, which are tied, where each ranks, every claim at once."""
+"""``assay compare``: which of several models is better, which are tied, where each ranks, the claims holding together.
+
+Sources are score tables and tool logs (inspect-ai, lm-eval, HELM), each optionally named ``NAME=PATH``; a question is a
+(task, item); a task scored several ways is read with ``--log-scorer``. Live (``--endpoint``), models named
+``NAME=SERVED`` with ``--system NAME=TEXT`` are asked questions of a bank until every pair is resolved."""
 
 from __future__ import annotations
 
@@ -342,7 +346,8 @@ def compare(
     out: Optional[Path] = typer.Option(None, "-o", "--out", help="Also write the JSON result to this file."),
     report: Optional[Path] = typer.Option(None, "--report", help="Also write a self-contained HTML report."),
 ) -> None:
-    """Which of several models is better, which are tied, where each ranks: every claim holds at once."""
+    """Which of several models is better, which are tied, where each ranks: the claims hold together (the Guarantee
+    line says which)."""
     from .. import compare as cmp
 
     if bounds is not None and len(bounds) != 2:
