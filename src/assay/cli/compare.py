@@ -181,6 +181,8 @@ def _journal_scores(runs: list[str], journal: Optional[Path], bank: Optional[Pat
     """Scores of journaled runs: each run's answers matched to the bank's questions by their prompt and scored
     against the bank's references (each run is one model, named by its run id). A bank that repeats an id or a
     prompt is refused (an answer could not be told apart); a prompt answered twice in one run is refused too."""
+    import collections
+
     import pandas as pd
 
     from ..data import read_plain
@@ -207,9 +209,9 @@ def _journal_scores(runs: list[str], journal: Optional[Path], bank: Optional[Pat
             rows = [(i, t) for i, t in rows if i is not None and t.error is None]
             if not rows:
                 raise AssayInputError(f"none of run {r!r}'s prompts is a prompt of {bank}: give the bank it asked")
-            ids = [i for i, _ in rows]
-            if len(set(ids)) < len(ids):
-                twice = sorted({str(b["id"].iloc[i]) for i in ids if ids.count(i) > 1})
+            seen = collections.Counter(i for i, _ in rows)
+            if max(seen.values()) > 1:
+                twice = sorted(str(b["id"].iloc[i]) for i, c in seen.items() if c > 1)
                 raise AssayInputError(f"run {r!r} holds more than one answer to question(s) {', '.join(twice[:5])} "
                                       f"of {bank}: one answer per question is compared")
             out = []

@@ -424,9 +424,9 @@ def _per_task(res: CompareResult, design: CompareDesign, guarantee: str, delta: 
     a union bound). A task with fewer than 2 units is left out, with a note."""
     T = design.n_tasks
     d_t = 1.0 - (1.0 - delta) ** (1.0 / T) if guarantee == "asymptotic" else delta / T
-    K = len(design.models)
-    a, b = core.pair_index(K)
-    rows_m, rows_p, skipped = [], [], []
+    a, b = core.pair_index(len(design.models))
+    frames_m, frames_p, skipped = [], [], []
+    names = np.array(design.models, dtype=object)
     for t, label in enumerate(design.task_labels):
         cols = np.flatnonzero(design.tasks == t)
         units = len(cols) if design.clusters is None else len(np.unique(design.clusters[cols]))
@@ -435,15 +435,17 @@ def _per_task(res: CompareResult, design: CompareDesign, guarantee: str, delta: 
             continue
         out = _run(design, cols, guarantee, d_t, rng, n_boot, False)
         verdict, _ = core.verdicts(out.d_lo, out.d_hi, margin)
-        for k, m in enumerate(design.models):
-            rows_m.append({"task": label, "model": m, "estimate": out.est[k], "ci_low": out.lo[k],
-                           "ci_high": out.hi[k], "n_items": len(cols)})
-        for j in range(len(a)):
-            rows_p.append({"task": label, "model_a": design.models[a[j]], "model_b": design.models[b[j]],
-                           "estimate": out.d[j], "ci_low": out.d_lo[j], "ci_high": out.d_hi[j],
-                           "verdict": verdict[j], "n_items": len(cols)})
-    res.tables["tasks"] = pd.DataFrame(rows_m)
-    res.tables["task_pairs"] = pd.DataFrame(rows_p)
+        frames_m.append(pd.DataFrame({"task": label, "model": names, "estimate": out.est, "ci_low": out.lo,
+                                      "ci_high": out.hi, "n_items": len(cols)}))
+        frames_p.append(pd.DataFrame({"task": label, "model_a": names[a], "model_b": names[b], "estimate": out.d,
+                                      "ci_low": out.d_lo, "ci_high": out.d_hi, "verdict": verdict,
+                                      "n_items": len(cols)}))
+    empty_m = ["task", "model", "estimate", "ci_low", "ci_high", "n_items"]
+    empty_p = ["task", "model_a", "model_b", "estimate", "ci_low", "ci_high", "verdict", "n_items"]
+    rows_m = pd.concat(frames_m, ignore_index=True) if frames_m else pd.DataFrame(columns=empty_m)
+    rows_p = pd.concat(frames_p, ignore_index=True) if frames_p else pd.DataFrame(columns=empty_p)
+    res.tables["tasks"] = rows_m
+    res.tables["task_pairs"] = rows_p
     res.info["per_task_level"] = d_t
     res.level["meaning"] += (
         f"; per task: every task's model and pair claims hold together over the {T} tasks, each task's families at "

@@ -381,8 +381,9 @@ def asymptotic(S: np.ndarray, clusters: np.ndarray | None, *, delta: float, low:
     f = (C_t / (C_t - 1.0))[unit_stratum]
     m = S @ w
     # centred within each stratum (one stratum: at the overall mean)
-    w_t = np.bincount(st, weights=w, minlength=T)
-    m_t = np.stack([np.bincount(st, weights=w * row, minlength=T) for row in S]) / w_t
+    onehot = np.zeros((n, T))
+    onehot[np.arange(n), st] = w
+    m_t = (S @ onehot) / onehot.sum(axis=0)
     Z = _unit_sums((S - m_t[:, st]) * w, None if clusters is None else units)
     Sigma = (Z * f) @ Z.T
     W = np.bincount(units, weights=w, minlength=U)  # each unit's weight
