@@ -22,9 +22,8 @@ from assay.cli import app
 from assay.compare import core
 
 runner = CliRunner()
-MATRIX = Path(__file__).resolve().parents[2] / "shared" / "data" / "openllm_v2_items" / "mmlu_pro_math_8b_models.csv"
-BBH = Path(__file__).resolve().parents[2] / "shared" / "data" / "openllm_v2_items" / (
-    "bbh_tracking_shuffled_objects_five_objects.csv")
+ROOT = Path(__file__).resolve().parents[1]
+MATRIX = ROOT.parent / "shared" / "data" / "openllm_v2_items" / "mmlu_pro_math_8b_models.csv"
 
 
 def table(S, models=None, tasks=None):
@@ -135,33 +134,46 @@ def test_fractional_scores_with_no_spread_are_not_certain():
 # -- full power where nothing is degenerate ------------------------------------------------------------------------
 
 
-def _real(path, K=10):
-    if not path.exists():
-        pytest.skip(f"{path} is not beside the repository")
-    M = pd.read_csv(path, index_col=0).dropna().to_numpy(float)
-    acc = M.mean(axis=1)
-    start = np.quantile(acc, 0.8)
-    chosen = []
-    for target in start + np.linspace(0.0, 0.075, K):
-        chosen.append(next(int(i) for i in np.argsort(np.abs(acc - target), kind="stable") if i not in chosen))
-    return M[chosen]
+def _bench():
+    """bench/compare_power.py: the real matrices, the choice of models and the plain max-t baseline, one
+    implementation for the study and these tests."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("compare_power", ROOT / "bench" / "compare_power.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
-def _plain_max_t(X, delta, rng, n_boot=1000):
-    """The baseline the issue names: paired, studentized max-t over the pair claims, Gaussian, no corrections."""
-    K, n = X.shape
-    m = X.mean(axis=1)
-    Z = X - m[:, None]
-    Sigma = Z @ Z.T / (n - 1) / n
-    a, b = core.pair_index(K)
-    se = np.sqrt(np.maximum(Sigma[a, a] + Sigma[b, b] - 2 * Sigma[a, b], 0.0))
-    w, Q = np.linalg.eigh(Sigma)
-    G = rng.standard_normal((n_boot, K)) @ (Q * np.sqrt(np.clip(w, 0, None))).T
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t = np.nan_to_num(np.abs(G[:, a] - G[:, b]) / se, nan=0.0, posinf=0.0)
-    crit = np.quantile(t.max(axis=1), 1 - delta)
-    d = m[a] - m[b]
-    return d - crit * se, d + crit * se
+def _mmlu():
+    if not MATRIX.exists():
+        pytest.skip(f"{MATRIX} is not beside the repository")
+    power = _bench()
+    M = power.load("mmlu")
+    chosen, _ = power.pick(M)
+    return power, M, M[chosen]
+
+
+def _replay(power, S, draws, seed, n=None, groups=None, C=None):
+    """Draws of questions (or of C whole clusters) from the population S; per draw, whether assay's and the plain
+    max-t's pair intervals all cover the population's differences, and how many pairs each resolves."""
+    truth = S.mean(axis=1) if groups is None else S[:, groups.ravel()].mean(axis=1)
+    a, b = core.pair_index(len(S))
+    d = truth[a] - truth[b]
+    rng = np.random.default_rng(seed)
+    ok = np.zeros((draws, 2), bool)
+    resolved = np.zeros((draws, 2))
+    for t in range(draws):
+        if groups is None:
+            X, cl = S[:, rng.integers(0, S.shape[1], n)], None
+        else:
+            g = rng.integers(0, len(groups), C)
+            X, cl = S[:, groups[g].ravel()], np.repeat(np.arange(C), groups.shape[1])
+        out = core.asymptotic(X, cl, delta=0.05, low=0.0, high=1.0, rng=np.random.default_rng(t), n_boot=1000)
+        lo, hi = power.max_t(X, cl, 0.05, np.random.default_rng(t), n_boot=1000)
+        ok[t] = [((out.d_lo <= d) & (d <= out.d_hi)).all(), ((lo <= d) & (d <= hi)).all()]
+        resolved[t] = [((out.d_lo > 0) | (out.d_hi < 0)).sum(), ((lo > 0) | (hi < 0)).sum()]
+    return ok, resolved
 
 
 @pytest.mark.slow
@@ -169,20 +181,9 @@ def test_default_has_the_power_of_a_plain_max_t_where_that_is_valid():
     """10 real models (MMLU-Pro math, a band of 0.075 in accuracy), 300 questions drawn with replacement, 400 draws:
     the pair claims cover about as often as the plain paired max-t (within 0.93 - 3 MC s.e. and 0.97 + 3 MC s.e.)
     and resolve at least 0.9x its pairs. bench/compare_power.py runs every setting with 2,000 draws."""
-    S = _real(MATRIX)
-    truth = S.mean(axis=1)
-    a, b = core.pair_index(len(S))
-    d = truth[a] - truth[b]
-    rng = np.random.default_rng(46)
+    power, _, S = _mmlu()
     draws = 400
-    ok = np.zeros((draws, 2), bool)
-    resolved = np.zeros((draws, 2))
-    for t in range(draws):
-        X = S[:, rng.integers(0, S.shape[1], 300)]
-        out = core.asymptotic(X, None, delta=0.05, low=0.0, high=1.0, rng=np.random.default_rng(t), n_boot=1000)
-        lo, hi = _plain_max_t(X, 0.05, np.random.default_rng(t))
-        ok[t] = [((out.d_lo <= d) & (d <= out.d_hi)).all(), ((lo <= d) & (d <= hi)).all()]
-        resolved[t] = [((out.d_lo > 0) | (out.d_hi < 0)).sum(), ((lo > 0) | (hi < 0)).sum()]
+    ok, resolved = _replay(power, S, draws, 46, n=300)
     se = _mc_se(0.95, draws)
     cov = ok.mean(axis=0)
     assert 0.93 - 3 * se <= cov[0] <= 0.97 + 3 * se, cov
@@ -194,18 +195,9 @@ def test_the_plain_max_t_fails_where_degenerate_pairs_appear_and_assay_does_not(
     """At 30 questions some pairs of close real models agree on nearly every question: the plain max-t gives them a
     zero (or near-zero) width and misses some claim far more often than 5%; assay's exact intervals keep every pair
     claim at once at its level."""
-    S = _real(MATRIX)
-    truth = S.mean(axis=1)
-    a, b = core.pair_index(len(S))
-    d = truth[a] - truth[b]
-    rng = np.random.default_rng(7)
+    power, _, S = _mmlu()
     draws = 300
-    ok = np.zeros((draws, 2), bool)
-    for t in range(draws):
-        X = S[:, rng.integers(0, S.shape[1], 30)]
-        out = core.asymptotic(X, None, delta=0.05, low=0.0, high=1.0, rng=np.random.default_rng(t), n_boot=1000)
-        lo, hi = _plain_max_t(X, 0.05, np.random.default_rng(t))
-        ok[t] = [((out.d_lo <= d) & (d <= out.d_hi)).all(), ((lo <= d) & (d <= hi)).all()]
+    ok, _ = _replay(power, S, draws, 7, n=30)
     cov = ok.mean(axis=0)
     assert cov[1] < 0.8, cov  # the plain max-t, measured 0.36 with 2,000 draws
     assert cov[0] >= 0.95 - 3 * _mc_se(0.95, draws), cov
@@ -213,29 +205,15 @@ def test_the_plain_max_t_fails_where_degenerate_pairs_appear_and_assay_does_not(
 
 @pytest.mark.slow
 def test_few_clusters_keep_their_coverage():
-    """10 clusters of 10 real questions the other models answer alike, sampled whole: the plain max-t covers about
-    0.6; assay's small-sample correction (multivariate t, Satterthwaite for claims on few clusters) keeps the pair
-    claims at >= 0.93 less 3 MC s.e."""
-    if not MATRIX.exists():
-        pytest.skip("the real matrix is not beside the repository")
-    M = pd.read_csv(MATRIX, index_col=0).to_numpy(float)
-    S = _real(MATRIX)
-    others = M  # the clusters come from every model's answers (the chosen ten are a sliver of the 755)
-    v = np.linalg.svd(others - others.mean(0), full_matrices=False)[2][0]
-    order = np.argsort(v, kind="stable")
-    groups = order[:len(order) // 10 * 10].reshape(-1, 10)
-    truth = S[:, groups.ravel()].mean(axis=1)
-    a, b = core.pair_index(len(S))
-    d = truth[a] - truth[b]
-    rng = np.random.default_rng(11)
+    """10 clusters of 10 real questions the models answer alike, sampled whole: the plain max-t misses far more
+    often than 5% (about 0.6 covered); assay's small-sample correction (multivariate t, Satterthwaite for claims on
+    few clusters) keeps the pair claims at >= 0.93 less 3 MC s.e."""
+    power, M, S = _mmlu()
+    groups = power.population_clusters(M, np.arange(len(M)), 10)  # from every model's answers
     draws = 300
-    ok = np.zeros(draws, bool)
-    for t in range(draws):
-        g = rng.integers(0, len(groups), 10)
-        X, cl = S[:, groups[g].ravel()], np.repeat(np.arange(10), 10)
-        out = core.asymptotic(X, cl, delta=0.05, low=0.0, high=1.0, rng=np.random.default_rng(t), n_boot=1000)
-        ok[t] = ((out.d_lo <= d) & (d <= out.d_hi)).all()
-    assert ok.mean() >= 0.93 - 3 * _mc_se(0.93, draws), ok.mean()
+    ok, _ = _replay(power, S, draws, 11, groups=groups, C=10)
+    assert ok[:, 0].mean() >= 0.93 - 3 * _mc_se(0.93, draws), ok.mean(axis=0)
+    assert ok[:, 1].mean() < 0.8, ok.mean(axis=0)
 
 
 # -- tasks: weights and the per-task view --------------------------------------------------------------------------
