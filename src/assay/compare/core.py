@@ -379,7 +379,7 @@ def asymptotic(S: np.ndarray, clusters: np.ndarray | None, *, delta: float, low:
                                                                                 else "questions")
                               + (" in every task" if T > 1 else ""))
     f = (C_t / (C_t - 1.0))[unit_stratum]
-    m = S @ w
+    m = np.clip(S @ w, low, high)  # a weighted mean of scores in [low, high]: clipped only of rounding
     # centred within each stratum (one stratum: at the overall mean)
     onehot = np.zeros((n, T))
     onehot[np.arange(n), st] = w
