@@ -142,7 +142,7 @@ def test_the_result_round_trips_and_states_itself():
     pd.testing.assert_frame_equal(back.models, res.models, check_dtype=False)
     pd.testing.assert_frame_equal(back.pairs, res.pairs, check_dtype=False)
     s = res.statements()
-    assert len(s) == 4 and "every pair claim at once at 95%" in s[-1] and "rank 1" in s[0]
+    assert len(s) == 4 and "every pair claim at once, about 95% (asymptotic)" in s[-1] and "rank 1" in s[0]
     assert "random sample" in res.info["estimand"]
 
 

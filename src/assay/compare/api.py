@@ -79,8 +79,9 @@ class CompareResult(Result):
         ordered = counts.get("a better", 0) + counts.get("b better", 0)
         out.append(Statement(f"{_count(len(p), 'pair')}: {ordered} ordered, "
                              f"{counts.get('equivalent', 0)} equivalent within the margin, "
-                             f"{counts.get('unresolved', 0)} unresolved; every pair claim at once at {conf} "
-                             f"({guarantee})"
+                             f"{counts.get('unresolved', 0)} unresolved; "
+                             + (f"every pair claim at once, about {conf} (asymptotic)" if guarantee == "asymptotic"
+                                else f"every claim at once, at least {conf} (finite)")
                              + (f" ({_count(live.get('questions'), 'question')} each, {live.get('stopped')})"
                                 if live else ""),
                              "all", level))
