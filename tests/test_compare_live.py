@@ -69,6 +69,8 @@ def test_two_prompt_variants_of_one_real_model_from_the_command_line(live_model,
     out = json.loads(r.stdout)
     assert [m["model"] for m in out["models"]] == ["plain", "brief"] and out["live"]["questions"] == 4
     assert out["live"]["requests"] == {"plain": 4, "brief": 4}
+    # every real answer is counted by how it was scored (messy ones included), 4 per model
+    assert {m: sum(c.values()) for m, c in out["live"]["outcomes"].items()} == {"plain": 4, "brief": 4}
     again = json.loads(CliRunner().invoke(app, args).stdout)
     assert again["live"]["requests"] == {"plain": 0, "brief": 0}
     assert again["pairs"] == out["pairs"]

@@ -67,6 +67,22 @@ def test_two_models_at_zero_get_no_certainty_and_no_gate_passes(guarantee, tmp_p
 
 
 @pytest.mark.parametrize("guarantee", compare.GUARANTEES)
+def test_two_models_right_everywhere_are_not_certain_either(guarantee):
+    """n of n for both (30 of 30): the lower bounds sit below 1 (Clopper-Pearson's at the claim's level, or wider),
+    the pair is not equivalent within 0.02, and 29 of 30 against 30 of 30 is no order."""
+    res = compare.evaluate(table(np.ones((2, 30)), ["A", "B"]), guarantee=guarantee, seed=0, margin=0.02)
+    m, p = res.models, res.pairs.iloc[0]
+    level = res.info["per_claim_level"]
+    assert (m["ci_high"] - m["ci_low"] > 0).all() and (m["ci_high"] == 1.0).all()
+    assert (1.0 - m["ci_low"] >= 0.99 * _cp_upper(0, 30, level.get("exact_models", level["models"]))).all()
+    assert p["ci_low"] < -0.02 < 0.02 < p["ci_high"] and p["verdict"] == "unresolved"
+    S = np.ones((2, 30))
+    S[1, 7] = 0.0
+    p = compare.evaluate(table(S, ["A", "B"]), guarantee=guarantee, seed=0).pairs.iloc[0]
+    assert p["verdict"] == "unresolved" and p["ci_low"] < 0 < p["ci_high"]
+
+
+@pytest.mark.parametrize("guarantee", compare.GUARANTEES)
 @pytest.mark.parametrize("n", [18, 30, 100])
 def test_degenerate_bounds_grow_with_k_and_stay_near_clopper_pearson(guarantee, n):
     """k of n right (k = 0..3) against a model always wrong: the model's upper bound and the pair's grow with k and
