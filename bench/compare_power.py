@@ -30,6 +30,7 @@ Usage::
     python bench/compare_power.py                       # every setting, 2,000 draws each (about 40 min on 2 cores)
     python bench/compare_power.py --holdout             # the held-out matrices, fresh seeds
     python bench/compare_power.py --draws 200 --quick   # a quick look
+    python bench/compare_power.py --ablation            # the choices behind the defaults, on the same draws
 
 Prints one line per setting and, last, a JSON object with every number.
 """
@@ -97,8 +98,9 @@ def population_clusters(M: np.ndarray, others: np.ndarray, size: int) -> np.ndar
 
 
 def max_t(S: np.ndarray, clusters: np.ndarray | None, delta: float, rng: np.random.Generator,
-          n_boot: int = 2000) -> tuple[np.ndarray, np.ndarray]:
-    """The baseline: the plain paired studentized max-t over the pair claims (cluster-robust, Gaussian)."""
+          n_boot: int = 2000, with_models: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """The baseline: the plain paired studentized max-t over the pair claims (cluster-robust, Gaussian); with
+    ``with_models``, the maximum also taken over the K model claims (one family for models and pairs)."""
     K, n = S.shape
     m = S.mean(axis=1)
     X = S - m[:, None]
@@ -111,6 +113,8 @@ def max_t(S: np.ndarray, clusters: np.ndarray | None, delta: float, rng: np.rand
     G = rng.standard_normal((n_boot, K)) @ (Q * np.sqrt(np.clip(w, 0.0, None))).T
     with np.errstate(divide="ignore", invalid="ignore"):
         t = np.nan_to_num(np.abs(G[:, a] - G[:, b]) / se, nan=0.0, posinf=0.0)
+        if with_models:
+            t = np.concatenate([t, np.nan_to_num(np.abs(G) / np.sqrt(np.diag(Sigma)), nan=0.0, posinf=0.0)], axis=1)
     crit = np.quantile(t.max(axis=1), 1.0 - delta)
     d = m[a] - m[b]
     return d - crit * se, d + crit * se
@@ -161,13 +165,81 @@ def run_setting(name: str, n: int, mode: str, draws: int, seed: int, delta: floa
             "target_met": (bool(cov[0] <= 0.97 and (res_b == 0 or ratio >= 0.9)) if target_applies else None)}
 
 
+def run_ablation(name: str, n: int, mode: str, draws: int, seed: int, delta: float = 0.05) -> dict:
+    """The choices the defaults rest on, on the same draws: assay's Student t as shipped (fading past 29 units),
+    the Gaussian max-t (no t), the full t with n - 1 degrees of freedom; the plain max-t over the pairs, and over the
+    models and pairs (one family); with clusters, the finite guarantee."""
+    M = load(name)
+    chosen, others = pick(M)
+    S = M[chosen]
+    rng = np.random.default_rng(seed)
+    groups = None
+    if mode != "none":
+        C, size = SETTINGS[mode][n]
+        groups = population_clusters(M, others, size)
+    truth = S.mean(axis=1) if groups is None else S[:, groups.ravel()].mean(axis=1)
+    a, b = core.pair_index(len(chosen))
+    d_true = truth[a] - truth[b]
+    fades = {"shipped": core.DF_FADE, "gaussian": 1e-12, "full t": float("inf")}
+    names = [*fades, "max-t", "max-t, one family"] + (["finite"] if groups is not None else [])
+    cov = {k: 0 for k in names}
+    res = {k: 0 for k in names}
+    shipped = core.DF_FADE
+    try:
+        for t in range(draws):
+            if groups is None:
+                X, cl = S[:, rng.integers(0, S.shape[1], n)], None
+            else:
+                g = rng.integers(0, len(groups), C)
+                X, cl = S[:, groups[g].ravel()], np.repeat(np.arange(C), size)
+            out = {}
+            for k, fade in fades.items():
+                core.DF_FADE = fade
+                o = core.asymptotic(X, cl, delta=delta, low=0.0, high=1.0, rng=np.random.default_rng(t), n_boot=2000)
+                out[k] = (o.d_lo, o.d_hi)
+            core.DF_FADE = shipped
+            out["max-t"] = max_t(X, cl, delta, np.random.default_rng(t))
+            out["max-t, one family"] = max_t(X, cl, delta, np.random.default_rng(t), with_models=True)
+            if groups is not None:
+                o = core.finite(X, cl, delta=delta, low=0.0, high=1.0, rng=np.random.default_rng(t))
+                out["finite"] = (o.d_lo, o.d_hi)
+            for k, (lo, hi) in out.items():
+                cov[k] += bool(((lo <= d_true + 1e-12) & (d_true <= hi + 1e-12)).all())
+                res[k] += int(((lo > 0) | (hi < 0)).sum())
+    finally:
+        core.DF_FADE = shipped
+    return {"matrix": name, "n": n, "clusters": mode, "draws": draws, "seed": seed,
+            "coverage": {k: v / draws for k, v in cov.items()}, "resolved": {k: v / draws for k, v in res.items()}}
+
+
+ABLATION = [("bbh", 30, "none"), ("bbh", 100, "none"), ("law", 100, "none"), ("mmlu", 100, "none"),
+            ("arc", 100, "none"), ("mmlu", 1000, "few"), ("law", 1000, "few")]
+
+
+def ablation(draws: int, workers: int) -> None:
+    t0 = time.time()
+    rows = []
+    with concurrent.futures.ProcessPoolExecutor(workers) as pool:
+        futs = [pool.submit(run_ablation, nm, n, mode, draws, 500 + i) for i, (nm, n, mode) in enumerate(ABLATION)]
+        for f in futs:
+            r = f.result()
+            rows.append(r)
+            print(f"{r['matrix']:6s} n={r['n']:5d} {r['clusters']:5s} " + " | ".join(
+                f"{k}: {r['coverage'][k]:.3f}, {r['resolved'][k]:.2f} pairs" for k in r["coverage"]), flush=True)
+    print(json.dumps({"ablation": rows, "seconds": round(time.time() - t0, 1)}))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--draws", type=int, default=2000)
     ap.add_argument("--holdout", action="store_true", help="the held-out matrices and a fresh seed range")
     ap.add_argument("--quick", action="store_true", help="MMLU-Pro math and Law only")
     ap.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
+    ap.add_argument("--ablation", action="store_true",
+                    help="the choices behind the defaults (Student t or not, one family or two, finite with few clusters)")
     args = ap.parse_args()
+    if args.ablation:
+        return ablation(args.draws, args.workers)
     names = HELD_OUT if args.holdout else (("mmlu", "law") if args.quick else TUNED)
     seed0 = 1000 if args.holdout else 0
     jobs = []
