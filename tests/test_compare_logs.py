@@ -163,6 +163,9 @@ def test_a_log_with_two_scorers_is_refused_until_one_is_chosen():
     assert {x["model"]: x["estimate"] for x in out["models"]} == {SMOL: pytest.approx(0.4), GEMMA: pytest.approx(0.6)}
     r = run(INS / "smollm2-two-scorers", INS / "gemma3-completions-two-scorers", "--log-scorer", "judge")
     assert r.exit_code == 2 and "matches none" in r.output
+    # a task with one scorer keeps it; a --log-scorer no task offers is a typo, refused
+    r = run(f"plain={INS / 'smollm2-default'}", INS / "gemma3-completions", "--log-scorer", "macth")
+    assert r.exit_code == 2 and "--log-scorer macth" in r.output and "includes, match" in r.output
 
 
 def test_lmeval_filters_are_chosen_by_name():

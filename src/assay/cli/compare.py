@@ -54,6 +54,19 @@ def _choose(t, path: Path, wanted: list[str], task: str = "task"):
     return pd.concat(keep).drop(columns="_choice")
 
 
+def _unused_scorers(frames, wanted: list[str]) -> None:
+    """Every --log-scorer value must pick some task's scorer: one that matches none is a typo, refused, not ignored."""
+    offered: set[str] = set()
+    for f in frames:
+        if "scorer" in f.columns:
+            for label in f["scorer"].dropna().astype(str).unique():
+                offered.update((label, *label.split(",", 1)))
+    unused = [w for w in wanted if w not in offered]
+    if unused:
+        raise AssayInputError(f"--log-scorer {', '.join(unused)}: no task of these sources is scored that way (their "
+                              f"scorers: {', '.join(sorted(x for x in offered if ',' not in x)) or 'none'})")
+
+
 def _read_log(path: Path, fmt: str, log_scorer: list[str]):
     """A tool log as compare's long table: model, task, item, score, epoch, hash, scorer, log."""
     import pandas as pd
@@ -137,6 +150,7 @@ def read_scores(sources: list, *, model_col: str, item_col: str, score_col: str,
             f["model"] = name if len(found) == 1 else name + "/" + f["model"].astype(str)
         f["source"] = str(raw)
         frames.append(f)
+    _unused_scorers(frames, log_scorer)
     if runs:
         frames.append(_journal_scores(runs, journal, bank, scorer).assign(source="journal"))
     if not frames:
