@@ -287,3 +287,43 @@ def test_json_states_the_families_and_levels():
     out = json.loads(res.to_json())
     assert out["families"].startswith("pairs") and {"pairs", "models"} <= set(out["per_claim_level"])
     assert 0 < out["per_claim_level"]["pairs"] < 0.05 and "second family" in out["level"]["meaning"]
+
+
+def test_the_excursion_bounds_cover_at_every_sample_size():
+    """The anytime bound (a Beta(1, b) mixture of binomial likelihood ratios) holds at every n at once with
+    probability at least 1 - a, and the fixed-n Clopper-Pearson bound at its n: rare successes (p = 0.01 to 0.1),
+    4,000 seeded sequences of 100, misses within a + 3 Monte Carlo standard errors."""
+    rng = np.random.default_rng(2046)
+    a, reps, n = 0.05, 4000, 100
+    for p in (0.01, 0.03, 0.1):
+        X = rng.random((reps, n)) < p
+        k = np.cumsum(X, axis=1)
+        t = np.arange(1, n + 1)
+        ever = np.zeros(reps, bool)
+        for j in range(n):  # the running sequence: a miss at any prefix counts
+            ever |= core.mixture_upper(k[:, j], int(t[j]), a, n / 2.0) < p
+        cp = core.exact_upper(k[:, -1], n, a) < p
+        se = math.sqrt(a * (1 - a) / reps)
+        assert ever.mean() <= a + 3 * se, (p, ever.mean())
+        assert cp.mean() <= a + 3 * se, (p, cp.mean())
+
+
+@pytest.mark.slow
+def test_the_per_task_tables_hold_over_the_tasks_at_once():
+    """Three tasks (80, 40 and 20 questions, 3 models): every task's pair intervals cover their task's true
+    differences, all tasks at once, in at least 95% of draws less 3 MC s.e. (each task's family at
+    1 - 0.95^(1/3))."""
+    acc = np.array([[0.7, 0.6, 0.55], [0.4, 0.5, 0.45], [0.8, 0.8, 0.6]])
+    sizes = (80, 40, 20)
+    a, b = core.pair_index(3)
+    draws = 200
+    ok = np.zeros(draws, bool)
+    for t in range(draws):
+        rng = np.random.default_rng(5000 + t)
+        S = np.concatenate([(rng.random((3, n)) < acc[j][:, None]).astype(float) for j, n in enumerate(sizes)], 1)
+        tasks = np.repeat(["t0", "t1", "t2"], sizes)
+        res = compare.evaluate(table(S, ["A", "B", "C"], tasks), seed=t, n_boot=500)
+        tp = res.task_pairs
+        truth = np.concatenate([acc[j][a] - acc[j][b] for j in range(3)])
+        ok[t] = ((tp["ci_low"].to_numpy() <= truth) & (truth <= tp["ci_high"].to_numpy())).all()
+    assert ok.mean() >= 0.95 - 3 * _mc_se(0.95, draws), ok.mean()
