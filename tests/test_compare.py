@@ -343,15 +343,20 @@ def test_asking_until_resolved_stops_early_is_journaled_and_resumes(tmp_path):
     assert seen[-1] == (res.params["queried"], 0) and all(u > 0 for _, u in seen[:-1])
     assert set(res.pairs["verdict"]) <= {"a better", "b better"} and res.params["guarantee"] == "finite"
     assert "without replacement" in res.info["estimand"] and res.info["live"]["stopped"] == "every pair resolved"
-    assert sum(res.info["live"]["requests"].values()) == 3 * res.params["queried"]
+    assert sum(res.info["live"]["requests"].values()) == res.models["n_asked"].sum()
+    assert (res.models["n_asked"] <= res.params["queried"]).all() and res.models["n_asked"].max() == res.params["queried"]
     again = query_until_resolved(models, _bank(), scorer="numeric", journal=tmp_path / "j.sqlite", run_id="c1",
                                  budget=200, batch=20, seed=3)
     assert sum(again.info["live"]["requests"].values()) == 0  # every answer read from the journal
     pd.testing.assert_frame_equal(again.pairs, res.pairs)
-    # two models as good as each other: the budget is spent, the pair stays unresolved
+    # two models as good as each other
     tie = {"a": _answering(0.6, "aa"), "b": _answering(0.6, "bb")}
     res = query_until_resolved(tie, _bank(60), scorer="numeric", budget=60, batch=30, seed=0)
-    assert not res.params["resolved"] and res.params["queried"] == 60 and res.info["live"]["stopped"] == "budget spent"
+    # asked the whole bank, the two are known to be exactly as good on it: equivalent, with or without a margin
+    assert res.params["resolved"] and res.params["queried"] == 60 and res.pairs["verdict"].tolist() == ["equivalent"]
+    assert res.models["exact"].all() and res.pairs["ci_low"].item() == res.pairs["ci_high"].item() == 0.0
+    res = query_until_resolved(tie, _bank(60), scorer="numeric", budget=40, batch=20, seed=0)
+    assert not res.params["resolved"] and res.info["live"]["stopped"] == "budget spent"
 
 
 def test_answers_not_scored_as_given_are_counted_and_said_beside_each_score(tmp_path):

@@ -267,13 +267,17 @@ def test_two_prompt_variants_of_one_served_model_live(tmp_path):
         r = run(*args)
         assert r.exit_code == 0, r.output
         systems = [m for m in (srv.last_body or {}).get("messages", []) if m.get("role") == "system"]
+        # --guarantee is honoured live; the same run with other settings would draw other questions: refused
+        r2 = run(*args[:-4], "--guarantee", "asymptotic")
+        assert r2.exit_code == 2 and "other compare settings" in r2.output and "guarantee" in r2.output
+        r2 = run(*args[:-4], "--guarantee", "asymptotic", "--run-id", "c2", "--json")
+        assert r2.exit_code == 0, r2.output
+        assert json.loads(r2.stdout)["params"]["guarantee"] == "asymptotic"
     out = json.loads((tmp_path / "r.json").read_text())
     assert [m["model"] for m in out["models"]] == ["plain", "brief"] and out["params"]["guarantee"] == "finite"
     assert out["require"][0]["claim"] == "plain>=brief-0.5" and "require" in (tmp_path / "r.html").read_text()
-    assert sum(out["live"]["requests"].values()) == 2 * out["live"]["questions"]
+    assert sum(out["live"]["requests"].values()) == sum(m["n_asked"] for m in out["models"])
     assert systems in ([], [{"role": "system", "content": "Answer with the answer only."}])
-    r = run(*args[:-4], "--guarantee", "asymptotic")
-    assert r.exit_code == 2 and "anytime-valid" in r.output
 
 
 # -- reports and wording --------------------------------------------------------------------------------------------

@@ -270,16 +270,22 @@ def _print_compare(res, requires: list[tuple[bool, str]]) -> None:
     if epochs:
         _out.print(epochs, highlight=False)
     _out.print(f"estimand: {res.info['estimand']}", highlight=False)
+    adaptive = "goal" in res.info
     t = Table()
-    for c in ("model", "estimate", "interval", "rank", "tier", "may be best"):
-        t.add_column(c, justify="left" if c in ("model", "interval") else "right")
+    cols = ("model", "estimate", "interval", "rank", "tier", "may be best") + (("asked", "left") if adaptive else ())
+    for c in cols:
+        t.add_column(c, justify="left" if c in ("model", "interval", "left") else "right")
     for r in res.models.sort_values(["tier", "estimate"], ascending=[True, False]).itertuples(index=False):
         rank = str(r.rank_low) if r.rank_low == r.rank_high else f"{r.rank_low}-{r.rank_high}"
-        t.add_row(str(r.model), f"{r.estimate:.4f}", f"[{r.ci_low:.4f}, {r.ci_high:.4f}]" + (" *" if r.exact else ""),
-                  rank, str(r.tier), "yes" if r.may_be_best else "")
+        row = [str(r.model), f"{r.estimate:.4f}", f"[{r.ci_low:.4f}, {r.ci_high:.4f}]" + (" *" if r.exact else ""),
+               rank, str(r.tier), "yes" if r.may_be_best else ""]
+        if adaptive:
+            row += [f"{int(r.n_asked):,}", f"round {int(r.left_round)}: {r.left_reason}"]
+        t.add_row(*row)
     _out.print(t)
     t = Table()
-    for c in ("a", "b", "mean(a) - mean(b)", "interval", "verdict", "to resolve (est.)"):
+    for c in ("a", "b", "mean(a) - mean(b)", "interval", "verdict",
+              "more to resolve (est.)" if adaptive else "to resolve (est.)"):
         t.add_column(c, justify="left" if c in ("a", "b", "interval", "verdict") else "right")
     for r in res.pairs.itertuples(index=False):
         need = "" if r.items_to_resolve != r.items_to_resolve else (
@@ -288,11 +294,16 @@ def _print_compare(res, requires: list[tuple[bool, str]]) -> None:
                   f"[{r.ci_low:+.4f}, {r.ci_high:+.4f}]" + (" *" if r.exact else ""), str(r.verdict), need)
     _out.print(t)
     if res.models["exact"].any() or res.pairs["exact"].any():
-        _out.print("* exact binomial interval: fewer than 5 answers off the common value", highlight=False)
+        _out.print("* exact: the whole bank asked" if adaptive else
+                   "* exact binomial interval: fewer than 5 answers off the common value", highlight=False)
     if res.task_pairs is not None and len(res.task_pairs):
         _print_tasks(res)
-    for s in res.statements()[-1:]:
+    for s in res.statements()[(-2 if adaptive else -1):]:
         _out.print(s, highlight=False)
+    rp = res.info.get("replay")
+    if rp:
+        _out.print(f"replay: {rp['asked']:,} questions asked in all; a uniform run of the same engine on the same seed "
+                   f"asks {rp['asked_uniform']:,}", highlight=False)
     for w in res.warnings:
         _out.print(f"note: {w}", highlight=False)
     for ok, line in requires:
@@ -352,8 +363,12 @@ def compare(
     model: Optional[List[str]] = typer.Option(None, "--model", help="Live: a model as its endpoint knows it (several); NAME=SERVED names it, so one served model can be asked twice (with two --system prompts)."),
     system: Optional[List[str]] = typer.Option(None, "--system", help="Live: a system prompt, NAME=TEXT for one --model, or TEXT for every model."),
     completions: Optional[List[str]] = typer.Option(None, "--completions", help="Live: a --model (its NAME) to ask through /v1/completions (a pretrained model)."),
-    budget: int = typer.Option(100, "--budget", help="Live: at most this many questions per model."),
-    batch: int = typer.Option(10, "--batch", help="Live: questions asked per round before checking whether every pair is resolved."),
+    budget: Optional[int] = typer.Option(None, "--budget", help="Live or --replay: at most this many questions per model (live default 100; --replay default the whole bank)."),
+    batch: int = typer.Option(10, "--batch", help="Live or --replay: questions asked per round before checking the goal."),
+    goal: str = typer.Option("all", "--goal", help="Live or --replay: all (every pair ordered or equivalent within the margin), best (the best model certified) or top-k (with --k)."),
+    k: Optional[int] = typer.Option(None, "--k", help="With --goal top-k: how many models the certified top set holds."),
+    history: Optional[str] = typer.Option(None, "--history", help="Live or --replay: a past 0/1 score table on the bank's question ids (CSV/Parquet, wide or model,item,score) or a shipped FAQ pack: questions are drawn where it predicts the open pairs disagree."),
+    replay_table: Optional[Path] = typer.Option(None, "--replay", help="Replay a complete score table (models x question ids, CSV/Parquet, wide or model,item,score) as live models: what asking would cost, against uniform draws, before paying."),
     max_tokens: int = typer.Option(64, "--max-tokens", help="Live: completion tokens per answer."),
     api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="Live: the NAME of the environment variable holding the key."),
     run_id: str = typer.Option("compare", "--run-id", help="Live: the journal run (rerun to resume; answers already paid for are read)."),
@@ -368,15 +383,31 @@ def compare(
 
     if bounds is not None and len(bounds) != 2:
         raise AssayInputError(f"--bounds takes two numbers, LOW HIGH (--bounds 0 --bounds 10); got {bounds}")
-    if endpoint or model:
-        if guarantee not in (None, "finite"):
-            raise AssayInputError(f"live, the comparison is anytime-valid (--guarantee finite): asking until resolved "
-                                  f"stops when the answer looks clear, which only the finite guarantee allows; got "
-                                  f"--guarantee {guarantee}")
+    adaptive_only = [f for f, v in (("--goal", goal != "all"), ("--k", k is not None), ("--history", history),
+                                    ("--batch", batch != 10)) if v]
+    if replay_table is not None:
+        if endpoint or model or sources or run:
+            raise AssayInputError("--replay replays one complete score table; it does not take sources, --run, "
+                                  "--endpoint or --model")
+        from ..compare.live import replay
+
+        rp = replay(replay_table, goal=goal, k=k, guarantee=guarantee or "finite", history=history, margin=margin,
+                    delta=delta, batch=batch, budget=budget, seed=0 if seed is None else seed,
+                    low=bounds[0] if bounds else None, high=bounds[1] if bounds else None)
+        res = rp.result
+        res.info["replay"]["asked_per_model"] = rp.asked.to_dict()
+        res.info["replay"]["asked_uniform_per_model"] = rp.asked_uniform.to_dict()
+    elif endpoint or model:
         res = _live(endpoint or [], model or [], completions or [], system or [], bank=bank, scorer=scorer,
-                    budget=budget, batch=batch, max_tokens=max_tokens, api_key_env=api_key_env, journal=journal,
-                    run_id=run_id, delta=delta, margin=margin, seed=0 if seed is None else seed, policy=policy)
+                    budget=100 if budget is None else budget, batch=batch, max_tokens=max_tokens,
+                    api_key_env=api_key_env, journal=journal, run_id=run_id, delta=delta, margin=margin,
+                    seed=0 if seed is None else seed, policy=policy, goal=goal, k=k,
+                    guarantee=guarantee or "finite", history=history)
     else:
+        if adaptive_only or budget is not None:
+            raise AssayInputError(f"{', '.join(adaptive_only + (['--budget'] if budget is not None else []))}: for "
+                                  "asking models live (--endpoint, --model) or --replay; a score file is compared "
+                                  "as it is")
         if system or completions:
             raise AssayInputError("--system and --completions are for asking models live (--endpoint, --model)")
         table = read_scores(list(sources or []), model_col=model_col, item_col=item_col, score_col=score_col,
@@ -438,8 +469,9 @@ def parse_live_models(models: list[str], systems: list[str]) -> tuple[dict[str, 
 
 
 def _live(endpoints: list[str], models: list[str], completions: list[str], systems: list[str], *, bank, scorer,
-          budget, batch, max_tokens, api_key_env, journal, run_id, delta, margin, seed, policy):
-    """``assay compare --endpoint ... --model A --model B --bank FILE``: ask until every pair is resolved."""
+          budget, batch, max_tokens, api_key_env, journal, run_id, delta, margin, seed, policy, goal="all", k=None,
+          guarantee="finite", history=None):
+    """``assay compare --endpoint ... --model A --model B --bank FILE``: ask until the goal is met."""
     import sys
 
     from ..compare.live import query_until_resolved
@@ -470,7 +502,8 @@ def _live(endpoints: list[str], models: list[str], completions: list[str], syste
         check_model(made[name])
 
     def progress(asked: int, total: int, unresolved: int) -> None:
-        sys.stderr.write(f"compare: {asked}/{total} questions asked of each model, {unresolved} pair(s) unresolved\n")
+        sys.stderr.write(f"compare: {asked}/{total} questions asked of the models in play, {unresolved} pair(s) the "
+                         f"goal still needs\n")
         sys.stderr.flush()
 
     from ..data import read_plain
@@ -478,4 +511,4 @@ def _live(endpoints: list[str], models: list[str], completions: list[str], syste
     table = read_plain(bank, text_columns=("id",))
     return query_until_resolved(made, table, scorer=scorer, policy=policy, journal=journal or default_path(),
                                 run_id=run_id, delta=delta, margin=margin, budget=budget, batch=batch, seed=seed,
-                                progress=progress)
+                                progress=progress, goal=goal, k=k, guarantee=guarantee, history=history)

@@ -32,7 +32,7 @@ class CompareResult(Result):
 
     @classmethod
     def _table_names(cls) -> tuple[str, ...]:
-        return ("models", "pairs", "tasks", "task_pairs")
+        return ("models", "pairs", "tasks", "task_pairs", "rounds", "draws")
 
     @property
     def models(self) -> pd.DataFrame:
@@ -59,6 +59,7 @@ class CompareResult(Result):
         conf = f"{1 - float(lv['delta']):.0%}"
         guarantee = self.params["guarantee"]
         level = (f"every claim at once, at least {conf} at any sample size" if guarantee == "finite" else
+                 f"every claim at once, about {conf} at every round (asymptotic)" if "goal" in self.info else
                  f"every pair claim at once, about {conf} (asymptotic); the model intervals a second family, about "
                  f"{conf}")
         out = []
@@ -83,8 +84,16 @@ class CompareResult(Result):
                              + (f"every pair claim at once, about {conf} (asymptotic)" if guarantee == "asymptotic"
                                 else f"every claim at once, at least {conf} (finite)")
                              + (f" ({_count(live.get('questions'), 'question')} each, {live.get('stopped')})"
-                                if live else ""),
+                                if live and "goal" not in self.info else ""),
                              "all", level))
+        if "goal" in self.info:  # asked adaptively: which goal, whether it was met, who was asked how much
+            m = self.models
+            asked = ", ".join(f"{r.model} {r.n_asked}" for r in m.itertuples(index=False))
+            goal = self.info["goal_wanted"]
+            out.append(Statement(("goal met: " if self.info["goal_met"] else "goal NOT met: ") + goal
+                                 + ("" if self.info["goal_met"] else f" ({self.info['stopped']})")
+                                 + f"; questions asked: {asked} (of the bank's {self.info['bank_size']})",
+                                 "goal", level))
         return out
 
     def summary(self) -> str:

@@ -710,7 +710,8 @@ def verdicts(d_lo: np.ndarray, d_hi: np.ndarray, margin: float | None) -> tuple[
     """Each pair's verdict from its difference interval, and whether the interval lies inside +-margin.
 
     The verdict is ``"a better"`` (the interval above 0), ``"b better"`` (below 0), ``"equivalent"`` (with a margin:
-    the interval contains 0 and lies inside +-margin) or ``"unresolved"``.
+    the interval contains 0 and lies inside +-margin; without one, the interval is the single point 0, a difference
+    known exactly, as when a whole bank was asked) or ``"unresolved"``.
 
     Parameters
     ----------
@@ -731,7 +732,8 @@ def verdicts(d_lo: np.ndarray, d_hi: np.ndarray, margin: float | None) -> tuple[
     >>> print(v.tolist(), inside.tolist())
     ['a better', 'b better', 'equivalent', 'unresolved'] [False, False, True, False]
     """
-    inside = (np.zeros(len(d_lo), bool) if margin is None else (d_lo >= -margin) & (d_hi <= margin))
+    m = 0.0 if margin is None else margin  # without a margin, only a difference known to be exactly 0 is equivalent
+    inside = (d_lo >= -m) & (d_hi <= m)
     v = np.full(len(d_lo), "unresolved", dtype=object)
     v[d_lo > 0] = "a better"
     v[d_hi < 0] = "b better"

@@ -1,29 +1,29 @@
-"""Ties resolved by asking only what is needed: several models asked questions of a bank, uniformly at random and
-without replacement, in one seeded order shared by all of them, journaled, until every pair is ordered or equivalent
-within the margin, or the budget is spent.
+"""Ties resolved by asking only what is needed: several models asked questions of a bank, round by round, each
+model only as long as the goal needs it, the next questions drawn where they decide the open claims, every request
+journaled, until the goal is met, the budget is spent or the bank runs out.
 
-Stopping when the comparison looks resolved is valid because the intervals are the finite guarantee's confidence
-sequences (:func:`assay.compare.core.finite`), read in the order the questions were asked and for sampling without
-replacement from the bank (the target is each model's mean over the whole bank): they hold at every number of
-questions at once, including the one at which the run decided to stop. Scores not drawn by this run never enter it.
+:func:`query_until_resolved` asks models behind endpoints; :func:`replay` replays a complete score table as if its
+models were live, through the same engine (:mod:`assay.compare.adaptive`, where the design, the increments, the
+guarantees and the goals are described), and says what a uniform run would have asked.
 """
 
 from __future__ import annotations
 
+import asyncio
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 import numpy as np
 import pandas as pd
 
 from ..data.bank import read_bank
-from ..data.compare import CompareDesign
 from .. import checks
 from ..errors import AssayInputError
 from ..seeds import resolve_seed
-from . import core
-from .api import CompareResult, _package
+from . import adaptive, core
+from .api import CompareResult, _count, _meaning
 
-__all__ = ["query_until_resolved"]
+__all__ = ["query_until_resolved", "replay", "Replay", "read_history"]
 
 
 def _unique_prompts(bank: pd.DataFrame, model: str) -> None:
@@ -37,61 +37,228 @@ def _unique_prompts(bank: pd.DataFrame, model: str) -> None:
                               "prompt, or its answers cannot be told apart")
 
 
-def _resolved(out: core.CompareCore, margin: float | None) -> bool:
-    v, _ = core.verdicts(out.d_lo, out.d_hi, margin)
-    return bool((v != "unresolved").all())
+def _positive(name: str, v: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+        raise AssayInputError(f"{name} must be a positive integer; got {v!r}")
+    return int(v)
+
+
+def _check_common(goal, k, guarantee, margin, K: int) -> tuple[str, int]:
+    if guarantee not in adaptive.GUARANTEES:
+        raise AssayInputError(f"guarantee must be one of {', '.join(adaptive.GUARANTEES)}; got {guarantee!r}")
+    if margin is not None:
+        if isinstance(margin, bool) or not isinstance(margin, (int, float, np.number)) or not 0 < float(margin) < 1:
+            raise AssayInputError(f"margin must be a number in (0, 1) (a difference of mean scores); got {margin!r}")
+    return adaptive.check_goal(goal, k, K)
+
+
+def _read_table(obj: Any, what: str) -> Any:
+    """A path to a CSV / Parquet file is read; anything else is passed on as given."""
+    import os
+
+    if isinstance(obj, (str, os.PathLike)):
+        from pathlib import Path
+
+        p = Path(obj).expanduser()
+        if not p.exists():
+            raise AssayInputError(f"{what}: no file {str(p)!r}")
+        if p.suffix.lower() in (".parquet", ".pq"):
+            return pd.read_parquet(p)
+        df = pd.read_csv(p)
+        # a wide table written with its index: the first column holds the model names
+        first = df.columns[0]
+        if first.startswith("Unnamed") or (not {"model", "item", "score"} <= set(df.columns)
+                                           and df[first].dtype == object):
+            df = df.set_index(first)
+            df.index.name = None
+        return df
+    return obj
+
+
+def read_history(history: Any, bank_ids: list[str]) -> Any:
+    """The factor model a history gives for a bank: a shipped FAQ pack's name, a fitted
+    :class:`assay.faq.FactorModel`, or a past 0/1 score table (earlier models x question ids: a wide table, a long
+    ``model, item, score`` one, or a CSV / Parquet file of either), fitted with FAQ's default fit (cached).
+
+    Raises :class:`AssayInputError` for a table with missing or non-0/1 scores (FAQ's factor model is Bernoulli) or
+    one that shares fewer than half of the bank's question ids."""
+    from ..datasets.faq_packs import faq_pack_factors, faq_packs
+    from ..faq.factor import FactorModel
+    from ..faq.fit import _factors
+
+    if isinstance(history, str) and history in faq_packs():
+        fm = faq_pack_factors(history)
+    elif isinstance(history, FactorModel):
+        fm, _, _, _ = _factors(history, None)
+    else:
+        from ..data.faq import as_matrix
+
+        table = _read_table(history, "history")
+        try:
+            mat = as_matrix(table, "history", allow_missing=False)
+        except AssayInputError as e:
+            raise AssayInputError(f"{e} (the history feeds FAQ's factor model, which is Bernoulli: it needs every "
+                                  "earlier model's 0/1 score on every question it holds)") from None
+        fm, _, _, _ = _factors(table if not isinstance(table, str) else mat, None)
+    ids = {str(c) for c in fm.col_labels_}
+    shared = sum(str(i) in ids for i in bank_ids)
+    if 2 * shared < len(bank_ids):
+        raise AssayInputError(f"the history shares {shared} of the bank's {len(bank_ids)} question ids; it needs at "
+                              "least half of them (the ids must match the bank's `id` column)")
+    return fm
+
+
+def _items_to_resolve(d, half, n, N):
+    """Further questions each pair would need to resolve a difference of the size observed: the half-width shrinks
+    like sqrt((1 - n/N) / n) (sampling without replacement from the bank), so n' solves
+    1/n' - 1/N = (1/n - 1/N) (|d| / half)^2; at most the questions left."""
+    d, half, n = (np.asarray(x, dtype=float) for x in (d, half, n))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inv = 1.0 / N + (1.0 / np.maximum(n, 1) - 1.0 / N) * (np.abs(d) / half) ** 2
+        need = np.ceil(1.0 / inv) - n
+    need = np.where(np.abs(d) > 0, np.clip(need, 0, N - n), N - n)
+    return need
+
+
+def _package(run: adaptive.AdaptiveRun, names: list[str], item_ids: list[str], *, goal: str, k: int | None,
+             guarantee: str, delta: float, margin: float | None, seed, budget: int, batch: int, N: int,
+             history: str | None, **params) -> CompareResult:
+    from ..results import build
+
+    K = len(names)
+    a, b = core.pair_index(K)
+    nm = np.array(names, dtype=object)
+    verdict, inside = core.verdicts(run.d_lo, run.d_hi, margin)
+    better = run.better
+    implied = (verdict == "unresolved") & (better[a, b] | better[b, a])
+    rank_low = 1 + better.sum(axis=0)
+    rank_high = K - better.sum(axis=1)
+    tier = np.ones(K, dtype=np.int64)
+    for j in np.argsort(-np.nan_to_num(run.est), kind="stable"):
+        above = better[:, j]
+        if above.any():
+            tier[j] = 1 + int(tier[above].max())
+    half = (run.d_hi - run.d_lo) / 2.0
+    need = _items_to_resolve(run.d, half, run.pair_n, N)
+    need = np.where((verdict == "unresolved") & ~implied, need, np.nan)
+    models = {"model": names, "estimate": run.est, "ci_low": run.lo, "ci_high": run.hi, "rank_low": rank_low,
+              "rank_high": rank_high, "may_be_best": rank_low == 1, "tier": tier, "answered": run.n_asked,
+              "exact": run.n_asked == N, "n_asked": run.n_asked, "left_round": run.left_round,
+              "left_reason": run.left_reason, "status": [s or "" for s in run.status]}
+    pairs = {"model_a": list(nm[a]), "model_b": list(nm[b]), "estimate": run.d, "ci_low": run.d_lo,
+             "ci_high": run.d_hi, "verdict": list(verdict), "within_margin": inside, "n_items": run.pair_n,
+             "items_to_resolve": need, "exact": run.pair_n == N, "implied": implied}
+    T = len(run.order)
+    draws = pd.DataFrame({"draw": np.arange(1, T + 1), "round": run.draw_round + 1,
+                          "item": [item_ids[i] for i in run.order], "q": run.q,
+                          "questions_left": N - np.arange(T)})
+    rows = []
+    for rr in run.rounds:
+        for m in rr["models"]:
+            rows.append({"round": rr["round"] + 1, "model": names[m], "questions": rr["questions"]})
+    rounds = pd.DataFrame(rows, columns=["round", "model", "questions"])
+    what = {"all": "every pair ordered or equivalent within the margin",
+            "best": "the best model certified", "top-k": f"the top {k} certified"}[goal]
+    notes = []
+    if implied.any():
+        notes.append(f"{_count(int(implied.sum()), 'pair')} ordered through other models (a > b and b > c give "
+                     "a > c, every claim holding at once) though its own interval contains 0: `implied` in pairs")
+    if guarantee == "asymptotic":
+        notes.append(f"asymptotic: confidence sequences from a martingale central limit theorem, reported after "
+                     f"{adaptive.BURN_IN} questions with a variance floor; guarantee='finite' holds at any sample size")
+    info = {"estimand": (f"each model's mean score over the {N} questions of the bank, asked without replacement "
+                         "(each question weighted equally), and each pair's difference"),
+            "goal": goal, "k": k, "goal_met": bool(run.met), "stopped": run.reason, "goal_wanted": what,
+            "questions": int(T), "bank_size": N, "history": history,
+            "per_claim_level": {"pairs": float(run.alpha), "models": float(run.alpha)},
+            "families": "one: every model and pair claim (a union bound)", "units": int(T)}
+    meaning = _meaning("finite", delta, K) if guarantee == "finite" else (
+        f"every model interval, pair interval, verdict, rank interval and tier hold together with probability about "
+        f"{1 - delta:.0%} at every round (asymptotic confidence sequences, Waudby-Smith et al. 2024, Bonferroni over "
+        f"the {K + len(a)} claims)")
+    res = build(CompareResult, params={"guarantee": guarantee, "margin": margin, "goal": goal, "k": k,
+                                       "queried": int(T), "budget": budget, "bank_size": N, "batch": batch,
+                                       "resolved": bool(run.met), **params},
+                n=int(run.n_asked.min()) if K else 0, n_meaning="questions every model answered",
+                meaning=meaning, seed=seed,
+                tables={"models": models, "pairs": pairs, "rounds": rounds, "draws": draws}, delta=delta,
+                warnings=notes, info=info)
+    return res
+
+
+def _engine(ask, names, N, *, goal, k, guarantee, margin, delta, budget, batch, seed, fm, item_ids, floor,
+            progress, eliminate=True):
+    K = len(names)
+    pred = adaptive.FactorPredictor(fm, item_ids, K) if fm is not None else None
+    return adaptive.run(ask, K, N, goal=goal, k=k, guarantee=guarantee, margin=margin, delta=delta, budget=budget,
+                        batch=batch, rng=seed.rng(), predictor=pred, eliminate=eliminate, floor=floor,
+                        progress=progress)
 
 
 def query_until_resolved(
     models: Mapping[str, Any],
     bank: Any,
     *,
+    goal: str = "all",
+    k: int | None = None,
+    guarantee: str = "finite",
+    history: Any = None,
+    margin: float | None = None,
+    delta: float = 0.05,
+    budget: int = 100,
+    batch: int = 10,
+    seed: Any = 0,
     scorer: str = "exact",
     policy: str = "wrong",
     journal: Any = None,
     run_id: str = "compare",
-    delta: float = 0.05,
-    margin: float | None = None,
-    budget: int = 100,
-    batch: int = 10,
-    seed: Any = 0,
     concurrency: int = 4,
     timeout: float | None = 60.0,
     progress: Callable[[int, int, int], None] | None = None,
     banks: Mapping[str, Any] | None = None,
     run_ids: Mapping[str, str] | None = None,
+    floor: float = adaptive.FLOOR,
 ) -> CompareResult:
-    """Ask ``models`` (name -> :class:`~assay.models.Model`) questions of ``bank`` until every pair is resolved.
+    """Ask ``models`` (name -> :class:`~assay.models.Model`) questions of ``bank`` until the goal is met.
 
     Parameters
     ----------
     bank : table (or file) with ``id``, ``prompt``, ``reference`` (and a ``scorer`` column when ``scorer`` names
-        it); each model is asked the same questions in one order drawn from ``seed``, without replacement.
+        it). The models in play are asked the same questions, drawn without replacement (:mod:`.adaptive`).
+    goal, k : ``"all"`` (every pair ordered or equivalent within the margin), ``"best"`` (the best model certified;
+        with a margin, the models that may be best equivalent within it) or ``"top-k"`` with ``k``.
+    guarantee : ``"finite"`` (betting confidence sequences, valid at any sample size) or ``"asymptotic"``.
+    history : a past 0/1 score table on the bank's ids, a shipped FAQ pack name or a fitted FactorModel: the next
+        questions are drawn where it predicts the open pairs disagree (each question left keeping at least
+        ``floor`` / questions left); validity does not depend on it.
+    margin, delta : the equivalence margin and the error level of every claim at once.
+    budget : at most this many questions per model (at most the bank); ``batch``: questions per round.
     scorer, policy : how each answer is scored (:func:`assay.models.scoring.score`); policy ``"wrong"`` or
         ``"correct"`` (every question needs a score).
-    journal, run_id : every request is journaled under ``run_id/<model>``: the same call resumes, reading every
-        answer already paid for.
-    delta, margin : the error level of every claim at once and the equivalence margin.
-    budget : at most this many questions per model (at most the bank); ``batch``: questions asked per round.
-    progress : called as ``progress(questions asked, budget, pairs unresolved)`` after each round.
-    banks : optional per model (name -> table), the same questions (ids, references, scorers) with that model's own
-        prompts (a campaign's templates); ``run_ids``: optional per model journal runs (default ``run_id/<model>``).
+    journal, run_id : every request is journaled under ``run_id/<model>``, every round's draws (items and their
+        probabilities) under ``run_id``: the same call resumes, reading every answer already paid for.
+    progress : called as ``progress(questions asked, budget, pairs the goal still needs)`` after each round.
+    banks : optional per model (name -> table), the same questions with that model's own prompts;
+        ``run_ids``: optional per model journal runs (default ``run_id/<model>``).
 
     Returns
     -------
-    CompareResult under the finite guarantee, for the bank's own means; ``params`` record the questions asked and
-    whether the run stopped because every pair was resolved; ``info["live"]`` the requests and outcomes.
+    CompareResult: ``models`` (with ``n_asked``, ``left_round``, ``left_reason``), ``pairs``, ``rounds`` (the
+    questions asked per round and model) and ``draws`` (every draw's question and probability);
+    ``info["stopped"]`` says why the run stopped and ``info["goal_met"]`` whether the goal was met.
     """
-    from ..models import run as run_prompts
+    from ..models import run_prompts
+    from ..models.journal import open_journal
     from ..models.scoring import make_scorer, score
 
     if not isinstance(models, Mapping) or len(models) < 2:
         raise AssayInputError("compare needs at least 2 models (a mapping name -> model)")
     if policy not in ("wrong", "correct"):
         raise AssayInputError(f"policy must be 'wrong' or 'correct' here (every question needs a score); got {policy!r}")
-    for name, v in (("budget", budget), ("batch", batch)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-            raise AssayInputError(f"{name} must be a positive integer; got {v!r}")
+    budget, batch = _positive("budget", budget), _positive("batch", batch)
+    names = [str(n) for n in models]
+    goal, kk = _check_common(goal, k, guarantee, margin, len(names))
+    k = kk if goal == "top-k" else None
     delta = checks.level(delta)
     by_column = isinstance(scorer, str) and isinstance(bank, pd.DataFrame) and scorer in bank.columns
     b = read_bank(bank, scorer_col=scorer if by_column else None)
@@ -107,49 +274,180 @@ def query_until_resolved(
     N = len(b)
     if N < 2:
         raise AssayInputError("the bank needs at least 2 questions")
-    budget = min(int(budget), N)
+    item_ids = [str(i) for i in b.index]
+    fm = None if history is None else read_history(history, item_ids)
+    budget = min(budget, N)
     seed = resolve_seed(seed)
-    order = seed.rng().permutation(N)
-    names = [str(n) for n in models]
-    K = len(names)
-    S = np.empty((K, 0))
-    asked = 0
+    model_list = [models[n] for n in models]
     counts: dict[str, dict[str, int]] = {n: {} for n in names}
     requests = {n: 0 for n in names}
-    out = None
-    while asked < budget:
-        take = order[asked:asked + min(int(batch), budget - asked)]
-        ids = [b.index[i] for i in take]
-        block = np.empty((K, len(take)))
-        for k, name in enumerate(names):
-            res = run_prompts(models[name], [prompts_of[name][i] for i in ids], journal=journal,
-                              run_id=(run_ids or {}).get(name, f"{run_id}/{name}"), concurrency=concurrency,
-                              timeout=timeout, seed=0)
-            requests[name] += int(res.stats.get("requests", 0))
-            for j, (i, resp) in enumerate(zip(ids, res.responses)):
-                sc = scorers[b.at[i, "scorer"]] if scorers else one
-                o = score(resp, b.at[i, "reference"], sc, policy=policy, prompt=prompts_of[name][i])
-                if o.final_score is None:
-                    raise AssayInputError(f"question {i!r} of model {name!r} has no score ({o.status})")
-                block[k, j] = o.final_score
-                counts[name][o.status] = counts[name].get(o.status, 0) + 1
-        S = np.concatenate([S, block], axis=1)
-        asked = S.shape[1]
-        out = core.finite(S, None, delta=float(delta), low=0.0, high=1.0, rng=None, horizon=budget, population=N)
-        unresolved = int((core.verdicts(out.d_lo, out.d_hi, margin)[0] == "unresolved").sum())
-        if progress is not None:
-            progress(asked, budget, unresolved)
-        if unresolved == 0:
-            break
-    items = [str(b.index[i]) for i in order[:asked]]
-    design = CompareDesign(models=names, items=items, S=S, clusters=None, cluster_labels=None,
-                           shared=np.full((K, K), asked), n_items_any=N, epochs={}, low=0.0, high=1.0)
-    stopped = _resolved(out, margin)
-    res = _package(design, out, guarantee="finite", delta=float(delta), margin=margin, seed=seed,
-                   queried=asked, budget=budget, bank_size=N, resolved=stopped, batch=int(batch), scorer=str(scorer),
-                   policy=policy, run_id=run_id, pool_phrase=f"the bank's {N}")
-    res.info["estimand"] = (f"each model's mean score over the {N} questions of the bank, asked without replacement "
-                            "in one seeded order (each question weighted equally), and each pair's difference")
-    res.info["live"] = {"requests": requests, "outcomes": counts, "questions": asked,
-                        "stopped": "every pair resolved" if stopped else "budget spent"}
+    runs = {n: (run_ids or {}).get(n, f"{run_id}/{n}") for n in names}
+    settings = {"goal": goal, "k": k, "guarantee": guarantee, "margin": margin, "delta": float(delta),
+                "budget": budget, "batch": batch, "seed": seed.recorded, "floor": float(floor),
+                "history": None if fm is None else fm.fingerprint(), "models": names, "bank": len(b)}
+    j, own_j = open_journal(journal)
+    try:
+        if j is not None:
+            if j.has_run(run_id):
+                stored = j.run(run_id)["meta"].get("compare")
+                if stored is not None and stored != settings:
+                    diff = [x for x in sorted(set(stored) | set(settings)) if stored.get(x) != settings.get(x)]
+                    raise AssayInputError(
+                        f"run {run_id} was started with other compare settings ("
+                        + "; ".join(f"{x}: started with {stored.get(x)!r}, now {settings.get(x)!r}" for x in diff)
+                        + "); resuming would draw other questions: repeat them, or give another run_id")
+            j.start_run(run_id, meta={"compare": settings})
+        round_no = [0]
+
+        async def gather(play, ids):
+            async def one_model(m):
+                name = names[m]
+                res = await run_prompts(model_list[m], [prompts_of[name][i] for i in ids], journal=j,
+                                        run_id=runs[name], concurrency=concurrency, timeout=timeout, seed=0)
+                return m, res
+
+            try:
+                return await asyncio.gather(*[one_model(int(m)) for m in play])
+            finally:
+                for m in play:
+                    aclose = getattr(model_list[int(m)], "aclose", None)
+                    if aclose is not None:
+                        await aclose()
+
+        def ask(play, items):
+            ids = [b.index[i] for i in items]
+            if j is not None:  # the round's draws, journaled before any question is asked
+                key = f"draws/{round_no[0] + 1}"
+                rec = {"round": round_no[0] + 1, "models": [names[int(m)] for m in play],
+                       "items": [str(i) for i in ids]}
+                old = j.get(run_id, key)
+                if old is not None and old.get("items") != rec["items"]:
+                    raise AssayInputError(f"round {round_no[0] + 1} of run {run_id} drew other questions before; "
+                                          "the journal's answers would mix two runs: start a new run_id")
+                j.put(run_id, key, rec, rec)
+            out = np.empty((len(play), len(items)))
+            for m, res in asyncio.run(gather(play, ids)):
+                name = names[m]
+                requests[name] += int(res.stats.get("requests", 0))
+                row = list(play).index(m)
+                for col, (i, resp) in enumerate(zip(ids, res.responses)):
+                    sc = scorers[b.at[i, "scorer"]] if scorers else one
+                    o = score(resp, b.at[i, "reference"], sc, policy=policy, prompt=prompts_of[name][i])
+                    if o.final_score is None:
+                        raise AssayInputError(f"question {i!r} of model {name!r} has no score ({o.status})")
+                    out[row, col] = o.final_score
+                    counts[name][o.status] = counts[name].get(o.status, 0) + 1
+            round_no[0] += 1
+            return out
+
+        ar = _engine(ask, names, N, goal=goal, k=k, guarantee=guarantee, margin=margin, delta=float(delta),
+                     budget=budget, batch=batch, seed=seed, fm=fm, item_ids=item_ids, floor=floor, progress=progress)
+        if j is not None:
+            draws = {"q": [float(x) for x in ar.q], "items": [item_ids[i] for i in ar.order]}
+            j.put(run_id, "draws/probabilities", {"what": "every draw's probability"}, draws)
+            for m, name in enumerate(names):
+                j.start_run(runs[name], meta={"compare": {"left_round": int(ar.left_round[m]),
+                                                          "left_reason": ar.left_reason[m],
+                                                          "n_asked": int(ar.n_asked[m])}})
+                j.finish_run(runs[name], status="settled" if ar.left_reason[m] == "settled" else "done")
+            j.finish_run(run_id, status="done")
+    finally:
+        if own_j and j is not None:
+            j.close()
+    res = _package(ar, names, item_ids, goal=goal, k=k, guarantee=guarantee, delta=float(delta), margin=margin,
+                   seed=seed, budget=budget, batch=batch, N=N, history=None if fm is None else
+                   getattr(fm, "pack_", None) or "a score table", scorer=str(scorer), policy=policy, run_id=run_id)
+    res.info["live"] = {"requests": requests, "outcomes": counts, "questions": int(len(ar.order)),
+                        "stopped": _stopped_phrase(ar, goal, k)}
     return res
+
+
+def _stopped_phrase(ar: adaptive.AdaptiveRun, goal: str, k: int | None) -> str:
+    if ar.met:
+        return {"all": "every pair resolved", "best": "the best certified",
+                "top-k": f"the top {k} certified"}[goal]
+    return ar.reason
+
+
+@dataclass
+class Replay:
+    """A replay: the adaptive run's result, and the questions asked per model by it (``asked``) and by a uniform run
+    of the same engine on the same seed (``asked_uniform``: no history, draws uniform)."""
+
+    result: CompareResult
+    asked: pd.Series
+    asked_uniform: pd.Series
+
+    @property
+    def saving(self) -> float:
+        """Questions asked in all by the adaptive run over those of the uniform run."""
+        return float(self.asked.sum()) / max(float(self.asked_uniform.sum()), 1.0)
+
+
+def _replay_matrix(table: Any) -> tuple[np.ndarray, list[str], list[str]]:
+    t = _read_table(table, "replay table")
+    if isinstance(t, pd.DataFrame) and {"model", "item", "score"} <= set(t.columns):
+        if t.duplicated(["model", "item"]).any():
+            raise AssayInputError("replay table: a (model, item) pair appears more than once")
+        t = t.pivot(index="model", columns="item", values="score")
+    if not isinstance(t, pd.DataFrame):
+        raise AssayInputError("replay table: give a wide table (models x question ids), a long one with model, item "
+                              "and score columns, or a CSV / Parquet file of either")
+    try:
+        M = t.to_numpy(dtype=float)
+    except (TypeError, ValueError):
+        raise AssayInputError("replay table: every score must be a number") from None
+    if M.shape[0] < 2 or M.shape[1] < 2:
+        raise AssayInputError(f"replay table: needs at least 2 models and 2 questions; got {M.shape[0]} x {M.shape[1]}")
+    if not np.all(np.isfinite(M)):
+        miss = int((~np.isfinite(M)).sum())
+        raise AssayInputError(f"replay table: {miss} missing or non-finite score(s); a replay needs every model's "
+                              "score on every question (the estimand is each model's mean over the whole bank)")
+    if len(set(map(str, t.index))) != len(t.index) or len(set(map(str, t.columns))) != len(t.columns):
+        raise AssayInputError("replay table: model names and question ids must be unique")
+    return M, [str(x) for x in t.index], [str(x) for x in t.columns]
+
+
+def replay(table: Any, *, goal: str = "all", k: int | None = None, guarantee: str = "finite", history: Any = None,
+           margin: float | None = None, delta: float = 0.05, batch: int = 10, budget: int | None = None,
+           seed: Any = 0, floor: float = adaptive.FLOOR, low: float | None = None,
+           high: float | None = None) -> Replay:
+    """Replay a complete score table (models x questions) as live models through the adaptive engine.
+
+    Plans a live comparison before paying for it: the result is what :func:`query_until_resolved` would return had
+    the models answered as in the table, and ``asked_uniform`` what the same engine asks with uniform draws and no
+    history. ``budget`` (questions per model) defaults to the whole bank; scores are in [low, high] (default: the
+    table's own range, at least [0, 1]).
+    """
+    M, names, item_ids = _replay_matrix(table)
+    K, N = M.shape
+    goal, kk = _check_common(goal, k, guarantee, margin, K)
+    k = kk if goal == "top-k" else None
+    delta = checks.level(delta)
+    batch = _positive("batch", batch)
+    budget = N if budget is None else min(_positive("budget", budget), N)
+    lo = min(0.0, float(M.min())) if low is None else float(low)
+    hi = max(1.0, float(M.max())) if high is None else float(high)
+    if M.min() < lo or M.max() > hi:
+        raise AssayInputError(f"replay table: scores outside [{lo}, {hi}]")
+    fm = None if history is None else read_history(history, item_ids)
+    seed = resolve_seed(seed)
+
+    def ask(play, items):
+        return M[np.ix_(play, items)]
+
+    def engine(fm_, eliminate=True):
+        pred = adaptive.FactorPredictor(fm_, item_ids, K) if fm_ is not None else None
+        return adaptive.run(ask, K, N, goal=goal, k=k, guarantee=guarantee, margin=margin, delta=float(delta),
+                            budget=budget, batch=batch, rng=seed.rng(), predictor=pred, floor=floor, low=lo, high=hi)
+
+    ar = engine(fm)
+    uni = ar if fm is None else engine(None)
+    res = _package(ar, names, item_ids, goal=goal, k=k, guarantee=guarantee, delta=float(delta), margin=margin,
+                   seed=seed, budget=budget, batch=batch, N=N,
+                   history=None if fm is None else getattr(fm, "pack_", None) or "a score table", replay=True)
+    res.info["live"] = {"questions": int(len(ar.order)), "stopped": _stopped_phrase(ar, goal, k)}
+    res.info["replay"] = {"asked": int(ar.n_asked.sum()), "asked_uniform": int(uni.n_asked.sum()),
+                          "true_means": dict(zip(names, M.mean(axis=1).tolist()))}
+    return Replay(res, pd.Series(ar.n_asked, index=names, name="asked"),
+                  pd.Series(uni.n_asked, index=names, name="asked_uniform"))

@@ -116,7 +116,7 @@ from ..errors import AssayInputError
 from ..stats.special import logsumexp
 
 __all__ = ["estimate", "FAQEstimate", "uniform_gain", "check_stopping", "plain_words", "MIN_VALIDATED_QUERIES", "FAQParams", "FAQRun", "run_faq", "clamp_p", "P_EPS", "VARIANCES", "DESIGNS", "standard_errors",
-           "critical_value", "interval", "cs_rho", "cs_radius"]
+           "critical_value", "interval", "cs_rho", "cs_radius", "laplace_step"]
 
 P_EPS = 1e-12
 VARIANCES = ("conservative", "increments", "model", "paper")
@@ -735,15 +735,44 @@ def _laplace_update(r: _Round, st: _State, cfg: _Setup, t: int, I, z, pI, act, a
     """Step 7, eqs. 3-5 by Sherman-Morrison, for the models still being asked, on the factor model's own p_I:
     s = Sigma v_I, Sigma <- Sigma - w s s' / (1 + w v_I' s), u_hat <- u_hat + (z_I - p_I) s / (1 + w v_I' s);
     the active-learning score's a_j follow by the rank-one identity (step 3) while it is still used."""
-    vI = cfg.V[I]
-    s = np.einsum("mkl,ml->mk", st.Sigma, vI)
-    wI = pI * (1.0 - pI) * act
-    denom = 1.0 + wI * np.einsum("mk,mk->m", vI, s)
+    s, wI, denom = laplace_step(st.u, st.Sigma, cfg.V[I], pI, z, act)
     if cfg.params.rho > 0 and not cfg.naive_al and alpha_t > 0 and t < cfg.n_b:
         r.vs = s @ cfg.V.T
         st.a -= (wI / denom)[:, None] * r.vs * r.vs
-    st.Sigma -= (wI / denom)[:, None, None] * (s[:, :, None] * s[:, None, :])
-    st.u += (act * (z - pI) / denom)[:, None] * s
+
+
+def laplace_step(u: np.ndarray, Sigma: np.ndarray, v: np.ndarray, p: np.ndarray, z: np.ndarray,
+                 active: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One online Laplace update of each model's factor posterior N(u, Sigma), in place (eqs. 3-5 by
+    Sherman-Morrison): s = Sigma v, Sigma <- Sigma - w s s' / (1 + w v's), u <- u + (z - p) s / (1 + w v's),
+    w = p (1 - p), p the factor model's sigmoid(u.v + b) before the answer z.
+
+    The one implementation of FAQ's update of a new model's factors from its answers: :func:`run_faq` and the
+    adaptive comparison (:mod:`assay.compare.adaptive`) both call it.
+
+    Parameters
+    ----------
+    u, Sigma : ndarray
+        (M, k) posterior means and (M, k, k) covariances, updated in place.
+    v : ndarray
+        (M, k) the factors of the question each model answered.
+    p, z : ndarray
+        (M,) the predicted probabilities before the answers, and the 0/1 answers.
+    active : ndarray, optional
+        (M,) 1 for the models that answered, 0 for the ones left as they are (default: all answered).
+
+    Returns
+    -------
+    tuple of ndarray
+        (s, w, 1 + w v's), for callers that keep quantities derived from Sigma up to date.
+    """
+    s = np.einsum("mkl,ml->mk", Sigma, v)
+    wI = p * (1.0 - p) if active is None else p * (1.0 - p) * active
+    denom = 1.0 + wI * np.einsum("mk,mk->m", v, s)
+    Sigma -= (wI / denom)[:, None, None] * (s[:, :, None] * s[:, None, :])
+    step = (z - p) / denom if active is None else active * (z - p) / denom
+    u += step[:, None] * s
+    return s, wI, denom
 
 
 def _cs_mixing(cfg: _Setup, var_t: np.ndarray) -> float:

@@ -68,6 +68,7 @@ __all__ = [
     "upper_bound",
     "lower_bound",
     "hedged_interval",
+    "IncrementCS",
 ]
 
 C_WSR = 0.75
@@ -720,3 +721,137 @@ def hedged_interval(
         return m_star, m_star
 
     return _edge(F, m_star, domain[0], thr, tol), _edge(F, m_star, domain[1], thr, tol)
+
+
+class IncrementCS:
+    """Anytime-valid confidence sequences for the means theta_c of several claims, from martingale increments
+    with predictable bounds, by testing every point of a grid with its own betting e-process.
+
+    Setting. For claim c, increments phi_1, phi_2, ... arrive with E[phi_t | past] = theta_c and
+    L_t <= phi_t <= U_t, where L_t and U_t are known before phi_t is seen. The doubly robust increments of
+    sampling without replacement from a finite bank (FAQ's, and :mod:`assay.compare.adaptive`'s) are of this form:
+    their bounds narrow as |remaining| / N, so the sequence closes on the bank's own mean as the bank runs out.
+
+    Tests. With x_t = (phi_t - L_t) / (U_t - L_t) in [0, 1] and mu_t(g) = (g - L_t) / (U_t - L_t), every grid
+    point g gets two one-sided e-processes against composite nulls (Waudby-Smith and Ramdas 2024, Sec. 4):
+
+    * up(g) = prod (1 + l+_t (x_t - mu_t(g))), l+_t in [0, cap / mu_t(g)]: a nonnegative supermartingale under
+      every theta <= g (then E[x_t] = mu_t(theta) <= mu_t(g)), so crossing 1 / a rejects "theta <= g" at level a;
+    * dn(g) = prod (1 - l-_t (x_t - mu_t(g))), l-_t in [0, cap / (1 - mu_t(g))]: rejects "theta >= g".
+
+    The bets are aGRAPA's (Waudby-Smith and Ramdas 2024, Sec. B.3) for that null: l = (m - mu) / (v + (m - mu)^2)
+    clipped to its range, with m and v the predicted mean and variance of x_t from the increments before the
+    current batch (a batch's bets are set before any of its increments is seen: still predictable). Each point's
+    bets are tuned to that point's null, which is the "betting at the decision nulls" of the adaptive comparison:
+    the decision points (0 and +-margin for a difference) are grid points, so a verdict is exactly a rejection.
+    A point with mu_t(g) outside [0, 1] is impossible (theta lies in [L_t, U_t]) and rejected with certainty.
+
+    Interval. Each side gets a / 2 (a: the claim's two-sided level). The lower end is the grid point just below the
+    first point (from below) whose "theta <= g" was never rejected; the upper end likewise from above. The end is
+    valid although the bets depend on g: if theta < lower end, the smallest grid point g* >= theta (fixed by
+    theta alone) was rejected while "theta <= g*" held, an event of probability at most a / 2. The interval is
+    therefore conservative by at most one grid step (``grid`` points over the range, plus ``points``).
+    """
+
+    def __init__(self, alpha, low: float, high: float, *, grid: int = 1024, points=(), cap: float = 0.5) -> None:
+        alpha = np.atleast_1d(np.asarray(alpha, dtype=float))
+        if np.any(alpha <= 0) or np.any(alpha >= 1):
+            raise AssayInputError("every level must be in (0, 1)")
+        if not high > low:
+            raise AssayInputError("the range needs high > low")
+        C = len(alpha)
+        pts = np.asarray(list(points), dtype=float)
+        g = np.unique(np.concatenate([np.linspace(low, high, int(grid)), pts[(pts > low) & (pts < high)]]))
+        self.g = g
+        self.low, self.high, self.cap = float(low), float(high), float(cap)
+        self.thr = np.log(2.0 / alpha)  # each side at alpha / 2
+        G = len(g)
+        self.log_up = np.zeros((C, G))
+        self.log_dn = np.zeros((C, G))
+        self.out_lo = np.zeros((C, G), bool)  # "theta <= g" rejected: theta > g
+        self.out_hi = np.zeros((C, G), bool)  # "theta >= g" rejected: theta < g
+        self.n = np.zeros(C, dtype=np.int64)
+        self.sum_phi = np.zeros(C)
+        self.sum_res2 = np.zeros(C)
+        self.exact = np.full(C, np.nan)
+
+    def _window(self, idx: np.ndarray) -> np.ndarray:
+        """The grid columns that can still move claims ``idx``' ends: from the first point not rejected from below
+        to the last not rejected from above (a point outside has its side's rejection already), as (C', W) indices,
+        W the widest window (narrower windows padded by repeating their last column)."""
+        G = len(self.g)
+        first = np.argmin(self.out_lo[idx], axis=1)
+        first = np.where(self.out_lo[idx].all(axis=1), G - 1, first)
+        last = G - 1 - np.argmin(self.out_hi[idx][:, ::-1], axis=1)
+        last = np.where(self.out_hi[idx].all(axis=1), 0, last)
+        lo_i = np.minimum(first, last)
+        hi_i = np.maximum(first, last)
+        W = int((hi_i - lo_i).max()) + 1
+        return np.minimum(lo_i[:, None] + np.arange(W)[None, :], hi_i[:, None])
+
+    def update(self, idx, phi, L, U) -> None:
+        """Feed claims ``idx`` (C',) a batch of increments ``phi`` with their bounds ``L``, ``U`` (C', B each),
+        in the order they arrived."""
+        idx = np.asarray(idx, dtype=np.int64)
+        if not len(idx):
+            return
+        phi, L, U = (np.atleast_2d(np.asarray(x, dtype=float)) for x in (phi, L, U))
+        cols = self._window(idx)  # (C', W): only these points can still change an end
+        rows = idx[:, None]
+        g = self.g[cols][:, None, :]  # (C', 1, W)
+        n = self.n[idx]
+        mid = 0.5 * (self.low + self.high)
+        theta_hat = (mid + self.sum_phi[idx]) / (n + 1.0)  # shrunk towards the middle of the range early on
+        v = (0.25 + self.sum_res2[idx]) / (n + 1.0)  # predicted variance of x (the prior: a fair coin's)
+        width = U - L
+        ok = width > 1e-15  # a zero-width step carries its value exactly; no bet on it
+        w = np.where(ok, width, 1.0)
+        x = np.clip((phi - L) / w, 0.0, 1.0)
+        m = np.clip((theta_hat[:, None] - L) / w, 0.0, 1.0)  # (C', B)
+        mu = (g - L[:, :, None]) / w[:, :, None]  # (C', B, W)
+        diff = m[:, :, None] - mu
+        den = v[:, None, None] + diff * diff
+        feasible = (mu > 0.0) & (mu < 1.0) & ok[:, :, None]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lp = np.where(feasible & (diff > 0), np.minimum(diff / den, self.cap / mu), 0.0)
+            lm = np.where(feasible & (diff < 0), np.minimum(-diff / den, self.cap / (1.0 - mu)), 0.0)
+        dx = x[:, :, None] - mu
+        up = self.log_up[rows, cols][:, None, :] + np.cumsum(np.log1p(lp * dx), axis=1)
+        dn = self.log_dn[rows, cols][:, None, :] + np.cumsum(np.log1p(-lm * dx), axis=1)
+        thr = self.thr[idx][:, None]
+        # certain rejections: theta lies in [L_t, U_t], and at g = L_t ("theta <= L_t") phi_t = L_t for sure
+        sure_lo = ((mu <= 0.0) & ((mu < 0.0) | (x[:, :, None] > 0.0))).any(axis=1)
+        sure_hi = ((mu >= 1.0) & ((mu > 1.0) | (x[:, :, None] < 1.0))).any(axis=1)
+        self.out_lo[rows, cols] |= (up.max(axis=1) >= thr) | sure_lo
+        self.out_hi[rows, cols] |= (dn.max(axis=1) >= thr) | sure_hi
+        self.log_up[rows, cols] = up[:, -1, :]
+        self.log_dn[rows, cols] = dn[:, -1, :]
+        # the points left of a claim's window are rejected from below, right of it from above, for good
+        self.n[idx] = n + phi.shape[1]
+        self.sum_phi[idx] += phi.sum(axis=1)
+        self.sum_res2[idx] += ((x - m) ** 2).sum(axis=1)
+
+    def set_exact(self, idx, values) -> None:
+        """The means of claims ``idx`` are known exactly (a whole finite bank seen)."""
+        self.exact[np.asarray(idx, dtype=np.int64)] = np.asarray(values, dtype=float)
+
+    def estimate(self) -> np.ndarray:
+        """Each claim's mean of its increments (each one unbiased for theta; its exact value where known)."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            est = self.sum_phi / self.n
+        return np.where(np.isfinite(self.exact), self.exact, est)
+
+    def interval(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each claim's (lower, upper) now (the running intersection: a rejected point stays rejected)."""
+        G = len(self.g)
+        first_open = np.argmin(self.out_lo, axis=1)  # first point not rejected from below
+        all_lo = self.out_lo.all(axis=1)
+        lo = np.where(first_open > 0, self.g[np.maximum(first_open - 1, 0)], self.low)
+        lo = np.where(all_lo, self.high, lo)
+        last_open = G - 1 - np.argmin(self.out_hi[:, ::-1], axis=1)
+        all_hi = self.out_hi.all(axis=1)
+        hi = np.where(last_open < G - 1, self.g[np.minimum(last_open + 1, G - 1)], self.high)
+        hi = np.where(all_hi, self.low, hi)
+        hi = np.maximum(hi, lo)
+        ex = np.isfinite(self.exact)
+        return np.where(ex, self.exact, lo), np.where(ex, self.exact, hi)
