@@ -364,6 +364,14 @@ BAD = {
     "siren splits one": (_set("siren.splits", 1), ["[siren].splits must be a whole number >= 2"]),
     "budget zero dollars": (_set("budget.dollars", 0), ["[budget].dollars must be a number > 0"]),
     "budget infinite tokens": (_set("budget.tokens", float("inf")), ["[budget].tokens", "got inf"]),
+    "compare unknown goal": (_set("compare", {"goal": "fastest"}), ["[compare].goal must be one of 'all', 'best'"]),
+    "compare top-k without k": (_set("compare", {"goal": "top-k"}), ["[compare].k is required with goal = 'top-k'"]),
+    "compare k without top-k": (_set("compare", {"k": 1}), ["[compare].k is only used with goal = 'top-k'"]),
+    "compare k of every model": (_set("compare", {"goal": "top-k", "k": 2}),
+                                 ["[compare].k must be less than the number of models (2); got 2"]),
+    "compare unknown guarantee": (_set("compare", {"guarantee": "exact"}), ["[compare].guarantee must be one of"]),
+    "compare missing history": (_set("compare", {"history": "past.csv"}), ["[compare].history", "no file at",
+                                                                           "FAQ pack"]),
     "section not a table": (_set("faq", 3), ["[faq] must be a table of keys"]),
     "section as array": (_set("kpi", [{"metrics": ["cost"]}]), ["[kpi] must be a table of keys"]),
 }
@@ -500,3 +508,11 @@ def _copy_with(where, value):
         target = target[part]
     target[where[-1]] = copy.deepcopy(value)
     return data
+
+
+def test_compare_takes_a_goal_a_guarantee_and_a_history_by_pack_name(inputs):
+    data = _base()
+    data["compare"] = {"goal": "best", "guarantee": "asymptotic", "history": "faq-mmlu-pro"}
+    c = parse_campaign(data, source="campaign.toml", base=inputs)
+    assert (c.compare.goal, c.compare.k, c.compare.guarantee, c.compare.history) == (
+        "best", None, "asymptotic", "faq-mmlu-pro")

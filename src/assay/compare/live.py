@@ -64,6 +64,8 @@ def _read_table(obj: Any, what: str) -> Any:
             raise AssayInputError(f"{what}: no file {str(p)!r}")
         if p.suffix.lower() in (".parquet", ".pq"):
             return pd.read_parquet(p)
+        if p.suffix.lower() == ".jsonl":
+            return pd.read_json(p, lines=True)
         df = pd.read_csv(p)
         # a wide table written with its index: the first column holds the model names
         first = df.columns[0]

@@ -390,8 +390,8 @@ def _judge_section(c: Campaign, rows: pd.DataFrame, journal: str, judge_model, p
 
 
 def _compare_section(c: Campaign, bank: pd.DataFrame, journal: str, make, progress) -> Section:
-    """compare: every [[model]] asked questions of the bank in one seeded order, without replacement, until every pair
-    is resolved (or equivalent within [compare].margin) or [compare].budget questions a model are spent."""
+    """compare: the [[model]] blocks asked questions of the bank, each only as long as [compare].goal needs it
+    (:mod:`assay.compare.adaptive`), until the goal is met or [compare].budget questions a model are spent."""
     from ..compare.live import query_until_resolved
 
     budget, _ = checks.fraction_or_count(c.compare.budget, len(bank), "[compare].budget")
@@ -400,7 +400,7 @@ def _compare_section(c: Campaign, bank: pd.DataFrame, journal: str, make, progre
 
     def rounds(asked: int, total: int, unresolved: int) -> None:
         _emit(progress, section="compare", subject="all", done=asked, total=total,
-              note=f"{unresolved} pair(s) unresolved")
+              note=f"{unresolved} pair(s) the goal still needs")
 
     # the paired design needs a score for every question of every model: under [bank].policy = "missing" an unscored
     # answer counts as wrong here, and the result says so
@@ -409,7 +409,10 @@ def _compare_section(c: Campaign, bank: pd.DataFrame, journal: str, make, progre
                                delta=c.delta, margin=c.compare.margin, budget=budget, batch=c.compare.batch,
                                seed=section_seed(c, "compare"), concurrency=min(m.concurrency for m in c.models),
                                timeout=max(m.timeout for m in c.models), progress=rounds, banks=banks,
-                               run_ids={m.name: section_run_id(c, m.name, "compare") for m in c.models})
+                               run_ids={m.name: section_run_id(c, m.name, "compare") for m in c.models},
+                               goal=c.compare.goal, k=c.compare.k, guarantee=c.compare.guarantee,
+                               history=None if c.compare.history is None else
+                               (c.compare.history if isinstance(c.compare.history, str) else str(c.compare.history)))
     if c.bank.policy == "missing":
         res.info.setdefault("warnings", []).append(
             "[bank].policy is 'missing', but every question needs a score for every model in a paired comparison: "

@@ -12,7 +12,7 @@ A campaign file names the models (or configurations of one model) under test and
     [judge]      endpoint, model, api_key_env, completions, rubric, human_labels, human_col, risk_target, loss
     [kpi]        metrics, select, k, target, band
     [siren]      configurations, budgets, splits
-    [compare]    budget, margin, batch
+    [compare]    budget, margin, batch, goal, k, guarantee, history
 
 ``examples/campaign.toml`` documents every key. Each dataclass field carries its check (what it accepts, how a raw
 TOML value becomes the stored one) in its metadata, so the dataclasses are the schema. Relative paths are resolved
@@ -331,13 +331,29 @@ class KpiSpec:
     band: str = _key(_choice(("dkw", "bj")), "bj")
 
 
+def _history(v: Any, base: Path) -> Path | str:
+    """[compare].history: a shipped FAQ pack by name, else a table file beside the campaign."""
+    from ..datasets.faq_packs import faq_packs
+
+    if isinstance(v, str) and v in faq_packs():
+        return v
+    return _file(_TABLES).conv(v, base)
+
+
 @dataclass(frozen=True, kw_only=True)
 class CompareSpec:
-    """compare: the [[model]] blocks asked questions of the bank, in one seeded order without replacement, until every
-    pair is ordered or equivalent within ``margin``, or ``budget`` questions a model are spent."""
+    """compare: the [[model]] blocks asked questions of the bank, each only as long as ``goal`` needs it, until the goal
+    is met (``all``: every pair ordered or equivalent within ``margin``; ``best``; ``top-k`` with ``k``), or
+    ``budget`` questions a model are spent; ``history`` (a past 0/1 score table on the bank's ids, or a shipped FAQ
+    pack's name) draws the questions that decide; ``guarantee`` finite (any sample size) or asymptotic."""
     budget: float | int = _key(_Check("a fraction in (0, 1] or a whole number of questions >= 2", _budget), 0.25)
     margin: float | None = _key(_OPEN01, None)
     batch: int = _key(_integer(1), 10)
+    goal: str = _key(_choice(("all", "best", "top-k")), "all")
+    k: int | None = _key(_integer(1), None)
+    guarantee: str = _key(_choice(("finite", "asymptotic")), "finite")
+    history: Path | str | None = _key(_Check("a table file (.csv, .jsonl, .parquet) or a shipped FAQ pack's name",
+                                             lambda v, base: _history(v, base)), None)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -560,6 +576,14 @@ class _Reader:
         if parts.get("compare") is not None and len(models) < 2:
             raise self.error("[compare] compares the [[model]] blocks: it needs at least 2 [[model]] blocks; got "
                              f"{len(models)}")
+        cmp_ = parts.get("compare")
+        if cmp_ is not None:
+            if cmp_.goal == "top-k" and cmp_.k is None:
+                raise self.error("[compare].k is required with goal = 'top-k': how many models the top set holds")
+            if cmp_.goal != "top-k" and cmp_.k is not None:
+                raise self.error(f"[compare].k is only used with goal = 'top-k'; got goal = {cmp_.goal!r}")
+            if cmp_.k is not None and cmp_.k >= len(models):
+                raise self.error(f"[compare].k must be less than the number of models ({len(models)}); got {cmp_.k}")
         siren = parts.get("siren")
         if siren is not None and len(models) < 2:
             raise self.error("[siren] searches over the [[model]] configurations: it needs at least 2 [[model]] "
