@@ -74,3 +74,43 @@ def test_two_prompt_variants_of_one_real_model_from_the_command_line(live_model,
     again = json.loads(CliRunner().invoke(app, args).stdout)
     assert again["live"]["requests"] == {"plain": 0, "brief": 0}
     assert again["pairs"] == out["pairs"]
+
+
+def test_real_models_asked_for_the_best_a_settled_model_stops_and_its_journal_says_so(live_model, tmp_path):
+    """goal best with three configurations of the real SmolLM2, one with a broken template (each prompt is the next
+    question's, so its answers are almost always wrong): at most 60 questions a model; once another is certified
+    better the broken one is asked no more (fewer questions, its journal run marked settled with the round it left),
+    the others stay paired; every draw's probability is journaled; a rerun asks nothing."""
+    from assay.compare.live import query_until_resolved
+    from assay.datasets import load_basics
+    from assay.models import OpenAIChatModel
+    from assay.models.journal import Journal
+
+    bank = load_basics()
+    bank = bank[bank["shape"] == "number"].reset_index(drop=True)  # no answer right by chance
+    shifted = bank.copy()
+    shifted["prompt"] = list(bank["prompt"].iloc[1:]) + [bank["prompt"].iloc[0]]
+    kw = dict(base_url=live_model.base_url, api_key_env=None, max_tokens=24)
+    models = {"plain": OpenAIChatModel(live_model.alias, **kw),
+              "brief": OpenAIChatModel(live_model.alias, system_prompt="Answer with the answer only.", **kw),
+              "broken": OpenAIChatModel(live_model.alias, **kw)}
+    # delta 0.2 and rounds of 5: SmolLM2 gets about 1 sum in 6 right, so the broken template is certified worse
+    # after some 8 of those, well inside the 60 questions (the test checks the mechanics, not the level)
+    args = dict(goal="best", scorer="scorer", journal=tmp_path / "j.sqlite", run_id="best", budget=60, batch=5,
+                seed=2, delta=0.2, concurrency=2, timeout=120, banks={"broken": shifted})
+    res = query_until_resolved(models, bank, **args)
+    m = res.models.set_index("model")
+    assert m["n_asked"].max() <= 60 and res.info["live"]["stopped"] in ("the best certified", "budget spent")
+    j = Journal(tmp_path / "j.sqlite")
+    try:
+        for name in models:
+            meta = j.run(f"best/{name}")["meta"]["compare"]
+            assert meta["n_asked"] == m.loc[name, "n_asked"] and meta["left_reason"] == m.loc[name, "left_reason"]
+        draws = j.get("best", "draws/probabilities")
+        assert len(draws["q"]) == m["n_asked"].max() and len(draws["items"]) == len(set(draws["items"]))
+        assert m.loc["broken", "left_reason"] == "settled", m.to_string()  # the point of the test: it left early
+        assert m.loc["broken", "n_asked"] < m["n_asked"].max() and j.run("best/broken")["status"] == "settled"
+    finally:
+        j.close()
+    again = query_until_resolved(models, bank, **args)
+    assert sum(again.info["live"]["requests"].values()) == 0 and again.pairs.equals(res.pairs)
