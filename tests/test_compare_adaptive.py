@@ -208,8 +208,11 @@ def test_replay_reports_the_uniform_run_and_the_cli_prints_it(tmp_path):
     assert out["params"]["goal"] == "top-k" and out["params"]["k"] == 2
     assert {"n_asked", "left_round", "left_reason"} <= set(out["models"][0])
     assert out["replay"]["asked_uniform"] >= 1 and "goal_met" in json.dumps(out)
-    r = CliRunner().invoke(app, ["compare", "--replay", str(tmp_path / "t.csv"), "--goal", "best", "--seed", "3"])
+    r = CliRunner().invoke(app, ["compare", "--replay", str(tmp_path / "t.csv"), "--goal", "best", "--seed", "3",
+                                 "--report", str(tmp_path / "r.html")])
     assert r.exit_code == 0 and "goal met: the best model certified" in r.output and "replay:" in r.output
+    page = (tmp_path / "r.html").read_text()
+    assert "questions asked of each model, round by round" in page and "goal met" in page
     # adaptive options on a score file are refused, not ignored
     long = _table(S).stack().rename("score").rename_axis(["model", "item"]).reset_index()
     long.to_csv(tmp_path / "long.csv", index=False)

@@ -177,6 +177,26 @@ def test_compare_evaluate(df, guarantee, margin, bounds, weight):
 
 
 @FUZZ
+@given(df=st.one_of(tables(["model", "item", "score"]),
+                    plausible(["model", "item", "score"], {"model": ["a", "b", "c"], "item": [f"q{j}" for j in range(6)]},
+                              SCORE),
+                    st.lists(st.lists(st.sampled_from([0.0, 1.0] * 20 + [0.5, 2.0, float("nan")]), min_size=8,
+                                      max_size=8), min_size=1, max_size=4).map(
+                        lambda rows: pd.DataFrame(rows, index=[f"m{i}" for i in range(len(rows))],
+                                                  columns=[f"q{j}" for j in range(8)]))),
+       goal=st.sampled_from(["all", "best", "top-k", "x"]),
+       k=st.sampled_from([None, 1, 2, 0, 5, "2", 1.5]),
+       guarantee=st.sampled_from(["finite", "asymptotic", "exact"]),
+       margin=st.sampled_from([None, 0.05, 0, float("nan")]),
+       batch=st.sampled_from([1, 3, 0, -2]),
+       budget=st.sampled_from([None, 2, 0, 10**6]))
+def test_compare_replay(df, goal, k, guarantee, margin, batch, budget):
+    from assay.compare.live import replay
+
+    call(replay, df, goal=goal, k=k, guarantee=guarantee, margin=margin, batch=batch, budget=budget, seed=0)
+
+
+@FUZZ
 @given(K=CELL, sel=CELL, delta=CELL, n=CELL, split=CELL)
 def test_psdme_levels_and_method(K, sel, delta, n, split):
     call(psdme.levels, K, sel, delta)

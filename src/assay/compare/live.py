@@ -388,9 +388,14 @@ class Replay:
 
 def _replay_matrix(table: Any) -> tuple[np.ndarray, list[str], list[str]]:
     t = _read_table(table, "replay table")
+    if isinstance(t, pd.DataFrame) and t.columns.duplicated().any():
+        dup = sorted({str(c) for c in t.columns[t.columns.duplicated()]})
+        raise AssayInputError(f"replay table: column(s) {', '.join(dup)} appear more than once")
     if isinstance(t, pd.DataFrame) and {"model", "item", "score"} <= set(t.columns):
         if t.duplicated(["model", "item"]).any():
             raise AssayInputError("replay table: a (model, item) pair appears more than once")
+        if t[["model", "item"]].isna().any().any():
+            raise AssayInputError("replay table: a row without a model or an item")
         t = t.pivot(index="model", columns="item", values="score")
     if not isinstance(t, pd.DataFrame):
         raise AssayInputError("replay table: give a wide table (models x question ids), a long one with model, item "

@@ -82,6 +82,43 @@ def compare_figure(result: Result) -> str:
     return _svg(fig)
 
 
+def rounds_figure(result: Result) -> str:
+    """Draw the questions each model was asked, cumulated round by round, in an adaptive comparison (one line per
+    model, ending at the round it left; the rounds table of :func:`assay.compare.live.query_until_resolved`).
+
+    Parameters
+    ----------
+    result : Result
+        A ``"compare"`` result asked adaptively (with a ``"rounds"`` table).
+
+    Returns
+    -------
+    str
+        The figure as inline SVG markup.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    r = result.tables["rounds"]
+    m = result.tables["models"].set_index("model")
+    fig, ax = plt.subplots(figsize=(8, 3.6))
+    for name in _order(result)["model"]:
+        g = r[r["model"] == name].sort_values("round")
+        if not len(g):
+            continue
+        ax.step(np.r_[0, g["round"]], np.r_[0, g["questions"].cumsum()], where="post", lw=1.5,
+                label=f"{str(name)[:28]} ({m.loc[name, 'left_reason']})")
+    ax.set_xlabel("round")
+    ax.set_ylabel("questions asked")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left", frameon=False)
+    ax.set_title("questions asked of each model, round by round (a line ends where the model left)", fontsize=9)
+    fig.tight_layout()
+    return _svg(fig)
+
+
 def _compare_section(result: Result, heading: bool = True) -> str:
     p, lv, i = result.params, result.level, result.info
     m = result.tables["models"]
@@ -107,6 +144,19 @@ def _compare_section(result: Result, heading: bool = True) -> str:
         _table_html(_order(result)),
         _table_html(pairs, floats="{:.4f}"),
     ]
+    rounds = result.tables.get("rounds")
+    if rounds is not None and len(rounds):
+        goal = (f"goal met: {i.get('goal_wanted')}" if i.get("goal_met") else
+                f"goal not met ({i.get('stopped')}): {i.get('goal_wanted')}")
+        rp = i.get("replay")
+        parts.insert(3, f"<p class='meta'><b>{html.escape(str(goal))}</b>; {i.get('questions')} questions drawn of "
+                        f"the bank's {i.get('bank_size')}"
+                        + (f"; replayed: {rp['asked']} questions asked in all, {rp['asked_uniform']} by uniform draws"
+                           if rp else "") + ".</p>")
+        parts.append(f"<figure>{rounds_figure(result)}<figcaption>The models still in play are asked the same "
+                     "questions each round; a model whose claims the goal needs are settled leaves (left_round, "
+                     "left_reason in the models table). Every draw and its probability: the draws table."
+                     "</figcaption></figure>")
     for name, caption in (("tasks", "Each task's model means"), ("task_pairs", "Each task's pairs")):
         t = result.tables.get(name)
         if t is not None and len(t):
