@@ -31,6 +31,7 @@ Usage::
 
     python bench/compare_adaptive.py                # 67 seeds: 1,005 replays per setting (about 70 min on 2 cores)
     python bench/compare_adaptive.py --quick        # 4 seeds, 2 splits: a look
+    python bench/compare_adaptive.py --speed        # the speed targets, against today's engine in the same run
 
 Prints one line per (setting, split, set) and, last, a JSON object with every number.
 """
@@ -118,14 +119,66 @@ def _legacy_task(args):
     return legacy(_SHARED["sets"][(s, j)], goal, seed)
 
 
+def speed() -> dict:
+    """Seconds per round choosing and scoring the next 10 questions for 20 models over a 12,000-question bank with a
+    history (a factor model of 8 factors), and for a whole replay of 8 models x the 1,351-question bank; the baseline,
+    timed in the same run, is today's engine's round (core.finite over every question asked so far) at the same
+    point, and today's whole replay of the same set."""
+    from assay.faq.factor import FactorModel
+
+    rng = np.random.default_rng(0)
+    K20, N, k = 20, 12_000, 8
+    fm = FactorModel(k=k)
+    fm.V_, fm.b_ = rng.normal(0, 0.5, (N, k)), rng.normal(0, 0.5, N)
+    fm.U_ = rng.normal(0, 1, (50, k))
+    fm.prior_mean_, fm.prior_cov_ = np.zeros(k), np.eye(k) * 0.5
+    fm.col_labels_ = [str(i) for i in range(N)]
+    p = 1 / (1 + np.exp(-(rng.normal(0, 1, (K20, k)) @ fm.V_.T + fm.b_)))
+    S = (rng.random((K20, N)) < p).astype(float)
+    stamps = []
+
+    def ask(m, i):
+        stamps.append(time.perf_counter())
+        return S[np.ix_(m, i)]
+
+    pred = adaptive.FactorPredictor(fm, fm.col_labels_, K20)
+    t0 = time.perf_counter()
+    r = adaptive.run(ask, K20, N, goal="all", budget=300, batch=10, rng=rng, predictor=pred)
+    per_round = (time.perf_counter() - t0) / len(r.rounds)
+    t0 = time.perf_counter()
+    core.finite(S[:, :300], None, delta=DELTA, low=0.0, high=1.0, rng=None, horizon=N, population=N)
+    base_round = time.perf_counter() - t0
+    M, rows, items = load()
+    acc = M.mean(axis=1)
+    c = chain(acc, np.arange(len(rows)), np.random.default_rng(1))
+    S8 = M[c]
+    t0 = time.perf_counter()
+    adaptive.run(lambda m, i: S8[np.ix_(m, i)], K, S8.shape[1], goal="all", rng=np.random.default_rng(0))
+    replay_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    legacy(S8, "all", 0)
+    base_replay = time.perf_counter() - t0
+    out = {"round_20x12000_s": round(per_round, 3), "baseline_round_s": round(base_round, 3),
+           "round_ratio": round(base_round / per_round, 2), "replay_8x1351_s": round(replay_s, 2),
+           "baseline_replay_s": round(base_replay, 2), "replay_ratio": round(base_replay / replay_s, 2)}
+    print(f"a round for 20 models over 12,000 questions (history, goal all, at 300 asked): {per_round:.3f} s "
+          f"(today's engine's round at the same point: {base_round:.3f} s, ratio {base_round / per_round:.2f}); "
+          f"a replay of 8 x 1,351: {replay_s:.2f} s (today's: {base_replay:.2f} s, ratio {base_replay / replay_s:.2f})")
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
+    ap.add_argument("--speed", action="store_true", help="only the speed targets")
     ap.add_argument("--seeds", type=int, default=67)
     ap.add_argument("--splits", type=int, default=5)
     ap.add_argument("--sets", type=int, default=3)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     args = ap.parse_args()
+    if args.speed:
+        print(json.dumps(speed()))
+        return
     if args.quick:
         args.seeds, args.splits = 4, 2
     t0 = time.time()

@@ -259,7 +259,11 @@ def _print_compare(res, requires: list[tuple[bool, str]]) -> None:
     from ..compare.api import _count, _epochs_line
 
     p = res.params
-    _out.print(f"compare: {len(res.models)} models on {_count(res.n, 'question')} every model answered; "
+    asked = res.models["n_asked"] if "n_asked" in res.models else None
+    where = (f"asked {asked.min()}-{asked.max()} questions each of the bank's {res.info['bank_size']} (goal "
+             f"{p['goal']}{'' if p.get('k') is None else ' k=' + str(p['k'])})" if asked is not None and "goal" in p
+             else f"on {_count(res.n, 'question')} every model answered")
+    _out.print(f"compare: {len(res.models)} models {where}; "
                f"{p['guarantee']} guarantee, delta = {res.level['delta']:g}"
                + (f", margin {p['margin']:g}" if p.get("margin") else "") + f", seed = {res.seed}", highlight=False)
     for line in res.info.get("sources", []):

@@ -98,8 +98,11 @@ class CompareResult(Result):
 
     def summary(self) -> str:
         p = self.params
-        lines = [f"compare (assay {self.version}): {len(self.models)} models on {_count(self.n, 'question')} every "
-                 f"model answered, {p['guarantee']} guarantee, delta {self.level['delta']:g}"
+        where = (f"asked {self.models['n_asked'].min()}-{self.models['n_asked'].max()} questions each of the bank's "
+                 f"{self.info.get('bank_size')} (goal {p.get('goal')})" if "goal" in self.info else
+                 f"on {_count(self.n, 'question')} every model answered")
+        lines = [f"compare (assay {self.version}): {len(self.models)} models {where}, {p['guarantee']} guarantee, "
+                 f"delta {self.level['delta']:g}"
                  + (f", margin {p['margin']:g}" if p.get("margin") is not None else ""),
                  f"estimand: {self.info.get('estimand')}"]
         epochs = _epochs_line(self.info.get("epochs") or {})
