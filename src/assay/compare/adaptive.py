@@ -399,10 +399,8 @@ def run(ask: Callable[[np.ndarray, np.ndarray], np.ndarray], K: int, N: int, *, 
             # where there is no prediction, the claim's running mean (predictable)
             cnt = max(t, 1)
             F = np.where(known[None, :], F, (sum_z[claims] / cnt)[:, None] if t else 0.0)
-        else:
-            known = np.zeros(N, bool)
-            F = np.zeros((len(claims), N))
-            h = np.zeros(N)
+        else:  # uniform draws: no predictions needed (the closed form below)
+            known, F, h = np.zeros(N, bool), None, np.zeros(N)
         items = np.empty(B, dtype=np.int64)
         q_at = np.empty(B)
         A = np.empty((len(claims), B))  # sum_{R_t} f

@@ -81,7 +81,9 @@ class CompareResult(Result):
         out.append(Statement(f"{_count(len(p), 'pair')}: {ordered} ordered, "
                              f"{counts.get('equivalent', 0)} equivalent within the margin, "
                              f"{counts.get('unresolved', 0)} unresolved; "
-                             + (f"every pair claim at once, about {conf} (asymptotic)" if guarantee == "asymptotic"
+                             + (f"every claim at once, about {conf} (asymptotic)" if guarantee == "asymptotic"
+                                and "goal" in self.info else
+                                f"every pair claim at once, about {conf} (asymptotic)" if guarantee == "asymptotic"
                                 else f"every claim at once, at least {conf} (finite)")
                              + (f" ({_count(live.get('questions'), 'question')} each, {live.get('stopped')})"
                                 if live and "goal" not in self.info else ""),
