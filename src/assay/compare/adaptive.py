@@ -312,13 +312,15 @@ def run(ask: Callable[[np.ndarray, np.ndarray], np.ndarray], K: int, N: int, *, 
         guarantee: str = "finite", margin: float | None = None, delta: float = 0.05, budget: int | None = None,
         batch: int = 10, rng: np.random.Generator, predictor: FactorPredictor | None = None, low: float = 0.0,
         high: float = 1.0, eliminate: bool = True, floor: float = FLOOR, grid: int = 1024,
-        progress: Callable[[int, int, int], None] | None = None) -> AdaptiveRun:
+        progress: Callable[[int, int, int], None] | None = None,
+        record: Callable[[int, np.ndarray, np.ndarray, np.ndarray], None] | None = None) -> AdaptiveRun:
     """Ask until the goal is met, the budget (questions per model) is spent or the bank runs out (module docstring).
 
     ``ask(models, items)`` returns the (len(models), len(items)) scores in [low, high] of the models (positions
     0..K-1) on the bank's questions (positions 0..N-1). ``eliminate=False`` keeps every model in play to the end
     (the uniform baseline of :func:`assay.compare.live.replay`). ``progress(questions asked, budget, claims open)``
-    is called after every round.
+    is called after every round; ``record(round, models, items, q)`` before each round's questions are asked, with
+    the probability each was drawn with.
     """
     goal, kk = check_goal(goal, k, K)
     if guarantee not in GUARANTEES:
@@ -438,6 +440,8 @@ def run(ask: Callable[[np.ndarray, np.ndarray], np.ndarray], K: int, N: int, *, 
             hi_w[:, s] = np.nanmax((zhi[claims][:, None] - F) * inv[None, :], axis=1)
             f_at[:, s] = F[:, j]
             left[j] = False
+        if record is not None:  # the round's draws and their probabilities, kept before any question is asked
+            record(r, play, items, q_at)
         Zp = np.asarray(ask(play, items), dtype=float).reshape(len(play), B)
         if not np.all(np.isfinite(Zp)) or Zp.min() < low - 1e-12 or Zp.max() > high + 1e-12:
             raise AssayInputError(f"scores must be finite and in [{low}, {high}]")

@@ -189,12 +189,11 @@ def _package(run: adaptive.AdaptiveRun, names: list[str], item_ids: list[str], *
 
 
 def _engine(ask, names, N, *, goal, k, guarantee, margin, delta, budget, batch, seed, fm, item_ids, floor,
-            progress, eliminate=True):
+            progress, record=None):
     K = len(names)
     pred = adaptive.FactorPredictor(fm, item_ids, K) if fm is not None else None
     return adaptive.run(ask, K, N, goal=goal, k=k, guarantee=guarantee, margin=margin, delta=delta, budget=budget,
-                        batch=batch, rng=seed.rng(), predictor=pred, eliminate=eliminate, floor=floor,
-                        progress=progress)
+                        batch=batch, rng=seed.rng(), predictor=pred, floor=floor, progress=progress, record=record)
 
 
 def query_until_resolved(
@@ -299,8 +298,6 @@ def query_until_resolved(
                         + "; ".join(f"{x}: started with {stored.get(x)!r}, now {settings.get(x)!r}" for x in diff)
                         + "); resuming would draw other questions: repeat them, or give another run_id")
             j.start_run(run_id, meta={"compare": settings})
-        round_no = [0]
-
         async def gather(play, ids):
             async def one_model(m):
                 name = names[m]
@@ -316,17 +313,21 @@ def query_until_resolved(
                     if aclose is not None:
                         await aclose()
 
+        def record(r, play, items, q):
+            """The round's draws and their probabilities, journaled before any of its questions is asked."""
+            if j is None:
+                return
+            key = f"draws/{r + 1}"
+            rec = {"round": r + 1, "models": [names[int(m)] for m in play], "items": [item_ids[i] for i in items],
+                   "q": [float(x) for x in q]}
+            old = j.get(run_id, key)
+            if old is not None and old.get("items") != rec["items"]:
+                raise AssayInputError(f"round {r + 1} of run {run_id} drew other questions before; the journal's "
+                                      "answers would mix two runs: start a new run_id")
+            j.put(run_id, key, rec, rec)
+
         def ask(play, items):
             ids = [b.index[i] for i in items]
-            if j is not None:  # the round's draws, journaled before any question is asked
-                key = f"draws/{round_no[0] + 1}"
-                rec = {"round": round_no[0] + 1, "models": [names[int(m)] for m in play],
-                       "items": [str(i) for i in ids]}
-                old = j.get(run_id, key)
-                if old is not None and old.get("items") != rec["items"]:
-                    raise AssayInputError(f"round {round_no[0] + 1} of run {run_id} drew other questions before; "
-                                          "the journal's answers would mix two runs: start a new run_id")
-                j.put(run_id, key, rec, rec)
             out = np.empty((len(play), len(items)))
             for m, res in asyncio.run(gather(play, ids)):
                 name = names[m]
@@ -339,11 +340,11 @@ def query_until_resolved(
                         raise AssayInputError(f"question {i!r} of model {name!r} has no score ({o.status})")
                     out[row, col] = o.final_score
                     counts[name][o.status] = counts[name].get(o.status, 0) + 1
-            round_no[0] += 1
             return out
 
         ar = _engine(ask, names, N, goal=goal, k=k, guarantee=guarantee, margin=margin, delta=float(delta),
-                     budget=budget, batch=batch, seed=seed, fm=fm, item_ids=item_ids, floor=floor, progress=progress)
+                     budget=budget, batch=batch, seed=seed, fm=fm, item_ids=item_ids, floor=floor, progress=progress,
+                     record=record)
         if j is not None:
             draws = {"q": [float(x) for x in ar.q], "items": [item_ids[i] for i in ar.order]}
             j.put(run_id, "draws/probabilities", {"what": "every draw's probability"}, draws)
