@@ -163,7 +163,8 @@ def plan(c: Campaign, bank: pd.DataFrame | None = None) -> Plan:
                 p.rows.append(_row(m, "sample", n_u, lens, note))
         if c.compare is not None:
             n_c, _ = checks.fraction_or_count(c.compare.budget, p.bank_size, "[compare].budget")
-            p.rows.append(_row(m, "compare", n_c, lens, "at most: stops once every pair is resolved"))
+            p.rows.append(_row(m, "compare", n_c, lens, f"at most: stops once goal {c.compare.goal} is met, a model "
+                               "earlier once the goal needs no more of it (assay compare --replay estimates it)"))
         if c.scope is not None:
             # generated questions: their length is unknown before generation, so only the requests are planned
             p.rows.append(_row(m, "scope", c.scope.budget, None, "generated questions (prompt tokens not estimated)"))
