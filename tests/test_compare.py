@@ -349,6 +349,13 @@ def test_asking_until_resolved_stops_early_is_journaled_and_resumes(tmp_path):
                                  budget=200, batch=20, seed=3)
     assert sum(again.info["live"]["requests"].values()) == 0  # every answer read from the journal
     pd.testing.assert_frame_equal(again.pairs, res.pairs)
+    # a shorter budget reads the run's start back; other settings would draw other questions: refused
+    short = query_until_resolved(models, _bank(), scorer="numeric", journal=tmp_path / "j.sqlite", run_id="c1",
+                                 budget=20, batch=20, seed=3)
+    assert sum(short.info["live"]["requests"].values()) == 0 and short.params["queried"] == 20
+    with pytest.raises(AssayInputError, match="other compare settings.*seed: started with 3, now 4"):
+        query_until_resolved(models, _bank(), scorer="numeric", journal=tmp_path / "j.sqlite", run_id="c1",
+                             budget=200, batch=20, seed=4)
     # two models as good as each other
     tie = {"a": _answering(0.6, "aa"), "b": _answering(0.6, "bb")}
     res = query_until_resolved(tie, _bank(60), scorer="numeric", budget=60, batch=30, seed=0)

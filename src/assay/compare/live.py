@@ -283,8 +283,10 @@ def query_until_resolved(
     counts: dict[str, dict[str, int]] = {n: {} for n in names}
     requests = {n: 0 for n in names}
     runs = {n: (run_ids or {}).get(n, f"{run_id}/{n}") for n in names}
+    # what decides the draws and the verdicts (the budget only where the run stops: a rerun may ask further, or read
+    # a shorter run back from the journal)
     settings = {"goal": goal, "k": k, "guarantee": guarantee, "margin": margin, "delta": float(delta),
-                "budget": budget, "batch": batch, "seed": seed.recorded, "floor": float(floor),
+                "batch": batch, "seed": seed.recorded, "floor": float(floor),
                 "history": None if fm is None else fm.fingerprint(), "models": names, "bank": len(b)}
     j, own_j = open_journal(journal)
     try:
