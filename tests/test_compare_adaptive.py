@@ -298,3 +298,35 @@ def test_a_misleading_history_costs_power_never_validity(tmp_path, monkeypatch):
                          rng=np.random.default_rng(sd), grid=512)
         fails += _failed(r, S)
     assert fails / reps <= delta + 2 * np.sqrt(delta * (1 - delta) / reps), fails
+
+
+# -- properties ------------------------------------------------------------------------------------------------------
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(pop=st.lists(st.sampled_from([0.0, 1.0, 0.25, 0.5]), min_size=2, max_size=40),
+       batch=st.integers(1, 7), seed=st.integers(0, 10**6))
+def test_read_to_the_end_a_population_is_inside_its_interval_and_the_interval_never_inverts(pop, batch, seed):
+    """Whatever the values and the batches, the sequence read over a whole finite population ends inside the last
+    value's certain bounds [L_N, U_N] (1/N wide, holding the mean; to a grid step), and no interval is ever
+    inverted."""
+    pop = np.array(pop)
+    N = len(pop)
+    order = np.random.default_rng(seed).permutation(N)
+    z = pop[order]
+    before = np.concatenate([[0.0], np.cumsum(z)[:-1]])
+    left = N - np.arange(N)
+    phi, L, U = (before + left * z) / N, before / N, (before + left) / N
+    cs = IncrementCS([0.1], 0.0, 1.0, grid=256)
+    for s in range(0, N, batch):
+        cs.update([0], phi[None, s:s + batch], L[None, s:s + batch], U[None, s:s + batch])
+        lo, hi = cs.interval()
+        assert lo[0] <= hi[0]
+    step = 1.0 / 255
+    # read to the end, the certain bounds of the last value hold the interval (to a grid step each side): the mean
+    # lies in [L_N, U_N], 1/N wide
+    assert L[-1] - step - 1e-12 <= lo[0] and hi[0] <= U[-1] + step + 1e-12 and L[-1] <= pop.mean() <= U[-1]
