@@ -310,7 +310,7 @@ from hypothesis import strategies as st  # noqa: E402
 @settings(max_examples=40, deadline=None, derandomize=True)
 @given(pop=st.lists(st.sampled_from([0.0, 1.0, 0.25, 0.5]), min_size=2, max_size=40),
        batch=st.integers(1, 7), seed=st.integers(0, 10**6))
-def test_read_to_the_end_a_population_is_inside_its_interval_and_the_interval_never_inverts(pop, batch, seed):
+def test_read_to_the_end_the_interval_closes_on_the_last_certain_bounds_and_never_inverts(pop, batch, seed):
     """Whatever the values and the batches, the sequence read over a whole finite population ends inside the last
     value's certain bounds [L_N, U_N] (1/N wide, holding the mean; to a grid step), and no interval is ever
     inverted."""
