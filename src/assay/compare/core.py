@@ -741,7 +741,8 @@ def verdicts(d_lo: np.ndarray, d_hi: np.ndarray, margin: float | None) -> tuple[
     return v, inside
 
 
-def ranks_and_tiers(est: np.ndarray, d_lo: np.ndarray, d_hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def ranks_and_tiers(est: np.ndarray, d_lo: np.ndarray, d_hi: np.ndarray,
+                    better: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Rank intervals and tiers of every model from the pair intervals.
 
     The rank interval is [1 + #certified better, K - #certified worse] and the tier is 1 + the longest chain of
@@ -753,6 +754,9 @@ def ranks_and_tiers(est: np.ndarray, d_lo: np.ndarray, d_hi: np.ndarray) -> tupl
         (K,) estimated means (they order the chains: a certified "better" goes with a higher estimate).
     d_lo, d_hi : ndarray
         (P,) pair intervals for mean(a) - mean(b), in :func:`pair_index` order.
+    better : ndarray, optional
+        (K, K) booleans, [i, j] when i is certified better than j, to use instead of the pairs' own verdicts (the
+        adaptive comparison passes their transitive closure).
 
     Returns
     -------
@@ -769,9 +773,10 @@ def ranks_and_tiers(est: np.ndarray, d_lo: np.ndarray, d_hi: np.ndarray) -> tupl
     """
     K = len(est)
     a, b = pair_index(K)
-    better = np.zeros((K, K), bool)  # better[i, j]: i certified better than j
-    better[a[d_lo > 0], b[d_lo > 0]] = True
-    better[b[d_hi < 0], a[d_hi < 0]] = True
+    if better is None:
+        better = np.zeros((K, K), bool)  # better[i, j]: i certified better than j
+        better[a[d_lo > 0], b[d_lo > 0]] = True
+        better[b[d_hi < 0], a[d_hi < 0]] = True
     rank_low = 1 + better.sum(axis=0)
     rank_high = K - better.sum(axis=1)
     # a certified "better" goes with a higher estimate, so the estimates order the chains

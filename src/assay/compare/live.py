@@ -43,7 +43,10 @@ def _positive(name: str, v: Any) -> int:
     return int(v)
 
 
-def _check_common(goal, k, guarantee, margin, K: int) -> tuple[str, int]:
+def _check_common(goal, k, guarantee, margin, K: int, floor: Any = adaptive.FLOOR) -> tuple[str, int]:
+    if isinstance(floor, bool) or not isinstance(floor, (int, float, np.number)) or not 0 < float(floor) <= 1:
+        raise AssayInputError(f"floor must be a number in (0, 1] (the share of each draw spread uniformly); got "
+                              f"{floor!r}")
     if guarantee not in adaptive.GUARANTEES:
         raise AssayInputError(f"guarantee must be one of {', '.join(adaptive.GUARANTEES)}; got {guarantee!r}")
     if margin is not None:
@@ -133,13 +136,7 @@ def _package(run: adaptive.AdaptiveRun, names: list[str], item_ids: list[str], *
     verdict, inside = core.verdicts(run.d_lo, run.d_hi, margin)
     better = run.better
     implied = (verdict == "unresolved") & (better[a, b] | better[b, a])
-    rank_low = 1 + better.sum(axis=0)
-    rank_high = K - better.sum(axis=1)
-    tier = np.ones(K, dtype=np.int64)
-    for j in np.argsort(-np.nan_to_num(run.est), kind="stable"):
-        above = better[:, j]
-        if above.any():
-            tier[j] = 1 + int(tier[above].max())
+    rank_low, rank_high, tier = core.ranks_and_tiers(np.nan_to_num(run.est), run.d_lo, run.d_hi, better=better)
     half = (run.d_hi - run.d_lo) / 2.0
     need = _items_to_resolve(run.d, half, run.pair_n, N)
     need = np.where((verdict == "unresolved") & ~implied, need, np.nan)
@@ -258,7 +255,7 @@ def query_until_resolved(
         raise AssayInputError(f"policy must be 'wrong' or 'correct' here (every question needs a score); got {policy!r}")
     budget, batch = _positive("budget", budget), _positive("batch", batch)
     names = [str(n) for n in models]
-    goal, kk = _check_common(goal, k, guarantee, margin, len(names))
+    goal, kk = _check_common(goal, k, guarantee, margin, len(names), floor)
     k = kk if goal == "top-k" else None
     delta = checks.level(delta)
     by_column = isinstance(scorer, str) and isinstance(bank, pd.DataFrame) and scorer in bank.columns
@@ -431,7 +428,7 @@ def replay(table: Any, *, goal: str = "all", k: int | None = None, guarantee: st
     """
     M, names, item_ids = _replay_matrix(table)
     K, N = M.shape
-    goal, kk = _check_common(goal, k, guarantee, margin, K)
+    goal, kk = _check_common(goal, k, guarantee, margin, K, floor)
     k = kk if goal == "top-k" else None
     delta = checks.level(delta)
     batch = _positive("batch", batch)
