@@ -67,7 +67,8 @@ def test_a_compare_section_on_the_real_model(live_model, tmp_path):
     assert all(sum(live["outcomes"][m].values()) == asked for m in ("plain", "brief"))
     assert (res.costs[res.costs["section"] == "compare"]["requests"] == asked).all()
     said = res.summary[res.summary["section"] == "compare"]
-    assert len(said) == 3 and said["statement"].str.contains(f"of {asked} requests").sum() == 2
+    assert len(said) == 4 and said["statement"].str.contains(f"of {asked} requests").sum() == 2
+    assert said[said["subject"] == "goal"]["statement"].str.contains("questions asked: plain").all()
     again = camp.run(c, journal=journal)
     assert sum(again.sections["compare"].results["all"].info["live"]["requests"].values()) == 0
     pd.testing.assert_frame_equal(again.sections["compare"].results["all"].pairs, cmp.pairs)
