@@ -234,6 +234,7 @@ def speed() -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--speed", action="store_true", help="only the speed targets")
+    ap.add_argument("--guarantees", default="finite,asymptotic", help="the guarantees to run (comma-separated)")
     ap.add_argument("--tighter", action="store_true",
                     help="only the betting sequences against PrPl-EB at 300 and 1,000 questions")
     ap.add_argument("--seeds", type=int, default=67)
@@ -274,7 +275,8 @@ def main() -> None:
     print(f"# {len(sets)} model sets of {K}, neighbours {GAP[0]}-{GAP[1]} apart; factors fitted "
           f"({time.time() - t0:.0f} s)", flush=True)
     seeds = range(args.seeds)
-    settings = [(g, gu, h) for g in ("best", "all") for gu in ("finite", "asymptotic") for h in ("none", "other", "same")]
+    settings = [(g, gu, h) for g in ("best", "all") for gu in args.guarantees.split(",")
+                for h in ("none", "other", "same")]
     jobs = [(g, gu, h, s, j, sd) for (g, gu, h) in settings for (s, j) in sets for sd in seeds]
     ljobs = [(g, s, j, sd) for g in ("best", "all") for (s, j) in sets for sd in seeds]
     if args.tighter:
