@@ -330,3 +330,33 @@ def test_read_to_the_end_the_interval_closes_on_the_last_certain_bounds_and_neve
     # read to the end, the certain bounds of the last value hold the interval (to a grid step each side): the mean
     # lies in [L_N, U_N], 1/N wide
     assert L[-1] - step - 1e-12 <= lo[0] and hi[0] <= U[-1] + step + 1e-12 and L[-1] <= pop.mean() <= U[-1]
+
+
+def test_peeking_at_a_fixed_sample_interval_orders_a_tie_the_sequences_do_not():
+    """Two models exactly as good on a 300-question bank (each right on 120, on different questions). Asking 10 at a
+    time and stopping as soon as a fixed-sample paired interval (normal, 95%) excludes 0 -- the naive way to ask until
+    resolved -- orders the tie in far more than 5% of 200 seeded runs; the engine's finite sequences, on the same
+    orders of the bank, in at most 5% (both within 2 Monte Carlo standard errors)."""
+    rng = np.random.default_rng(21)
+    N, reps, delta = 300, 200, 0.05
+    x = np.zeros(N)
+    x[rng.choice(N, 120, replace=False)] = 1.0
+    y = np.zeros(N)
+    y[rng.choice(N, 120, replace=False)] = 1.0
+    S = np.vstack([x, y])
+    naive = engine = 0
+    for sd in range(reps):
+        order = np.random.default_rng(sd).permutation(N)
+        d = (x - y)[order]
+        for n in range(10, N, 10):
+            m, s = d[:n].mean(), d[:n].std(ddof=1)
+            half = 1.96 * s / np.sqrt(n) * np.sqrt(1 - n / N) if s > 0 else 0.0
+            if abs(m) > half:
+                naive += 1
+                break
+        r = adaptive.run(lambda mm, i: S[np.ix_(mm, i)], 2, N, goal="all", delta=delta,
+                         rng=np.random.default_rng(sd), grid=512)
+        engine += bool((r.d_lo > 0).any() or (r.d_hi < 0).any())
+    se = np.sqrt(delta * (1 - delta) / reps)
+    assert naive / reps > delta + 2 * se, naive
+    assert engine / reps <= delta + 2 * se, engine
