@@ -257,10 +257,8 @@ class AsymptoticCS:
             new = np.isnan(self.rho[j])
             if new.any():  # the mixing scale: tightest at the horizon, from the spread seen over the burn-in
                 scale = self.horizon / np.maximum(self.n[j[new]], 1)
-                self.rho[j[new]] = [cs_rho(float(a), float(max(v * s, 1e-12)))
-                                    for a, v, s in zip(self.alpha[j[new]], V[ready][new], scale)]
-            r = np.array([cs_radius(v, float(rh), float(a), sc) for v, rh, a, sc in
-                          zip(V[ready], self.rho[j], self.alpha[j], self.sc[j])])
+                self.rho[j[new]] = cs_rho(self.alpha[j[new]], np.maximum(V[ready][new] * scale, 1e-12))
+            r = cs_radius(V[ready], self.rho[j], self.alpha[j], self.sc[j])
             self.lo[j] = np.maximum(self.lo[j], est[ready] - r)
             self.hi[j] = np.minimum(self.hi[j], est[ready] + r)
 

@@ -393,23 +393,24 @@ def cs_rho(alpha: float, v_target: float) -> float:
 
     Parameters
     ----------
-    alpha : float
+    alpha : float or ndarray
         Miscoverage of the confidence sequence.
-    v_target : float
+    v_target : float or ndarray
         V*, the value of the variance process where the boundary should be tightest (floored at 1e-300).
 
     Returns
     -------
-    float
-        The mixing scale rho.
+    float or ndarray
+        The mixing scale rho (an array when given arrays, elementwise).
 
     Examples
     --------
     >>> round(cs_rho(0.05, 100.0), 4)
     0.2817
     """
-    a = 2.0 * np.log(1.0 / alpha)
-    return float(np.sqrt((a + np.log1p(a)) / max(v_target, 1e-300)))
+    a = 2.0 * np.log(1.0 / np.asarray(alpha, dtype=float))
+    rho = np.sqrt((a + np.log1p(a)) / np.maximum(np.asarray(v_target, dtype=float), 1e-300))
+    return float(rho) if rho.ndim == 0 else rho
 
 
 def cs_radius(V, rho: float, alpha: float, sum_c):
