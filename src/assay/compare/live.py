@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..data.bank import read_bank
+from ..data.compare import read_score_table
 from .. import checks
 from ..errors import AssayInputError
 from ..seeds import resolve_seed
@@ -55,31 +56,6 @@ def _check_common(goal, k, guarantee, margin, K: int, floor: Any = adaptive.FLOO
     return adaptive.check_goal(goal, k, K)
 
 
-def _read_table(obj: Any, what: str) -> Any:
-    """A path to a CSV / Parquet file is read; anything else is passed on as given."""
-    import os
-
-    if isinstance(obj, (str, os.PathLike)):
-        from pathlib import Path
-
-        p = Path(obj).expanduser()
-        if not p.exists():
-            raise AssayInputError(f"{what}: no file {str(p)!r}")
-        if p.suffix.lower() in (".parquet", ".pq"):
-            return pd.read_parquet(p)
-        if p.suffix.lower() == ".jsonl":
-            return pd.read_json(p, lines=True)
-        df = pd.read_csv(p)
-        # a wide table written with its index: the first column holds the model names
-        first = df.columns[0]
-        if first.startswith("Unnamed") or (not {"model", "item", "score"} <= set(df.columns)
-                                           and df[first].dtype == object):
-            df = df.set_index(first)
-            df.index.name = None
-        return df
-    return obj
-
-
 def read_history(history: Any, bank_ids: list[str]) -> Any:
     """The factor model a history gives for a bank: a shipped FAQ pack's name, a fitted
     :class:`assay.faq.FactorModel`, or a past 0/1 score table (earlier models x question ids: a wide table, a long
@@ -98,7 +74,7 @@ def read_history(history: Any, bank_ids: list[str]) -> Any:
     else:
         from ..data.faq import as_matrix
 
-        table = _read_table(history, "history")
+        table = read_score_table(history, "history")
         try:
             mat = as_matrix(table, "history", allow_missing=False)
         except AssayInputError as e:
@@ -387,7 +363,7 @@ class Replay:
 
 
 def _replay_matrix(table: Any) -> tuple[np.ndarray, list[str], list[str]]:
-    t = _read_table(table, "replay table")
+    t = read_score_table(table, "replay table")
     if isinstance(t, pd.DataFrame) and t.columns.duplicated().any():
         dup = sorted({str(c) for c in t.columns[t.columns.duplicated()]})
         raise AssayInputError(f"replay table: column(s) {', '.join(dup)} appear more than once")

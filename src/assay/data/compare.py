@@ -12,7 +12,7 @@ refuses a table where some model lacks a question another answered.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -241,3 +241,29 @@ def prepare_compare(table: pd.DataFrame, *, columns: Mapping[str, str] | None = 
     return CompareDesign(models=models, items=items, S=S, clusters=clusters, cluster_labels=labels, shared=shared,
                          n_items_any=int(present.shape[1]), epochs=epochs, low=low, high=high, notes=notes,
                          tasks=tasks, task_labels=task_labels, answered=answered)
+
+
+def read_score_table(obj: Any, what: str) -> Any:
+    """A score table given as a file (CSV, TSV, Parquet, JSONL) read into a DataFrame; anything else returned as
+    given. A wide table written with its index (an unnamed, or a text, first column beside no ``model, item, score``
+    columns) gets that column back as its index: the model names. Used for a replay table and a history
+    (:mod:`assay.compare.live`)."""
+    import os
+
+    if not isinstance(obj, (str, os.PathLike)):
+        return obj
+    from pathlib import Path
+
+    from .tables import read_plain
+
+    p = Path(obj).expanduser()
+    if not p.exists():
+        raise AssayInputError(f"{what}: no file {str(p)!r}")
+    df = read_plain(p)
+    first = df.columns[0] if len(df.columns) else None
+    if first is not None and (str(first).startswith("Unnamed") or (
+            not {"model", "item", "score"} <= set(df.columns) and df[first].dtype == object)):
+        df = df.set_index(first)
+        df.index.name = None
+    return df
+
