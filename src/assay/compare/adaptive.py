@@ -51,8 +51,8 @@ reported only after ``BURN_IN`` draws and with a variance floor (a claim with no
 answer in t + 1 off its value), so an early zero variance never orders a pair. About 1 - delta, by a martingale
 central limit theorem. The weights make every weighted increment about equally spread (phi_t's spread shrinks like
 R_t / N): FAQ's fixed-budget weights (N / R_t)^2 let the last few questions of a long run dominate the sum, where
-the central limit theorem does not hold (the family missed 4.3% of 1,005 replays of goal ``all``, 0.0428 + 2 MCSE
-= 0.056 > 0.05, ``bench/compare_adaptive.py``).
+the central limit theorem does not hold (with them goal ``all`` missed more than delta in ``bench/compare_adaptive.py``;
+docs/compare.md has the numbers and the commit that reproduces them).
 
 Goals and who stays in play
 ---------------------------
