@@ -97,6 +97,15 @@ def population_clusters(M: np.ndarray, others: np.ndarray, size: int) -> np.ndar
     return order[:G * size].reshape(G, size)
 
 
+def draw(S: np.ndarray, rng: np.random.Generator, n: int, groups: np.ndarray | None, C: int | None):
+    """One draw of the questions: n with replacement, or C clusters (rows of ``groups``) with replacement, whole;
+    -> (the K x questions scores, the cluster codes or None)."""
+    if groups is None:
+        return S[:, rng.integers(0, S.shape[1], n)], None
+    g = rng.integers(0, len(groups), C)
+    return S[:, groups[g].ravel()], np.repeat(np.arange(C), groups.shape[1])
+
+
 def max_t(S: np.ndarray, clusters: np.ndarray | None, delta: float, rng: np.random.Generator,
           n_boot: int = 2000, with_models: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """The baseline: the plain paired studentized max-t over the pair claims (cluster-robust, Gaussian); with
@@ -138,11 +147,7 @@ def run_setting(name: str, n: int, mode: str, draws: int, seed: int, delta: floa
     d_true = truth[a] - truth[b]
     rec = np.zeros((draws, 7))
     for t in range(draws):
-        if groups is None:
-            X, cl = S[:, rng.integers(0, S.shape[1], n)], None
-        else:
-            g = rng.integers(0, len(groups), C)
-            X, cl = S[:, groups[g].ravel()], np.repeat(np.arange(C), size)
+        X, cl = draw(S, rng, n, groups, C)
         out = core.asymptotic(X, cl, delta=delta, low=0.0, high=1.0, rng=np.random.default_rng(seed * 100_003 + t),
                               n_boot=2000)
         b_lo, b_hi = max_t(X, cl, delta, np.random.default_rng(seed * 100_003 + t))
@@ -187,11 +192,7 @@ def run_ablation(name: str, n: int, mode: str, draws: int, seed: int, delta: flo
     shipped = core.DF_FADE
     try:
         for t in range(draws):
-            if groups is None:
-                X, cl = S[:, rng.integers(0, S.shape[1], n)], None
-            else:
-                g = rng.integers(0, len(groups), C)
-                X, cl = S[:, groups[g].ravel()], np.repeat(np.arange(C), size)
+            X, cl = draw(S, rng, n, groups, C)
             out = {}
             for k, fade in fades.items():
                 core.DF_FADE = fade

@@ -180,11 +180,7 @@ def _replay(power, S, draws, seed, n=None, groups=None, C=None):
     ok = np.zeros((draws, 2), bool)
     resolved = np.zeros((draws, 2))
     for t in range(draws):
-        if groups is None:
-            X, cl = S[:, rng.integers(0, S.shape[1], n)], None
-        else:
-            g = rng.integers(0, len(groups), C)
-            X, cl = S[:, groups[g].ravel()], np.repeat(np.arange(C), groups.shape[1])
+        X, cl = power.draw(S, rng, n, groups, C)
         out = core.asymptotic(X, cl, delta=0.05, low=0.0, high=1.0, rng=np.random.default_rng(t), n_boot=1000)
         lo, hi = power.max_t(X, cl, 0.05, np.random.default_rng(t), n_boot=1000)
         ok[t] = [((out.d_lo <= d) & (d <= out.d_hi)).all(), ((lo <= d) & (d <= hi)).all()]
