@@ -61,3 +61,16 @@ def test_each_shape_lives_in_its_own_module():
     assert e.extract_label.__module__ == "assay.models.extract.labels"
     assert e.parse_number.__module__ == "assay.models.extract.values"
     assert e.extract_boxed.__module__ == "assay.models.extract.markers"
+
+
+def test_the_reader_does_not_depend_on_the_threads_decimal_precision():
+    # reasoning-gym's decimal_arithmetic lowers the global precision when it generates a question; CI ran this
+    # reader after it once and read 149.69205080707070 rounded
+    import decimal
+
+    want = [e.normalize("149.69205080707070"), e.normalize("1,234,567.000"), e.parse_number("2.718281828459045")]
+    assert want == ["149.6920508070707", "1234567", 2.718281828459045]
+    with decimal.localcontext() as ctx:
+        ctx.prec = 5
+        assert [e.normalize("149.69205080707070"), e.normalize("1,234,567.000"),
+                e.parse_number("2.718281828459045")] == want

@@ -7,7 +7,7 @@ Part of :mod:`assay.models.extract` (the rules by answer shape; its docstring is
 from __future__ import annotations
 
 import re
-from decimal import Decimal, InvalidOperation
+from decimal import Context, Decimal, InvalidOperation
 from fractions import Fraction
 from typing import Any
 
@@ -25,6 +25,10 @@ _LATEX_WRAP = re.compile(r"\\(?:text|textbf|textit|mathrm|mathbf|mbox|operatorna
 
 _NUMBER_RE = re.compile(r"^[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d*)?(?:e[-+]?\d+)?$|^[-+]?\.\d+(?:e[-+]?\d+)?$")
 _THIN_SPACES = re.compile(r"\\[,!;: ]")
+#: the arithmetic context of every Decimal step here: its own, never the thread's (which any library or caller may
+#: change: CI once ran this reader after something had lowered the global precision, and ``149.69205080707070`` was
+#: read rounded). 28 digits is Python's default, so canonical forms are those written before this was pinned.
+_DECIMAL = Context(prec=28)
 
 
 def _canonical_number(s: str) -> str | None:
@@ -41,7 +45,7 @@ def _canonical_number(s: str) -> str | None:
     exponent = d.adjusted()
     if abs(exponent) > 60:  # keep absurd exponents short rather than writing 10^6 digits
         return s.replace(",", "")
-    return format(d.normalize(), "f")
+    return format(d.normalize(context=_DECIMAL), "f")
 
 
 def normalize(s: Any) -> str:
