@@ -33,7 +33,7 @@ def query(
     prompt_col: str = typer.Option("prompt", "--prompt-col"),
     id_col: str = typer.Option("id", "--id-col", help="Item id column (row numbers when absent)."),
     reference_col: Optional[str] = typer.Option(None, "--reference-col", help="Reference answers: score the responses."),
-    scorer: str = typer.Option("exact", "--scorer", help="exact, numeric, choice, label (True/False/N/A) or contains; or a column naming each row's scorer (e.g. the shipped basics bank's 'scorer')."),
+    scorer: str = typer.Option("exact", "--scorer", help="exact, numeric, math (LaTeX and symbolic answers, by value with math-verify), choice, label (True/False/N/A) or contains; or a column naming each row's scorer (e.g. the shipped basics bank's 'scorer')."),
     policy: str = typer.Option("wrong", "--policy", help="What an unparseable, too long or refused answer counts as: wrong (default, as lm-eval and inspect), missing or correct. Timeouts and transport errors are never scored."),
     context_window: Optional[int] = typer.Option(None, "--context-window", help="The model's context window in tokens: prompts that cannot fit are answered too_long without being sent (counted by the server's tokenizer when it has one)."),
     stream: bool = typer.Option(False, "--stream", help="Stream answers to record the time to the first token (ttft_s) as well as the total time."),
@@ -75,6 +75,10 @@ def query(
     else:
         row_scorers = [make_scorer(scorer)] * len(table)
     scorer_fn = row_scorers if reference_col else None
+    if scorer_fn is not None:  # a reference the scorer cannot use is said before any request is paid for
+        from ..models.scoring import check_references
+
+        check_references(row_scorers, table[reference_col].tolist(), ids, where=str(prompts))
     llm = OpenAIChatModel(model, base_url=endpoint, api_key_env=api_key_env, temperature=temperature,
                           max_tokens=max_tokens, seed=seed, timeout=timeout, system_prompt=system_prompt,
                           stream=stream, context_window=context_window)

@@ -238,6 +238,9 @@ def query_until_resolved(
     b = read_bank(bank, scorer_col=scorer if by_column else None)
     scorers = ({name: make_scorer(name) for name in b["scorer"].unique()} if by_column else None)
     one = None if by_column else make_scorer(scorer)
+    from ..models.scoring import check_references
+
+    check_references([scorers[x] for x in b["scorer"]] if by_column else one, b["reference"].tolist(), b.index)
     prompts_of = {}
     for name in models:
         own = b if banks is None or name not in banks else read_bank(banks[name])

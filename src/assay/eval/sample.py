@@ -164,6 +164,10 @@ def load_bank(c: Campaign) -> pd.DataFrame:
                      scorer_col=b.scorer_col, choices_col=b.choices_col, label=f"{c.source}: [bank].")
     if b.scorer_col is None:
         bank["scorer"] = b.scorer
+    from ..models.scoring import check_references  # a reference its scorer cannot use: before any request
+
+    check_references(bank["scorer"].astype(str).tolist(), bank["reference"].tolist(), bank.index,
+                     where=f"{c.source}: [bank]")
     return bank
 
 

@@ -66,6 +66,10 @@ class LiveAnswerer:
                                   scorer_col=scorer)
             self.scorers = {name: make_scorer(name) for name in self.bank["scorer"].unique()}
         self.scorer = None if by_column else make_scorer(scorer)
+        from ..models.scoring import check_references  # a reference the scorer cannot use: before any request
+
+        check_references([self.scorers[x] for x in self.bank["scorer"]] if by_column else self.scorer,
+                         self.bank["reference"].tolist(), self.bank.index)
         self.scorer_name = scorer if isinstance(scorer, str) else getattr(scorer, "__name__", "custom")
         self.policy = policy
         self.journal = journal

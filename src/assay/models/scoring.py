@@ -24,7 +24,8 @@ were given says timeouts and unparseable answers are treated as *correct*. Becau
 policy, a study can count each kind (:func:`count_outcomes`) and re-score under another policy
 (:func:`apply_policy`) without calling the model again.
 
-Built-in scorers: :func:`exact`, :func:`numeric`, :func:`choice`, :func:`label`, :func:`contains`;
+Built-in scorers: :func:`exact`, :func:`numeric`, :func:`math_scorer` (``"math"``), :func:`choice`, :func:`label`,
+:func:`contains`;
 :func:`make_scorer` builds one by name or wraps a user callable. The extraction rules they use live in
 :mod:`assay.models.extract` (re-exported here).
 """
@@ -32,13 +33,14 @@ Built-in scorers: :func:`exact`, :func:`numeric`, :func:`choice`, :func:`label`,
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Protocol, runtime_checkable
 
 from ..errors import AssayInputError
 from .extract import (EXTRACTORS, extract_answer, extract_auto, extract_boxed, extract_choice, extract_label,
-                      extract_number,
+                      extract_math, extract_number,
                       normalize, parse_number, parse_options, resolve_extract, strip_reasoning)
 from .extract import _choice_letters, _choice_with_reason, _letter_in, _name, _check_text, _label_of
 from .outcomes import (ANSWERED, DEFAULT_POLICY, ENDPOINT_FAILURES, OUTCOMES, POLICIES, REFUSED, UNPARSEABLE,
@@ -61,6 +63,8 @@ __all__ = [
     "parse_number",
     "exact",
     "numeric",
+    "math_scorer",
+    "check_references",
     "choice",
     "label",
     "contains",
@@ -209,6 +213,10 @@ class _Base:
             return None, Outcome(None, "unparseable", None, f"no answer found by {_name(self.extract)}")
         return str(value), None
 
+    def check_reference(self, reference: Any) -> list[Any]:
+        """The reference(s) this scorer compares with; AssayInputError for one it cannot use."""
+        return _references(reference, self.name)
+
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in self._params().items())
         return f"{self.name}({params})"
@@ -245,22 +253,113 @@ class _Numeric(_Base):
     def _params(self) -> dict[str, Any]:
         return {"tol": self.tol, **super()._params()}
 
-    def __call__(self, text: str | None, reference: Any, cut_off: bool = False, question: Any = None) -> Outcome:
+    def check_reference(self, reference: Any) -> list[float]:
+        """The reference(s) as numbers; AssayInputError when one is not a plain number (a LaTeX command, a
+        variable or an operator: ``2\\pi``, ``2x``, ``x^2+1``), which the ``math`` scorer reads."""
         refs = []
         for r in _references(reference, self.name):
-            x = float(r) if isinstance(r, (int, float)) else parse_number(str(r))
+            if isinstance(r, (int, float)):
+                x = float(r)
+            else:
+                why = _not_plain_number(str(r))
+                if why:
+                    raise AssayInputError(f"numeric scorer: reference {r!r} is not a plain number ({why}); score "
+                                          "it with the math scorer (scorer='math'), which compares answers by value")
+                x = parse_number(str(r))
             if x is None or not math.isfinite(x):
-                raise AssayInputError(f"numeric scorer: reference {r!r} is not a finite number")
+                raise AssayInputError(f"numeric scorer: reference {r!r} is not a finite number (for symbolic "
+                                      "answers use the math scorer, scorer='math')")
             refs.append(x)
+        return refs
+
+    def __call__(self, text: str | None, reference: Any, cut_off: bool = False, question: Any = None) -> Outcome:
+        refs = self.check_reference(reference)
         value, failed = self._extracted(text, cut_off, question)
         if failed:
             return failed
         x = parse_number(value)
         if x is None or not math.isfinite(x):
             return Outcome(None, "unparseable", value, "no number in the extracted answer")
-        # absolute tolerance near 0, relative for large references
-        hit = any(abs(x - r) <= self.tol * max(1.0, abs(r)) for r in refs)
+        # absolute tolerance near 0, relative for large references; a percentage answer ("50%") is also read as
+        # the fraction it stands for (0.5), as a reader of "what fraction ..." or "what percent ..." would
+        xs = (x, x / 100.0) if value.rstrip().endswith("%") else (x,)
+        hit = any(abs(v - r) <= self.tol * max(1.0, abs(r)) for r in refs for v in xs)
         return Outcome(1.0 if hit else 0.0, ANSWERED, value, f"parsed {x!r}")
+
+
+#: what makes a reference not a plain number: a LaTeX command (other than a fraction of numbers, a percent or a
+#: currency sign, thin spaces and text wrappers), a power, an operator between two operands, an equals sign, a
+#: variable written against a number ("2x") or alone
+_REF_COMMAND = re.compile(r"\\(?!(?:[dt]?frac|text|textrm|mathrm|mbox)\b|[%$,;!: ])[A-Za-z]+")
+_REF_OPERATOR = re.compile(r"[\^=*\u00d7\u00f7]|[\w)}]\s*[-+\u2212]\s*[\w(\\]|[(\[{](?![^{}]*\}\s*\{)")
+
+
+def _not_plain_number(r: str) -> str | None:
+    s = r.strip()
+    if _REF_COMMAND.search(s):
+        return "it has the LaTeX command " + _REF_COMMAND.search(s).group(0)
+    bare = re.sub(r"\\[dt]?frac\s*\{[^{}]*\}\s*\{[^{}]*\}|\\(?:text|textrm|mathrm|mbox)\s*\{[^{}]*\}", "1", s)
+    bare = re.sub(r"(\d)[eE][-+]?\d+", r"\1", bare)  # scientific notation: 2.5e-3
+    if _REF_OPERATOR.search(bare.lstrip("-+\u2212 ")):
+        return "it has an operator or brackets"
+    if re.search(r"\d[A-Za-z](?![A-Za-z])", bare) or re.fullmatch(r"[-+]?[A-Za-z]", bare.strip()):
+        return "it has a variable"
+    return None
+
+
+class _Math(_Base):
+    name = "math"
+
+    def __init__(self, timeout: float, extract: Any) -> None:
+        super().__init__(extract)
+        try:
+            timeout = float(timeout)
+        except (TypeError, ValueError):
+            timeout = float("nan")
+        if not (math.isfinite(timeout) and timeout > 0):
+            raise AssayInputError(f"math scorer timeout must be a number of seconds > 0; got {timeout!r}")
+        self.timeout = timeout
+        self._read: dict[str, str] = {}
+
+    def _params(self) -> dict[str, Any]:
+        return {"timeout": self.timeout, **super()._params()}
+
+    def check_reference(self, reference: Any) -> list[str]:
+        """The reference(s) as text, each read by math-verify; AssayInputError for one it cannot read (or that
+        takes longer than ``timeout`` to read), so that it is never compared as something else."""
+        from .mathverify import TIMEOUT, parse_answer
+
+        refs = []
+        for r in _references(reference, self.name):
+            r = repr(r) if isinstance(r, float) else str(r)
+            if r not in self._read:
+                got = parse_answer(r, self.timeout)
+                if got is None or got == TIMEOUT or not r.strip():
+                    why = f"reading it took longer than {self.timeout:g} s" if got == TIMEOUT else "it reads nothing"
+                    raise AssayInputError(f"math scorer: math-verify cannot read the reference {r!r} ({why}); write "
+                                          "it as LaTeX or a plain expression, e.g. \\frac{3}{4}, 2\\sqrt{2}, (1, 2)")
+                self._read[r] = got
+            refs.append(r)
+        return refs
+
+    def __call__(self, text: str | None, reference: Any, cut_off: bool = False, question: Any = None) -> Outcome:
+        from .mathverify import TIMEOUT, same_answer
+
+        refs = self.check_reference(reference)
+        text = _check_text(text, "math scorer")
+        if text is None or not text.strip():
+            return Outcome(None, UNPARSEABLE, None, "empty response")
+        value = extract_math(text, cut_off=cut_off) if self.extract is extract_math else self.extract(text)
+        if value is None:
+            return Outcome(None, UNPARSEABLE, None, f"no answer found by {_name(self.extract)}")
+        value = str(value)
+        got = same_answer(refs, value, self.timeout)
+        if got == TIMEOUT:
+            return Outcome(None, UNPARSEABLE, value, f"math-verify took longer than {self.timeout:g} s to read it")
+        if got is None:
+            return Outcome(None, UNPARSEABLE, value, "math-verify reads no mathematical answer in it")
+        hit, canonical = got
+        return Outcome(1.0 if hit else 0.0, ANSWERED, value, f"read {canonical}")
 
 
 class _Choice(_Base):
@@ -273,7 +372,8 @@ class _Choice(_Base):
     def _params(self) -> dict[str, Any]:
         return {"choices": self.letters, "extract": _name(self.extract) if self.extract else None}
 
-    def __call__(self, text: str | None, reference: Any, options: dict[str, str] | None = None) -> Outcome:
+    def check_reference(self, reference: Any) -> list[str]:
+        """The reference letter(s); AssayInputError for one that is not a valid letter."""
         refs = []
         for r in _references(reference, self.name):
             letter = _letter_in(str(r), self.letters)[0] if isinstance(r, str) else None
@@ -283,6 +383,10 @@ class _Choice(_Base):
                     "(give the letter, e.g. 'C', not an index)"
                 )
             refs.append(letter)
+        return refs
+
+    def __call__(self, text: str | None, reference: Any, options: dict[str, str] | None = None) -> Outcome:
+        refs = self.check_reference(reference)
         text = _check_text(text, "choice scorer")
         if text is not None and self.extract is not None:
             text = self.extract(text)
@@ -323,7 +427,8 @@ class _Label(_Base):
     def _params(self) -> dict[str, Any]:
         return {"labels": self.labels}
 
-    def __call__(self, text: str | None, reference: Any) -> Outcome:
+    def check_reference(self, reference: Any) -> list[str]:
+        """The reference label(s); AssayInputError for one that is none of the labels."""
         refs = []
         for r in _references(reference, self.name):
             lab = _label_of(str(r), self.table)
@@ -331,6 +436,10 @@ class _Label(_Base):
                 raise AssayInputError(f"label scorer: reference {r!r} is none of the labels "
                                       f"{sorted(set(self.table.values()))}")
             refs.append(lab)
+        return refs
+
+    def __call__(self, text: str | None, reference: Any) -> Outcome:
+        refs = self.check_reference(reference)
         text = _check_text(text, "label scorer")
         if text is None or not text.strip():
             return Outcome(None, UNPARSEABLE, None, "empty response")
@@ -441,6 +550,45 @@ def numeric(tol: float = 1e-6, extract: Any = "number") -> Scorer:
     return _Numeric(tol, extract)
 
 
+def math_scorer(timeout: float = 5.0, extract: Any = "math") -> Scorer:
+    """Scorer for maths answers: 1 when the answer the response commits to equals the reference by value.
+
+    The answer is found by :func:`~assay.models.extract.extract_math` (the last ``\\boxed{}``, Minerva's "The final
+    answer is ...", an answer marker, the concluding statement; a response cut off by its token limit is read by the
+    first three only) and compared with ``math-verify``, so ``0.75`` equals ``\\frac{3}{4}``, ``2\\sqrt{2}`` equals
+    ``\\sqrt{8}``, ``50\\%`` equals ``0.5``, ``(1, 2)`` a point or an interval, ``x^2+1`` equals ``1 + x^2``; LaTeX
+    written without ``$`` is read as LaTeX. Every call is bounded by ``timeout`` seconds of wall time in any thread
+    (:mod:`assay.models.mathverify`); an answer that takes longer, or that math-verify cannot read, is
+    ``"unparseable"``. A reference math-verify cannot read raises AssayInputError (checked before any question is
+    asked by the commands that ask).
+
+    Parameters
+    ----------
+    timeout : float, optional
+        Seconds one reading or comparison may take (default 5).
+    extract : str, callable or None, optional
+        The extractor (default ``"math"``).
+
+    Returns
+    -------
+    Scorer
+        A scorer ``(text, reference) -> Outcome``.
+
+    Raises
+    ------
+    AssayInputError
+        If ``timeout`` is not a positive number or ``extract`` is not a valid extractor (and, when scoring, if
+        math-verify cannot read the reference).
+
+    Examples
+    --------
+    >>> out = math_scorer()("So x = \\\\frac{3}{4}.", "0.75")
+    >>> out.score, out.extracted
+    (1.0, '\\\\frac{3}{4}')
+    """
+    return _Math(timeout, extract)
+
+
 def choice(choices: Any = "ABCD", extract: Any = None) -> Scorer:
     """Scorer for multiple choice: 1 when :func:`extract_choice` finds the reference letter.
 
@@ -512,6 +660,7 @@ def contains(extract: Any = None) -> Scorer:
 SCORERS: dict[str, Callable[..., Scorer]] = {
     "exact": exact,
     "numeric": numeric,
+    "math": math_scorer,
     "choice": choice,
     "label": label,
     "contains": contains,
@@ -594,6 +743,57 @@ def make_scorer(name_or_callable: Any, **kwargs: Any) -> Scorer:
     raise AssayInputError(
         f"scorer must be one of {', '.join(map(repr, SCORERS))} or a callable; got {name_or_callable!r}"
     )
+
+
+def check_references(scorers: Any, references: Iterable[Any], ids: Iterable[Any] | None = None,
+                     where: str = "the bank") -> None:
+    """Check every reference with its scorer before any question is asked.
+
+    A numeric reference that is not a plain number (``2\\pi``), a maths reference math-verify cannot read, a choice
+    reference that is not a letter: each is an :class:`AssayInputError` naming the row, before any model is paid.
+
+    Parameters
+    ----------
+    scorers : scorer, name, or a sequence of them (one per row)
+        The scorer of every row, or one for all.
+    references : iterable
+        The references, in row order.
+    ids : iterable, optional
+        The rows' ids, for the message (default: row numbers from 0).
+    where : str, default "the bank"
+        What the rows are, for the message.
+
+    Raises
+    ------
+    AssayInputError
+        Naming the first row whose reference its scorer cannot use, and why.
+
+    Examples
+    --------
+    >>> try:
+    ...     check_references("numeric", ["4", "2\\\\pi"], ids=["q1", "q2"])
+    ... except AssayInputError as exc:
+    ...     print(str(exc)[:80])
+    the reference of row 'q2' of the bank: numeric scorer: reference '2\\\\pi' is not
+    """
+    refs = list(references)
+    row_ids = [str(i) for i in ids] if ids is not None else [str(i) for i in range(len(refs))]
+    if isinstance(scorers, (list, tuple)):
+        made: dict[str, Scorer] = {}  # one scorer per name (a maths scorer remembers the references it has read)
+        for x in scorers:
+            if isinstance(x, str) and x not in made:
+                made[x] = make_scorer(x)
+        row_scorers = [made[x] if isinstance(x, str) else make_scorer(x) for x in scorers]
+    else:
+        row_scorers = [make_scorer(scorers)] * len(refs)
+    for rid, sc, ref in zip(row_ids, row_scorers, refs):
+        check = getattr(sc, "check_reference", None)
+        if check is None:
+            continue
+        try:
+            check(ref)
+        except AssayInputError as exc:
+            raise AssayInputError(f"the reference of row {rid!r} of {where}: {exc}") from None
 
 
 # --------------------------------------------------------------------------------------------
@@ -717,7 +917,7 @@ def score_response(
         sc = make_scorer(scorer)
         if isinstance(sc, _Choice) and prompt is not None:
             out = sc(text, reference, parse_options(prompt))
-        elif isinstance(sc, _Numeric):
+        elif isinstance(sc, (_Numeric, _Math)):
             out = sc(text, reference, cut_off=finish_reason == "length", question=prompt)
         else:
             out = sc(text, reference)

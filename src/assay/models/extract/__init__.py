@@ -15,12 +15,14 @@ Answer shapes and their extractors:
 * **number** (:func:`parse_number`): the number an extracted answer states (``1,000``, ``3/4``, ``\frac{3}{4}``,
   ``50%``, ``42 meters``, ``$1,200.50``);
 * **choice** (:func:`extract_choice`): a multiple-choice letter in its usual shapes (``C``, ``(C)``, ``C)``,
-  ``Answer: C``, ``the correct option is C``), ``None`` when two letters compete.
+  ``Answer: C``, ``the correct option is C``), ``None`` when two letters compete;
+* **math** (:func:`extract_math`): the answer a maths response commits to, LaTeX kept (``\boxed{}``, Minerva's
+  "The final answer is", markers, the concluding statement), for the ``math`` scorer.
 
 The rules live by answer shape, each beside its examples: :mod:`.markers` (the shared markers: boxed, ``Answer:``,
 reasoning blocks, an answer stated in a sentence, ``auto``), :mod:`.values` (normalisation, numbers and number
 words as values), :mod:`.numbers` (a number stated as the final answer of a worked response), :mod:`.choices`
-(multiple-choice letters) and :mod:`.labels` (a closed set of words).
+(multiple-choice letters), :mod:`.labels` (a closed set of words) and :mod:`.maths` (maths answers in LaTeX).
 
 Everything first drops reasoning blocks (``<think>...</think>``, ``<reasoning>``), which hold drafts, not
 answers: :func:`strip_reasoning`. :func:`normalize` is the canonical string form used by ``exact``.
@@ -34,6 +36,7 @@ from typing import Any
 from ...errors import AssayInputError
 from .choices import extract_choice, parse_options
 from .labels import LABEL_SYNONYMS, extract_label
+from .maths import extract_math
 from .markers import extract_answer, extract_auto, extract_boxed, extract_statement, strip_reasoning
 from .numbers import extract_number
 from .values import normalize, parse_number, word_number
@@ -45,7 +48,7 @@ from .markers import _check_text  # noqa: F401
 
 __all__ = ["extract_boxed", "extract_answer", "extract_choice", "extract_auto", "extract_label", "normalize",
            "parse_number", "strip_reasoning", "resolve_extract", "EXTRACTORS", "parse_options",
-           "extract_statement", "extract_number", "word_number"]
+           "extract_statement", "extract_number", "word_number", "extract_math"]
 
 
 def _extract_text(text: str | None) -> str | None:
@@ -57,6 +60,7 @@ def _extract_text(text: str | None) -> str | None:
 EXTRACTORS: dict[str, Callable[[str | None], str | None]] = {
     "auto": extract_auto,
     "number": extract_number,
+    "math": extract_math,
     "label": extract_label,
     "boxed": extract_boxed,
     "answer": extract_answer,
@@ -70,7 +74,7 @@ def resolve_extract(extract: Any) -> Callable[[str | None], str | None]:
     Parameters
     ----------
     extract : str, callable or None
-        A name in :data:`EXTRACTORS` (``"auto"``, ``"number"``, ``"label"``, ``"boxed"``, ``"answer"``,
+        A name in :data:`EXTRACTORS` (``"auto"``, ``"number"``, ``"math"``, ``"label"``, ``"boxed"``, ``"answer"``,
         ``"text"``), None (the whole text, stripped; ``None`` when blank) or a callable text -> str | None, returned
         as it is.
 

@@ -17,6 +17,28 @@ from .markers import (
 __all__ = ["extract_number"]
 
 
+#: LaTeX a numeric answer may be written in, rewritten before the rules read it: ``\frac{3}{4}`` (and ``\dfrac``,
+#: ``\tfrac``, ``\frac34``) is the fraction 3/4, never the number 3; ``\times`` / ``\cdot`` / ``\div`` are the
+#: operators they stand for, ``\%`` and ``\$`` their signs
+_LATEX_FRAC = re.compile(r"\\[dt]?frac\s*(?:\{\s*([-+]?\d[\d,]*(?:\.\d+)?)\s*\}|(\d))"
+                         r"\s*(?:\{\s*(\d[\d,]*(?:\.\d+)?)\s*\}|(\d))")
+_LATEX_OPS = (("\\times", " \u00d7 "), ("\\cdot", " \u00d7 "), ("\\div", " \u00f7 "), ("\\%", "%"), ("\\$", "$"))
+#: a token holding a symbolic part (a root, pi, infinity, a function, a fraction of non-numbers): not a
+#: number, so no number in it is read as the answer (``2\sqrt{2}`` is not 2, ``2\pi`` is not 2)
+_SYMBOLIC = re.compile(r"[^\s$]*(?:\\(?:sqrt|pi|infty|sin|cos|tan|log|ln|exp|theta|alpha|beta|gamma|[dt]?frac|binom|"
+                       r"begin|mathbf|vec|overline)\b)[^\s$]*")
+
+
+def _latex_to_plain(text: str) -> str:
+    """A response with LaTeX numbers made plain for the number rules (see :data:`_LATEX_FRAC`, :data:`_SYMBOLIC`)."""
+    if "\\" not in text:
+        return text
+    text = _LATEX_FRAC.sub(lambda m: f"{m.group(1) or m.group(2)}/{m.group(3) or m.group(4)}", text)
+    for a, b in _LATEX_OPS:
+        text = text.replace(a, b)
+    return _SYMBOLIC.sub(" (an expression) ", text)
+
+
 #: a number as a final answer writes it: digits with thousands separators, decimals, a fraction, a sign, a currency
 #: sign or a percent, a short unit written against it ("2cm", "5kg"); not an ordinal ("19th") nor a part of a longer
 #: token ("4oola", "x2")
@@ -456,6 +478,7 @@ def extract_number(text: str | None, cut_off: bool = False, question: Any = None
     text = strip_reasoning(text)
     if not text or not text.strip():
         return None
+    text = _latex_to_plain(text)
     if isinstance(question, (list, tuple)):  # chat messages: the last user message
         users = [m.get("content") for m in question if isinstance(m, dict) and m.get("role") == "user"]
         question = users[-1] if users else None

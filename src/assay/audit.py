@@ -1,0 +1,489 @@
+"""Grader audit: the accuracy of one run's answers that holds even when the grader misreads some of them.
+
+Every grader misreads some answers (rules, math-verify, an LLM judge alike), and an accuracy computed from its scores
+inherits its errors. The estimand here is the **true accuracy of the run's N scored answers**, theta = (1/N) sum_j
+y_j, where y_j is 1 when answer j is right as a person reads it. A person checks a few answers, drawn one at a time
+without replacement; the grader's score f_j is the prediction for the rest.
+
+Sampling (:func:`sample`). Answers the reader is unsure of are drawn more often: an answer is *flagged* by label-free
+signals (two readers disagree on it, its final sentence holds several values, it was cut off by its token limit,
+the grader found no answer in it), and at draw t, with R_t the answers not yet drawn,
+
+    q_t(j) = floor / |R_t| + (1 - floor) w_j / sum_{i in R_t} w_i,     w_j = ``weight`` if flagged else 1,
+
+so every remaining answer keeps probability at least floor / |R_t|. The draws and their probabilities are fixed
+before anyone reads an answer (they depend on the flags alone), and are kept beside the sheet (``<sheet>.plan.json``).
+
+Increments (FAQ's without-replacement doubly robust increment, the grader as the prediction). At draw t of answer I_t,
+
+    phi_t = (1/N) [ sum_{drawn before} y + sum_{i in R_t} f_i + (y_{I_t} - f_{I_t}) / q_t(I_t) ],
+
+E[phi_t | past] = theta exactly, whatever the grader's quality, and phi_t lies in [L_t, U_t] with L_t and U_t known
+before the label (the worst remaining answer with y = 0 or 1). Their bounds narrow as |R_t| / N.
+
+Interval. The increments feed :class:`assay.stats.betting.IncrementCS` (the one implementation behind adaptive
+``compare`` too): one-sided betting e-processes at every point of a grid, so the interval is a finite-sample
+confidence sequence, valid at every n at once: a person may stop at any row (the sample is the rows before the first
+blank), and it is never of zero width while answers are left unchecked, also in a stratum where no error was seen.
+
+Rates. The grader's false-positive rate (scored right, read wrong, among the answers read wrong) and false-negative
+rate (scored wrong, read right, among those read right) are estimated by the same unbiased increments, with 0 as
+the prediction of each count.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .errors import AssayInputError
+
+__all__ = ["AuditResult", "sample", "evaluate", "read_run", "flag", "plan_probabilities", "audit_interval"]
+
+#: the sheet's columns, in order (a person sees these and nothing of the grader's)
+SHEET_COLUMNS = ("order", "id", "prompt", "reference", "response", "human")
+DEFAULT_FLOOR = 0.5
+DEFAULT_WEIGHT = 4.0
+
+
+# --------------------------------------------------------------------------------------------
+# the run: answers with the grader's scores
+# --------------------------------------------------------------------------------------------
+
+
+def _prompt_text(p: Any) -> str:
+    """A journal's prompt (a string, or chat messages as JSON) as the text of its last user message."""
+    if isinstance(p, str):
+        s = p.strip()
+        if s.startswith("["):
+            try:
+                msgs = json.loads(s)
+            except ValueError:
+                return p
+            users = [m.get("content") for m in msgs if isinstance(m, dict) and m.get("role") == "user"]
+            if users and isinstance(users[-1], str):
+                return users[-1]
+        return p
+    return "" if p is None else str(p)
+
+
+def read_run(run: Any, *, bank: Any = None, scorer: str | None = None, journal: Any = None,
+             policy: str = "wrong") -> pd.DataFrame:
+    """The run to audit, one row per scored answer: ``id``, ``prompt``, ``reference``, ``response``, ``score`` (the
+    grader's, 0 or 1), ``finish_reason``, ``status`` and ``scorer``.
+
+    ``run`` is a scored table (a DataFrame or a file with ``id``, ``response`` (or ``text``), ``reference`` unless
+    ``bank`` gives it, and ``score`` unless ``scorer`` is named), or the id of a journal run (with ``bank``: its
+    questions are matched to the run's answers by prompt, and ``scorer`` scores them; default the bank's ``scorer``
+    column, else ``exact``). Answers whose request failed (timeout, transport) are not part of the run's accuracy
+    and are left out; every other answer needs a score of 0 or 1.
+    """
+    from .data import read_table
+    from .data.bank import read_bank
+    from .models.scoring import make_scorer, score_response
+
+    b = None
+    if bank is not None:
+        raw = bank if isinstance(bank, pd.DataFrame) else read_table(bank, text_columns=("id",))
+        has_scorer = "scorer" in raw.columns
+        b = read_bank(raw, scorer_col="scorer" if has_scorer else None)
+    if isinstance(run, pd.DataFrame) or (isinstance(run, (str, Path)) and Path(run).exists()):
+        t = run.copy() if isinstance(run, pd.DataFrame) else read_table(run, text_columns=("id",))
+        if "response" not in t.columns and "text" in t.columns:
+            t = t.rename(columns={"text": "response"})
+        if "id" not in t.columns or "response" not in t.columns:
+            raise AssayInputError("the run needs columns 'id' and 'response' (or 'text'); columns: "
+                                  f"{', '.join(map(str, t.columns))}")
+        t["id"] = t["id"].astype(str)
+        if t["id"].duplicated().any():
+            raise AssayInputError(f"the run repeats the id {t['id'][t['id'].duplicated()].iloc[0]!r}")
+        if b is not None:
+            missing = [i for i in t["id"] if i not in b.index]
+            if missing:
+                raise AssayInputError(f"{len(missing)} ids of the run are not in the bank, e.g. {missing[0]!r}")
+            t["reference"] = b.loc[t["id"], "reference"].to_numpy()
+            if "prompt" not in t.columns:
+                t["prompt"] = b.loc[t["id"], "prompt"].to_numpy()
+            if "scorer" in b.columns and "scorer" not in t.columns:
+                t["scorer"] = b.loc[t["id"], "scorer"].to_numpy()
+    else:
+        if b is None:
+            raise AssayInputError(f"{run!r} is neither a file nor a DataFrame; for a journal run give --bank (its "
+                                  "questions and references)")
+        from .models.journal import open_journal
+
+        j, own = open_journal(journal)
+        if j is None:
+            raise AssayInputError("no journal to read the run from (give --journal)")
+        try:
+            recs = j.records(str(run))
+        finally:
+            if own:
+                j.close()
+        recs = recs.assign(question=[_prompt_text(p) for p in recs["prompt"]]).drop_duplicates("question", keep="last")
+        by_prompt = recs.set_index("question")
+        rows = []
+        for i, row in b.iterrows():
+            if row["prompt"] in by_prompt.index:
+                r = by_prompt.loc[row["prompt"]]
+                rows.append({"id": str(i), "prompt": row["prompt"], "reference": row["reference"],
+                             "response": r["text"], "finish_reason": r["finish_reason"], "error": r["error"],
+                             "outcome": r["outcome"], **({"scorer": row["scorer"]} if "scorer" in b.columns else {})})
+        if not rows:
+            raise AssayInputError(f"no answer of journal run {run!r} is to a question of the bank (matched by prompt)")
+        t = pd.DataFrame(rows)
+    for col in ("prompt", "finish_reason", "status"):
+        if col not in t.columns:
+            t[col] = None
+    if "reference" not in t.columns:
+        raise AssayInputError("the run has no 'reference' column: give --bank")
+    if scorer is not None or "score" not in t.columns:
+        names = t["scorer"].astype(str) if ("scorer" in t.columns and scorer is None) else pd.Series(
+            [scorer or "exact"] * len(t))
+        scorers = {n: make_scorer(n) for n in names.unique()}
+        def cell(col: str, k: int) -> str | None:
+            v = t[col].iloc[k] if col in t.columns else None
+            return None if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
+
+        outs = [score_response(cell("response", k), cell("error", k), t["reference"].iloc[k], scorers[names.iloc[k]],
+                               policy, outcome=cell("outcome", k), prompt=t["prompt"].iloc[k],
+                               finish_reason=cell("finish_reason", k))
+                for k in range(len(t))]
+        t["score"] = [o.final_score for o in outs]
+        t["status"] = [o.status for o in outs]
+        t["scorer"] = names.to_numpy()
+    t = t[t["score"].notna()].reset_index(drop=True)
+    s = pd.to_numeric(t["score"], errors="coerce")
+    bad = ~s.isin([0, 1])
+    if bad.any():
+        k = int(np.flatnonzero(bad.to_numpy())[0])
+        raise AssayInputError(f"the grader's score of {t['id'].iloc[k]!r} is {t['score'].iloc[k]!r}; an audit needs 0 "
+                              "or 1 for every answer")
+    t["score"] = s.astype(float)
+    if "scorer" not in t.columns:
+        t["scorer"] = None
+    if not len(t):
+        raise AssayInputError("the run has no scored answer to audit")
+    return t[["id", "prompt", "reference", "response", "score", "finish_reason", "status", "scorer"]]
+
+
+def _fingerprint(run: pd.DataFrame) -> str:
+    h = hashlib.sha256()
+    for i, s in zip(run["id"], run["score"]):
+        h.update(f"{i}\x1f{int(s)}\x1e".encode())
+    return h.hexdigest()[:16]
+
+
+# --------------------------------------------------------------------------------------------
+# flags: label-free signals that the grader may have misread an answer
+# --------------------------------------------------------------------------------------------
+
+_VALUE = re.compile(r"\\frac\{[^{}]*\}\{[^{}]*\}|\$[^$]+\$|[-+]?\d[\d,]*(?:\.\d+)?")
+
+
+def _last_sentence(text: str) -> str:
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    if not lines:
+        return ""
+    parts = [p for p in re.split(r"(?<!\d)[.!?](?:\s+|$)", lines[-1]) if p.strip()]
+    return parts[-1] if parts else lines[-1]
+
+
+def _second_reader(name: str | None) -> str | None:
+    return {"math": "math-verify", "numeric": "math", "exact": "contains"}.get(str(name).lower() if name else "")
+
+
+def flag(run: pd.DataFrame, *, readers: bool = True) -> pd.DataFrame:
+    """The label-free signals per answer (columns ``readers_disagree``, ``several_values``, ``cut_off``,
+    ``no_answer`` and their union ``flagged``).
+
+    ``readers_disagree``: a second reader scores the answer otherwise (``math`` vs math-verify alone on the whole
+    response, ``numeric`` vs ``math``, ``exact`` vs ``contains``); off with ``readers=False`` or for other scorers.
+    """
+    from .models.scoring import make_scorer
+
+    resp = run["response"].fillna("").astype(str)
+    several = np.array([len({m.group(0) for m in _VALUE.finditer(_last_sentence(t))}) >= 2 for t in resp])
+    cut = (run["finish_reason"].astype(str) == "length").to_numpy()
+    none = (run["status"].astype(str) == "unparseable").to_numpy()
+    disagree = np.zeros(len(run), bool)
+    if readers:
+        for k in range(len(run)):
+            other = _second_reader(run["scorer"].iloc[k])
+            if other is None:
+                continue
+            try:
+                if other == "math-verify":
+                    from .models.mathverify import TIMEOUT, same_answer
+
+                    got = same_answer([str(run["reference"].iloc[k])], resp.iloc[k])
+                    alt = None if got in (None, TIMEOUT) else float(got[0])
+                else:
+                    o = make_scorer(other)(resp.iloc[k], run["reference"].iloc[k])
+                    alt = o.score if o.ok else None
+            except AssayInputError:  # the second reader cannot use this reference (a symbolic one for numeric)
+                continue
+            disagree[k] = (alt if alt is not None else 0.0) != run["score"].iloc[k]
+    out = pd.DataFrame({"readers_disagree": disagree, "several_values": several, "cut_off": cut, "no_answer": none},
+                       index=run.index)
+    out["flagged"] = out.any(axis=1)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# the engine (vectorised over independent audits, for the Monte Carlo study)
+# --------------------------------------------------------------------------------------------
+
+
+def plan_probabilities(w: np.ndarray, f: np.ndarray, order: np.ndarray, floor: float):
+    """For draws ``order`` (A, n) of audits with weights ``w`` and grader scores ``f`` (A, N each): the probability
+    of every draw ``q`` (A, n), the grader's sum over the answers left ``A_sum`` (A, n) and the lowest and highest
+    possible ``(y - f) / q`` over them, ``lo_w`` and ``hi_w`` (A, n)."""
+    w = np.atleast_2d(np.asarray(w, float))
+    f = np.atleast_2d(np.asarray(f, float))
+    order = np.atleast_2d(np.asarray(order, np.int64))
+    A, N = f.shape
+    n = order.shape[1]
+    left = np.ones((A, N), bool)
+    rows = np.arange(A)
+    q_at, a_sum, lo_w, hi_w = (np.empty((A, n)) for _ in range(4))
+    for t in range(n):
+        R = N - t
+        W = np.where(left, w, 0.0).sum(axis=1, keepdims=True)
+        q = np.where(left, floor / R + (1.0 - floor) * w / W, np.nan)
+        q_at[:, t] = q[rows, order[:, t]]
+        a_sum[:, t] = np.where(left, f, 0.0).sum(axis=1)
+        lo_w[:, t] = np.nanmin((0.0 - f) / q, axis=1)
+        hi_w[:, t] = np.nanmax((1.0 - f) / q, axis=1)
+        left[rows, order[:, t]] = False
+    return q_at, a_sum, lo_w, hi_w
+
+
+def draw_order(w: np.ndarray, m: int, rng: np.random.Generator, floor: float) -> np.ndarray:
+    """``m`` draws without replacement for each row of weights ``w`` (A, N), with the probabilities of the module
+    docstring."""
+    w = np.atleast_2d(np.asarray(w, float))
+    A, N = w.shape
+    left = np.ones((A, N), bool)
+    rows = np.arange(A)
+    out = np.empty((A, m), np.int64)
+    for t in range(m):
+        R = N - t
+        W = np.where(left, w, 0.0).sum(axis=1, keepdims=True)
+        q = np.where(left, floor / R + (1.0 - floor) * w / W, 0.0)
+        c = np.cumsum(q, axis=1)
+        u = rng.random(A) * c[:, -1]
+        j = np.minimum((c <= u[:, None]).sum(axis=1), N - 1)
+        bad = ~left[rows, j]
+        if bad.any():  # rounding at the end of a row: the last answer left
+            j[bad] = [int(np.flatnonzero(left[r])[-1]) for r in np.flatnonzero(bad)]
+        out[:, t] = j
+        left[rows, j] = False
+    return out
+
+
+def audit_interval(y_at, f_at, q_at, a_sum, lo_w, hi_w, N: int, delta: float, grid: int = 1024):
+    """The estimate and the confidence sequence's interval at the last draw, per audit (A,): from labels ``y_at``
+    and the plan's arrays (A, n each)."""
+    from .stats.betting import IncrementCS
+
+    y_at, f_at, q_at, a_sum, lo_w, hi_w = (np.atleast_2d(np.asarray(x, float))
+                                           for x in (y_at, f_at, q_at, a_sum, lo_w, hi_w))
+    A, n = y_at.shape
+    before = np.concatenate([np.zeros((A, 1)), np.cumsum(y_at, axis=1)[:, :-1]], axis=1)
+    phi = (before + a_sum + (y_at - f_at) / q_at) / N
+    L = (before + a_sum + lo_w) / N
+    U = (before + a_sum + hi_w) / N
+    cs = IncrementCS(np.full(A, float(delta)), 0.0, 1.0, grid=grid)
+    idx = np.arange(A)
+    for t in range(n):
+        cs.update(idx, phi[:, t:t + 1], L[:, t:t + 1], U[:, t:t + 1])
+    if n == N:
+        cs.set_exact(idx, y_at.sum(axis=1) / N)
+    lo, hi = cs.interval()
+    est = np.clip(phi.mean(axis=1) if n else np.full(A, np.nan), lo, hi)
+    return est, lo, hi
+
+
+def _count_estimate(z_at, q_at, N: int) -> np.ndarray:
+    """Unbiased estimate of the total of z over the N answers from the draws (prediction 0)."""
+    z_at = np.atleast_2d(z_at)
+    if not z_at.shape[1]:
+        return np.full(z_at.shape[0], np.nan)
+    before = np.concatenate([np.zeros((z_at.shape[0], 1)), np.cumsum(z_at, axis=1)[:, :-1]], axis=1)
+    return (before + z_at / q_at).mean(axis=1)
+
+
+# --------------------------------------------------------------------------------------------
+# the two steps
+# --------------------------------------------------------------------------------------------
+
+
+def _plan_path(sheet: str | Path) -> Path:
+    p = Path(sheet)
+    return p.with_name(p.stem + ".plan.json")
+
+
+def sample(run: pd.DataFrame, n: int, *, seed: int = 0, floor: float = DEFAULT_FLOOR, weight: float = DEFAULT_WEIGHT,
+           out: str | Path | None = None, readers: bool = True) -> pd.DataFrame:
+    """Draw ``n`` answers of ``run`` (:func:`read_run`) for a person to check, one at a time without replacement.
+
+    Returns the sheet (``order``, ``id``, ``prompt``, ``reference``, ``response`` and an empty ``human`` column: not
+    the grader's score nor the flags); with ``out``, writes it there (CSV, Parquet or JSONL by extension) and the
+    draws' plan beside it (``<name>.plan.json``: ids, probabilities, flags, the run's fingerprint). An existing file
+    is never overwritten.
+    """
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 1:
+        raise AssayInputError(f"--n must be a whole number >= 1; got {n!r}")
+    N = len(run)
+    if n > N:
+        raise AssayInputError(f"--n {n} is larger than the run ({N} scored answers)")
+    if not (0.0 < float(floor) <= 1.0):
+        raise AssayInputError(f"floor must be in (0, 1]; got {floor!r}")
+    if not (math.isfinite(float(weight)) and float(weight) >= 1.0):
+        raise AssayInputError(f"weight must be a number >= 1; got {weight!r}")
+    if out is not None:
+        for p in (Path(out), _plan_path(out)):
+            if p.exists():
+                raise AssayInputError(f"{p} exists (it may hold a person's labels); give another -o, or move it away")
+    fl = flag(run, readers=readers)
+    w = np.where(fl["flagged"].to_numpy(), float(weight), 1.0)
+    order = draw_order(w[None, :], int(n), np.random.default_rng(seed), float(floor))[0]
+    q_at, *_ = plan_probabilities(w[None, :], run["score"].to_numpy()[None, :], order[None, :], float(floor))
+    sheet = pd.DataFrame({"order": np.arange(1, n + 1), "id": run["id"].to_numpy()[order],
+                          "prompt": run["prompt"].to_numpy()[order], "reference": run["reference"].to_numpy()[order],
+                          "response": run["response"].to_numpy()[order], "human": [""] * n})
+    if out is not None:
+        from .data.tables import write_table
+
+        plan = {"assay_audit": 1, "N": N, "n": int(n), "seed": seed, "floor": float(floor), "weight": float(weight),
+                "fingerprint": _fingerprint(run), "ids": [str(i) for i in run["id"]],
+                "flagged": [bool(x) for x in fl["flagged"]], "order": [int(i) for i in order],
+                "q": [float(x) for x in q_at[0]],
+                "signals": {c: int(fl[c].sum()) for c in fl.columns}}
+        write_table(sheet, out)
+        _plan_path(out).write_text(json.dumps(plan) + "\n")
+    return sheet
+
+
+@dataclass
+class AuditResult:
+    """What :func:`evaluate` finds: ``estimate`` with ``ci_low`` / ``ci_high`` (the run's true accuracy), ``raw`` (the
+    grader's accuracy), ``fpr`` / ``fnr`` (the grader's measured error rates; ``None`` when there is nothing to
+    measure them on), ``n_checked`` of ``m_drawn`` answers checked, ``N`` answers in the run, ``delta``; ``strata``:
+    answers checked and grader errors seen, flagged and not."""
+
+    estimate: float | None
+    ci_low: float
+    ci_high: float
+    raw: float
+    fpr: float | None
+    fnr: float | None
+    n_checked: int
+    m_drawn: int
+    N: int
+    delta: float
+    errors_seen: int
+    strata: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def summary(self) -> str:
+        est = "n/a" if self.estimate is None else f"{self.estimate:.4f}"
+        rate = lambda x: "n/a" if x is None else f"{x:.3f}"  # noqa: E731
+        return (f"{self.n_checked} of {self.m_drawn} drawn answers checked (of {self.N}); grader's accuracy "
+                f"{self.raw:.4f}; corrected accuracy {est} [{self.ci_low:.4f}, {self.ci_high:.4f}] "
+                f"({100 * (1 - self.delta):g}%, finite-sample, valid at any stopping row); grader errors seen "
+                f"{self.errors_seen}; false-positive rate {rate(self.fpr)}, false-negative rate {rate(self.fnr)}")
+
+
+def _labels(sheet: Any) -> pd.DataFrame:
+    from .data import read_table
+
+    t = sheet.copy() if isinstance(sheet, pd.DataFrame) else read_table(sheet, text_columns=("id", "human"))
+    for c in ("id", "human"):
+        if c not in t.columns:
+            raise AssayInputError(f"the audit file has no {c!r} column; columns: {', '.join(map(str, t.columns))}")
+    return t
+
+
+def evaluate(run: pd.DataFrame, labels: Any, *, plan: dict | str | Path | None = None, delta: float = 0.05,
+             grid: int = 1024) -> AuditResult:
+    """Read a person's checks back and correct the grader's accuracy (module docstring).
+
+    ``labels``: the sheet :func:`sample` wrote (or its DataFrame), with ``human`` filled in: 1 (the answer is
+    right), 0 (wrong) or blank. Rows are taken in file order and the sample is the rows before the first blank.
+    ``plan``: the plan :func:`sample` wrote (default: beside the sheet).
+    """
+    from .checks import level
+
+    delta = level(delta)
+    sheet = _labels(labels)
+    if plan is None:
+        if isinstance(labels, pd.DataFrame):
+            raise AssayInputError("give plan= (the .plan.json written beside the sheet) with a DataFrame of labels")
+        plan = _plan_path(labels)
+    if not isinstance(plan, dict):
+        p = Path(plan)
+        if not p.exists():
+            raise AssayInputError(f"no plan {p}: the audit file must sit beside the .plan.json written with it")
+        plan = json.loads(p.read_text())
+    ids = [str(i) for i in run["id"]]
+    if plan.get("ids") != ids:
+        raise AssayInputError("the audit file's plan was drawn from another run (its answer ids differ from the run's)")
+    if plan.get("fingerprint") != _fingerprint(run):
+        raise AssayInputError("the run's grader scores changed since the audit was drawn; audit it afresh")
+    order = np.asarray(plan["order"], np.int64)
+    m = len(order)
+    if len(sheet) != m:
+        raise AssayInputError(f"the audit file has {len(sheet)} rows; {m} answers were drawn")
+    want = [ids[i] for i in order]
+    got = [str(x) for x in sheet["id"]]
+    for k, (a, b) in enumerate(zip(want, got)):
+        if a != b:
+            raise AssayInputError(f"row {k + 1} of the audit file has id {b!r}, but draw {k + 1} was {a!r}: the rows "
+                                  "must stay in the order they were drawn (and no row may be removed)")
+    y = []
+    for k, v in enumerate(sheet["human"]):
+        s = "" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v).strip()
+        if s in ("", "nan", "None"):
+            break
+        if s in ("1", "1.0", "0", "0.0"):
+            y.append(float(s))
+        else:
+            raise AssayInputError(f"row {k + 1} of the audit file (id {got[k]!r}): human must be 0, 1 or blank; got "
+                                  f"{v!r}")
+    n = len(y)
+    f = run["score"].to_numpy(float)
+    N = len(f)
+    w = np.where(np.asarray(plan["flagged"], bool), float(plan["weight"]), 1.0)
+    q_at, a_sum, lo_w, hi_w = plan_probabilities(w[None, :], f[None, :], order[None, :n], float(plan["floor"]))
+    if not np.allclose(q_at[0], np.asarray(plan["q"][:n], float)):
+        raise AssayInputError("the plan's probabilities do not follow from its flags: the plan file was edited")
+    ya = np.asarray(y, float)[None, :]
+    fa = f[order[:n]][None, :]
+    est, lo, hi = audit_interval(ya, fa, q_at, a_sum, lo_w, hi_w, N, delta, grid=grid)
+    fp = _count_estimate(((fa == 1) & (ya == 0)).astype(float), q_at, N)[0]
+    fn = _count_estimate(((fa == 0) & (ya == 1)).astype(float), q_at, N)[0]
+    theta = float(est[0]) if n else None
+    neg, pos = (None, None) if theta is None else (N * (1 - theta), N * theta)
+    fpr = None if not neg or neg <= 0 else float(np.clip(fp / neg, 0, 1))
+    fnr = None if not pos or pos <= 0 else float(np.clip(fn / pos, 0, 1))
+    flagged = np.asarray(plan["flagged"], bool)[order[:n]]
+    err = (ya[0] != fa[0])
+    strata = {"flagged": {"checked": int(flagged.sum()), "errors": int(err[flagged].sum()),
+                          "in_run": int(np.sum(plan["flagged"]))},
+              "not_flagged": {"checked": int((~flagged).sum()), "errors": int(err[~flagged].sum()),
+                              "in_run": int(N - np.sum(plan["flagged"]))}}
+    return AuditResult(estimate=theta, ci_low=float(lo[0]), ci_high=float(hi[0]), raw=float(f.mean()), fpr=fpr,
+                       fnr=fnr, n_checked=n, m_drawn=m, N=N, delta=float(delta), errors_seen=int(err.sum()),
+                       strata=strata)
