@@ -20,10 +20,10 @@ from assay.models.scoring import make_scorer, score_response
 
 CORPUS = Path(__file__).parent / "fixtures" / "live_corpus"
 #: every hand-labelled file of the corpus (``*_raw.jsonl`` files hold unlabelled answers and are skipped)
-#: numeric*.jsonl (numeric answers labelled blind, rounds 1 to 6 of issue 37) are measured by their agreement rates
-#: below, not record by record
+#: numeric*.jsonl (numeric answers labelled blind, rounds 1 to 6 of issue 37) and math.jsonl (maths answers labelled
+#: blind, issue 48: tests/test_math_corpus.py) are measured by their agreement rates, not record by record
 RECORDS = [json.loads(line) for f in sorted(CORPUS.glob("*.jsonl"))
-           if not f.name.endswith("_raw.jsonl") and not f.name.startswith("numeric")
+           if not f.name.endswith("_raw.jsonl") and not f.name.startswith(("numeric", "math"))
            for line in f.read_text().splitlines() if line.strip()]
 
 # Responses where the rules read something other than the hand label, each with the reason it is left so (a rule

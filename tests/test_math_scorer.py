@@ -128,3 +128,28 @@ def test_assay_query_refuses_an_unreadable_reference_before_any_request(tmp_path
                                    "--reference-col", "reference", "--scorer", "numeric", "--journal",
                                    str(tmp_path / "j.sqlite")])
     assert res.exit_code != 0 and "row 'b'" in res.output and "math scorer" in res.output
+
+
+def test_a_restatement_of_the_question_is_not_an_answer():
+    sc = make_scorer("math")
+    assert sc("The answer is $0.5$.", "\\frac{1}{2}", question="What is $0.5$ written as a fraction?").score == 0.0
+    assert sc("So it is $\\sqrt{8}$.", "2\\sqrt{2}", question="Simplify $\\sqrt{8}$.").score == 0.0
+    assert sc("The answer is 0.1.", "10\\%", question="Write 0.1 as a percentage.").score == 0.0
+    assert sc("So it is $2\\sqrt{2}$.", "2\\sqrt{2}", question="Simplify $\\sqrt{8}$.").score == 1.0
+    # the worked examples of a few-shot prompt are not the question
+    shots = "Problem: What is $\\frac{1}{3} + \\frac{1}{6}$?\nSolution: ... $\\frac{1}{2}$.\n\nProblem: What is $2^{-1}$?"
+    assert sc("The final answer is $\\frac{1}{2}$.", "\\frac{1}{2}", question=shots).score == 1.0
+
+
+def test_a_problem_the_model_makes_up_after_answering_is_not_read():
+    text = "Answer: $\\frac{6}{12}$\n\nProblem 2. What is $\\frac{5}{8}$ doubled?\nSolution: ...\nAnswer: $\\frac{5}{4}$"
+    assert extract_math(text) == "\\frac{6}{12}"
+    # the cut came inside the made-up problem: the answer before it stands
+    assert extract_math(text + "\n\nProblem 3. What", cut_off=True) == "\\frac{6}{12}"
+    assert extract_math("Answer:\nThe circumference of a circle with diameter 3 is 3\\pi.") == "3\\pi"
+
+
+def test_alternatives_are_no_answer_and_solutions_are_a_set():
+    assert extract_math("The answer is $82 \\%$ or $100 \\%$.") is None
+    assert extract_math("So x = 2 or x = -2.") == "\\{2, -2\\}"
+    assert make_scorer("math")("The answer is $x = 2$ or $x = -2$.", "\\{-2, 2\\}").score == 1.0

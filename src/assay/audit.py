@@ -46,7 +46,8 @@ import pandas as pd
 
 from .errors import AssayInputError
 
-__all__ = ["AuditResult", "sample", "evaluate", "read_run", "flag", "plan_probabilities", "audit_interval"]
+__all__ = ["AuditResult", "sample", "evaluate", "read_run", "flag", "plan_path", "plan_probabilities", "draw_order",
+           "audit_interval"]
 
 #: the sheet's columns, in order (a person sees these and nothing of the grader's)
 SHEET_COLUMNS = ("order", "id", "prompt", "reference", "response", "human")
@@ -327,12 +328,13 @@ def _count_estimate(z_at, q_at, N: int) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 
 
-def _plan_path(sheet: str | Path) -> Path:
+def plan_path(sheet: str | Path) -> Path:
+    """Where the plan of a sheet is kept: beside it, ``<name>.plan.json``."""
     p = Path(sheet)
     return p.with_name(p.stem + ".plan.json")
 
 
-def sample(run: pd.DataFrame, n: int, *, seed: int = 0, floor: float = DEFAULT_FLOOR, weight: float = DEFAULT_WEIGHT,
+def sample(run: Any, n: int, *, seed: int = 0, floor: float = DEFAULT_FLOOR, weight: float = DEFAULT_WEIGHT,
            out: str | Path | None = None, readers: bool = True) -> pd.DataFrame:
     """Draw ``n`` answers of ``run`` (:func:`read_run`) for a person to check, one at a time without replacement.
 
@@ -343,6 +345,7 @@ def sample(run: pd.DataFrame, n: int, *, seed: int = 0, floor: float = DEFAULT_F
     """
     if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 1:
         raise AssayInputError(f"--n must be a whole number >= 1; got {n!r}")
+    run = read_run(run)
     N = len(run)
     if n > N:
         raise AssayInputError(f"--n {n} is larger than the run ({N} scored answers)")
@@ -351,7 +354,7 @@ def sample(run: pd.DataFrame, n: int, *, seed: int = 0, floor: float = DEFAULT_F
     if not (math.isfinite(float(weight)) and float(weight) >= 1.0):
         raise AssayInputError(f"weight must be a number >= 1; got {weight!r}")
     if out is not None:
-        for p in (Path(out), _plan_path(out)):
+        for p in (Path(out), plan_path(out)):
             if p.exists():
                 raise AssayInputError(f"{p} exists (it may hold a person's labels); give another -o, or move it away")
     fl = flag(run, readers=readers)
@@ -370,7 +373,7 @@ def sample(run: pd.DataFrame, n: int, *, seed: int = 0, floor: float = DEFAULT_F
                 "q": [float(x) for x in q_at[0]],
                 "signals": {c: int(fl[c].sum()) for c in fl.columns}}
         write_table(sheet, out)
-        _plan_path(out).write_text(json.dumps(plan) + "\n")
+        plan_path(out).write_text(json.dumps(plan) + "\n")
     return sheet
 
 
@@ -416,7 +419,7 @@ def _labels(sheet: Any) -> pd.DataFrame:
     return t
 
 
-def evaluate(run: pd.DataFrame, labels: Any, *, plan: dict | str | Path | None = None, delta: float = 0.05,
+def evaluate(run: Any, labels: Any, *, plan: dict | str | Path | None = None, delta: float = 0.05,
              grid: int = 1024) -> AuditResult:
     """Read a person's checks back and correct the grader's accuracy (module docstring).
 
@@ -427,11 +430,12 @@ def evaluate(run: pd.DataFrame, labels: Any, *, plan: dict | str | Path | None =
     from .checks import level
 
     delta = level(delta)
+    run = read_run(run)
     sheet = _labels(labels)
     if plan is None:
         if isinstance(labels, pd.DataFrame):
             raise AssayInputError("give plan= (the .plan.json written beside the sheet) with a DataFrame of labels")
-        plan = _plan_path(labels)
+        plan = plan_path(labels)
     if not isinstance(plan, dict):
         p = Path(plan)
         if not p.exists():

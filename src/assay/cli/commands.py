@@ -8,7 +8,7 @@ from ._common import app
 from .runs import runs_app
 
 #: the order of ``assay --help``: the five methods' neighbours together, then the tools
-COMMANDS = ("eval", "siren", "autoeval", "psdme", "compare", "query", "judge", "ingest", "report", "study", "faq", "scope",
+COMMANDS = ("eval", "siren", "autoeval", "psdme", "compare", "query", "audit", "judge", "ingest", "report", "study", "faq", "scope",
             "demo", "datasets")
 
 for _name in COMMANDS:

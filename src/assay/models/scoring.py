@@ -359,7 +359,41 @@ class _Math(_Base):
         if got is None:
             return Outcome(None, UNPARSEABLE, value, "math-verify reads no mathematical answer in it")
         hit, canonical = got
+        if hit and _restates(value, question):
+            return Outcome(0.0, ANSWERED, value, f"read {canonical}: it restates the question's own expression")
         return Outcome(1.0 if hit else 0.0, ANSWERED, value, f"read {canonical}")
+
+
+_MATH_SPAN = re.compile(r"\$\$(.+?)\$\$|\$([^$]+?)\$|\\\((.+?)\\\)", re.DOTALL)
+_LAST_PROBLEM = re.compile(r"^[ \t]*(?:#+[ \t]*)?(?:Problem|Question|Q)[ \t]*\d*[ \t]*[:.]", re.IGNORECASE | re.MULTILINE)
+_PLAIN_TOKEN = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?(?:/\d+)?%?(?![\w.])")
+
+
+def _plain_form(s: str) -> str:
+    """A maths text with its spelling differences removed, to tell a restatement: ``\\frac{a}{b}`` -> ``a/b``,
+    ``\\dfrac`` -> ``\\frac``, no spaces, ``\\left`` / ``\\right`` / ``$`` dropped, ``\\cdot`` / ``\\times`` -> ``*``."""
+    s = s.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac").replace("\\left", "").replace("\\right", "")
+    s = re.sub(r"\\frac\s*\{([^{}]*)\}\s*\{([^{}]*)\}", r"(\1)/(\2)", s)
+    s = re.sub(r"\((\w+)\)/\((\w+)\)", r"\1/\2", s)
+    s = s.replace("\\cdot", "*").replace("\\times", "*").replace("\\%", "%").replace("$", "")
+    return re.sub(r"\s+", "", s).rstrip(".").lower()
+
+
+def _restates(value: str, question: Any) -> bool:
+    """True when a maths answer is the question's own expression written back ("0.5" to "What is 0.5 as a
+    fraction?", ``\\sqrt{8}`` to "Simplify $\\sqrt{8}$"): equal by value to the reference only because the question
+    is a conversion or a simplification, which the answer did not do."""
+    if isinstance(question, (list, tuple)):  # chat messages: the last user message
+        users = [m.get("content") for m in question if isinstance(m, dict) and m.get("role") == "user"]
+        question = users[-1] if users else None
+    if not isinstance(question, str) or not value:
+        return False
+    # a few-shot prompt ends with the question asked; the worked examples before it are not that question
+    question = _LAST_PROBLEM.split(question)[-1]
+    v = _plain_form(value)
+    spans = [next(g for g in m.groups() if g is not None) for m in _MATH_SPAN.finditer(question)]
+    outside = _MATH_SPAN.sub(" ", question)
+    return any(v == _plain_form(x) for x in spans + _PLAIN_TOKEN.findall(outside))
 
 
 class _Choice(_Base):

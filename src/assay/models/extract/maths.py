@@ -12,10 +12,13 @@ Where the answer is found, first rule that applies:
    (``So x = \\frac{3}{4}.`` -> ``\\frac{3}{4}``; ``the sum is $\\frac{3}{6} = \\frac{1}{2}$`` -> ``\\frac{1}{2}``);
 5. a response that is only an answer (one short line): itself.
 
-A response cut off by its token limit is read by rules 1-3 only (its last sentence is unfinished work). A last
+A response is read up to the first new problem the model makes up after its answer ("Problem 2.", "Question:"):
+what follows answers another question. A response cut off by its token limit (within its own answer) is read by rules
+1-3 only (its last sentence is unfinished work). A last
 paragraph that lists several candidates ("1. 3/4", "2. 0.75") without a marker gives nothing. The value found keeps
 its LaTeX; ``$`` / ``\\(`` delimiters, a trailing full stop and a leading "x =" are removed, and the last side of an
-equation chain is kept; plain words alone ("I do not know", "no solution") are not an answer. LaTeX written
+equation chain is kept; plain words alone ("I do not know", "no solution") and two answers offered as alternatives
+("$82\\%$ or $100\\%$") are not an answer; "x = 2 or x = -2" is the set of both. LaTeX written
 without ``$`` is read as LaTeX by the scorer.
 """
 
@@ -37,6 +40,11 @@ _LIST_LINE = re.compile(r"^\s*(?:\d+[.)]|[-*\u2022])\s+\S")
 _ASSIGN = re.compile(r"^\s*[A-Za-z](?:_\{?\w+\}?)?\s*=\s*(?!=)")
 _VERB = re.compile(r"(?:\bis\b|\bequals\b|\bare\b|\bbe\b|=|\\approx|\\equiv)\s*", re.IGNORECASE)
 SHORT = 40
+#: two math spans offered as alternatives
+_ALTERNATIVES = re.compile(r"^\$[^$]+\$\s*,?\s*or\s+\$[^$]+\$\s*[.!]?\s*$", re.IGNORECASE)
+#: "x = a or x = b" / "x = a and x = b": the solutions of an equation, a set
+_SOLUTIONS = re.compile(r"(?:^|(?<=\s))([A-Za-z])\s*=\s*([^=,;]+?)\s*(?:,\s*)?(?:or|and)\s+\1\s*=\s*([^=,;]+?)\s*[.!]?\s*$",
+                        re.IGNORECASE)
 #: two or more plain words and nothing else
 _WORDS_ONLY = re.compile(r"^[A-Za-z']+(?:[\s,]+[A-Za-z']+)+$")
 
@@ -68,6 +76,11 @@ def clean_math(value: str | None) -> str | None:
     if value is None:
         return None
     v = value.strip().strip("*_`").strip()
+    if _ALTERNATIVES.search(v) and not _SOLUTIONS.match(v.replace("$", "")):
+        return None  # "$82\\%$ or $100\\%$": two answers, none chosen
+    sol = _SOLUTIONS.match(v.replace("$", ""))
+    if sol:  # "x = 2 or x = -2": the set of solutions
+        return f"\\{{{sol.group(2).strip()}, {sol.group(3).strip()}\\}}"
     m = _SPAN.match(v)
     if m:
         v = next(g for g in m.groups() if g is not None)
@@ -117,12 +130,38 @@ def _statement(text: str) -> str | None:
             s = spans[-1]
             return next(g for g in s.groups() if g is not None)
         return None
+    sol = _SOLUTIONS.search(sentence.replace("$", ""))
+    if sol:
+        return sol.group(0)
     verbs = list(_VERB.finditer(sentence))
     if verbs:
         return sentence[verbs[-1].end():]
     if len(lines) == 1 and len(last) <= SHORT:
         return last
     return None
+
+
+#: the start of a new problem the model made up after answering ("Problem 2.", "# Problem 3:", "Question:")
+_NEW_PROBLEM = re.compile(r"^[ \t]*(?:#+[ \t]*)?(?:Problem|Question|Exercise|Example)[ \t]*\d*[ \t]*[:.]",
+                          re.IGNORECASE | re.MULTILINE)
+
+
+def answer_part(text: str) -> tuple[str, bool]:
+    """The part of a response that answers the question asked: up to the first new problem the model made up after
+    some text of its own (it has finished its answer then), and whether anything was cut there."""
+    for m in _NEW_PROBLEM.finditer(text):
+        if text[: m.start()].strip():
+            return text[: m.start()], True
+    return text, False
+
+
+def _sentence_value(v: str) -> str:
+    """A marker's value that is a sentence ("The circumference of a circle with diameter 3 is 3\\pi"): the value
+    after its last "is" / "=" / "equals"."""
+    if _SPAN.search(v) or not re.search(r"[A-Za-z]{2,}\s+[A-Za-z]{2,}", v):
+        return v
+    verbs = list(_VERB.finditer(v))
+    return v[verbs[-1].end():] if verbs else v
 
 
 def extract_math(text: str | None, cut_off: bool = False) -> str | None:
@@ -151,6 +190,9 @@ def extract_math(text: str | None, cut_off: bool = False) -> str | None:
     if text is None:
         return None
     text = strip_reasoning(text) or ""
+    text, trimmed = answer_part(text)
+    if trimmed:
+        cut_off = False  # the cut came in a problem it made up, after its answer to this one
     if not text.strip():
         return None
     boxed = extract_boxed(text)
@@ -163,7 +205,9 @@ def extract_math(text: str | None, cut_off: bool = False) -> str | None:
         for m in _MARKER.finditer(text):
             found = m.group("v")
     if found is not None:
-        v = clean_math(found)
+        if _ALTERNATIVES.search(found.strip()) and not _SOLUTIONS.match(found.replace("$", "").strip()):
+            return None  # two answers offered, none chosen: no later sentence decides it
+        v = clean_math(_sentence_value(found))
         if v is not None:
             return v
     if cut_off:
