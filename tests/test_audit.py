@@ -150,6 +150,7 @@ def test_flags_steer_the_draws_and_every_answer_keeps_its_floor():
     assert np.all(q[0] >= 0.5 / (1000 - np.arange(50)) - 1e-12)
 
 
+@pytest.mark.slow
 def test_a_real_run_audited_with_blind_labels(tmp_path):
     """SmolLM2 and Gemma's maths answers (``tests/fixtures/live_corpus/math.jsonl``), scored by the math scorer and
     audited with the blind labels as the person's checks: the corrected interval holds the labelled accuracy."""

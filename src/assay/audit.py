@@ -52,7 +52,7 @@ __all__ = ["AuditResult", "sample", "evaluate", "read_run", "flag", "plan_path",
 #: the sheet's columns, in order (a person sees these and nothing of the grader's)
 SHEET_COLUMNS = ("order", "id", "prompt", "reference", "response", "human")
 DEFAULT_FLOOR = 0.5
-DEFAULT_WEIGHT = 4.0
+DEFAULT_WEIGHT = 2.0
 
 
 # --------------------------------------------------------------------------------------------

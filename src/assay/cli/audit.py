@@ -26,7 +26,7 @@ def audit(
     labels: Optional[Path] = typer.Option(None, "--labels", help="Read a checked sheet back (human: 1 right, 0 wrong, blank: not checked; the rows before the first blank count)."),
     delta: float = typer.Option(0.05, "--delta", help="Error level of the interval (0.05: 95%)."),
     floor: float = typer.Option(0.5, "--floor", help="Share of every draw kept uniform: each answer left keeps probability at least floor / answers left."),
-    weight: float = typer.Option(4.0, "--weight", help="How much more likely a flagged answer (readers disagree, several values, cut off, no answer) is drawn."),
+    weight: float = typer.Option(2.0, "--weight", help="How much more likely a flagged answer (readers disagree, several values, cut off, no answer) is drawn."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
 ) -> None:
     """Draw answers of a run for a person to check (--n, -o), then read the checks back (--labels): the run's true
