@@ -303,8 +303,9 @@ ANSWER_TEXT = st.one_of(
 
 
 @FUZZ
-@given(text=ANSWER_TEXT, ref=st.sampled_from(["4", "True", "B", "mice", "1,000", "N/A", "x", 3.5]),
-       scorer=st.sampled_from(["exact", "numeric", "choice", "label", "contains"]),
+@given(text=ANSWER_TEXT, ref=st.sampled_from(["4", "True", "B", "mice", "1,000", "N/A", "x", 3.5, "\\frac{1}{2}",
+                                             "2\\pi", "(1, 2)", "\\frac{", "x^2+1"]),
+       scorer=st.sampled_from(["exact", "numeric", "choice", "label", "contains", "math"]),
        policy=st.sampled_from(["wrong", "missing", "correct", "drop"]),
        outcome=st.sampled_from([None, "too_long", "refused", "timeout", "ok"]))
 def test_scoring_any_answer(text, ref, scorer, policy, outcome):
@@ -319,6 +320,7 @@ def test_scoring_any_answer(text, ref, scorer, policy, outcome):
     q = "Ana has 13 apples and Omar has 7. How many more apples does Ana have than Omar?"
     call(score_response, text, None, ref, "numeric", policy, prompt=q, finish_reason="length")
     call(extract.extract_number, text, cut_off=False, question=q)
+    call(extract.extract_math, text, cut_off=True)
     call(parse_verdict, text, RUBRICS["default"])
 
 
@@ -342,6 +344,35 @@ def _rubric(template):
         return Rubric(template)
     except AssayError:
         return None
+
+
+@FUZZ
+@given(df=st.one_of(tables(["id", "prompt", "reference", "response", "score", "finish_reason"], max_rows=8),
+                   plausible(["id", "reference", "response", "score"],
+                             {"id": ["a", "b", "c", "d", "e", "f", "a"], "reference": ["4", "x", "\\frac{1}{2}"],
+                              "response": ["The answer is 4.", "", "Answer: 1/2", "so 3 and 4"]},
+                             st.sampled_from([0, 1, 1.0, 0.5, float("nan"), "1"])),
+                   plausible(["reference", "response", "score"],  # unique ids, 0/1 scores: runs that are audited
+                             {"reference": ["4", "\\frac{1}{2}"], "response": ["The answer is 4.", "", "so 3 and 4"]},
+                             st.sampled_from([0, 1])).map(lambda d: d.assign(id=[f"q{i}" for i in range(len(d))]))),
+       n=st.sampled_from([-1, 0, 1, 3, 100, "x"]), human=st.lists(st.sampled_from(["1", "0", "", "2", "yes", "nan"]),
+                                                                   max_size=4),
+       shuffle=st.booleans())
+def test_audit_any_run(df, n, human, shuffle):
+    from assay import audit
+
+    with tempfile.TemporaryDirectory() as d:
+        sheet = Path(d) / "a.csv"
+        got = call(audit.sample, df, n, seed=0, out=sheet, readers=False)
+        if got is None or not sheet.exists():
+            return
+        s = pd.read_csv(sheet, dtype=str, keep_default_na=False)
+        s["human"] = (human + [""] * len(s))[: len(s)]
+        if shuffle:
+            s = s.iloc[::-1]
+        s.to_csv(sheet, index=False)
+        call(audit.evaluate, df, sheet)
+        cli(["audit", str(sheet), "--labels", str(sheet)])
 
 
 # -- CLI commands ---------------------------------------------------------------------------------------------------

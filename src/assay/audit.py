@@ -98,6 +98,9 @@ def read_run(run: Any, *, bank: Any = None, scorer: str | None = None, journal: 
         b = read_bank(raw, scorer_col="scorer" if has_scorer else None)
     if isinstance(run, pd.DataFrame) or (isinstance(run, (str, Path)) and Path(run).exists()):
         t = run.copy() if isinstance(run, pd.DataFrame) else read_table(run, text_columns=("id",))
+        dup = t.columns[t.columns.duplicated()]
+        if len(dup):
+            raise AssayInputError(f"the run has the column {dup[0]!r} twice")
         if "response" not in t.columns and "text" in t.columns:
             t = t.rename(columns={"text": "response"})
         if "id" not in t.columns or "response" not in t.columns:

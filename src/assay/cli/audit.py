@@ -46,11 +46,13 @@ def audit(
         if as_json:
             sys.stdout.write(json.dumps(summary, indent=2) + "\n")
             return
+        again = "".join(f" {flag} {v}" for flag, v in (("--bank", bank), ("--scorer", scorer), ("--journal", journal))
+                        if v is not None)
         sig = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in plan["signals"].items() if k != "flagged")
         _out.print(f"{len(sheet)} of {len(table)} answers drawn to {out} (plan: {a.plan_path(out)}); "
                    f"{plan['signals']['flagged']} answers flagged ({sig}) are drawn {weight:g}x as often.\n"
                    "Fill the 'human' column in order (1 right, 0 wrong); stop at any row; then run "
-                   f"assay audit {run} --labels {out}", highlight=False)
+                   f"assay audit {run}{again} --labels {out}", highlight=False)
         return
     res = a.evaluate(table, labels, delta=delta)
     if as_json:
