@@ -171,3 +171,21 @@ def test_a_real_run_audited_with_blind_labels(tmp_path):
     res = a.evaluate(table, sheet)
     theta = np.mean([truth[i] for i in table["id"]])
     assert res.n_checked == 150 and res.ci_low <= theta <= res.ci_high
+
+
+def test_a_journal_run_is_matched_to_the_bank_by_prompt(tmp_path):
+    from assay.models.journal import open_journal
+
+    j, _ = open_journal(tmp_path / "j.sqlite")
+    bank = pd.DataFrame({"id": ["a", "b", "c"], "prompt": ["1+1?", "2+2?", "half?"],
+                         "reference": ["2", "4", "\\frac{1}{2}"], "scorer": ["numeric", "numeric", "math"]})
+    j.start_run("r1")
+    for k, (p, text) in enumerate([("1+1?", "The answer is 2."), ("2+2?", "It is 5."), ("half?", "So $0.5$.")]):
+        j.put("r1", f"k{k}", {"model": "m", "messages": [{"role": "user", "content": p}]},
+              {"text": text, "finish_reason": "stop"})
+    j.close()
+    run = a.read_run("r1", bank=bank, journal=tmp_path / "j.sqlite")
+    assert list(run["id"]) == ["a", "b", "c"] and list(run["score"]) == [1.0, 0.0, 1.0]
+    assert list(run["scorer"]) == ["numeric", "numeric", "math"]
+    with pytest.raises(AssayInputError, match="--bank"):
+        a.read_run("r1", journal=tmp_path / "j.sqlite")

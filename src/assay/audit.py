@@ -122,9 +122,9 @@ def read_run(run: Any, *, bank: Any = None, scorer: str | None = None, journal: 
         if b is None:
             raise AssayInputError(f"{run!r} is neither a file nor a DataFrame; for a journal run give --bank (its "
                                   "questions and references)")
-        from .models.journal import open_journal
+        from .models.journal import default_path, open_journal
 
-        j, own = open_journal(journal)
+        j, own = open_journal(journal if journal is not None else default_path())
         if j is None:
             raise AssayInputError("no journal to read the run from (give --journal)")
         try:
