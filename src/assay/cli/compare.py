@@ -347,7 +347,7 @@ def compare(
     run: Optional[List[str]] = typer.Option(None, "--run", help="A journal run of scored answers (several allowed)."),
     journal: Optional[Path] = typer.Option(None, "--journal", help="The journal of --run (default $ASSAY_JOURNAL or ~/.cache/assay/journal.sqlite)."),
     bank: Optional[Path] = typer.Option(None, "--bank", help="With --run: the questions asked (id, prompt, reference), to score the run's answers."),
-    scorer: str = typer.Option("exact", "--scorer", help="With --run or live: the scorer (exact, numeric, choice, label, contains) or a column of --bank naming each question's."),
+    scorer: str = typer.Option("exact", "--scorer", help="With --run or live: the scorer (exact, numeric, math, choice, label, contains) or a column of --bank naming each question's."),
     model_col: str = typer.Option("model", "--model-col", help="Column naming the model."),
     item_col: str = typer.Option("item", "--item-col", help="Column naming the question."),
     score_col: str = typer.Option("score", "--score-col", help="Column with the score."),

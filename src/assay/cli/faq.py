@@ -143,7 +143,7 @@ def faq(
     endpoint: Optional[str] = typer.Option(None, "--endpoint", help="Live: OpenAI-compatible base URL."),
     model: Optional[str] = typer.Option(None, "--model", help="Live: model name as the endpoint knows it."),
     api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env", help="Environment variable holding the API key."),
-    scorer: str = typer.Option("exact", "--scorer", help="Live: exact, numeric, choice, label or contains, or a column of the item bank naming each item's scorer (the shipped basics bank: scorer)."),
+    scorer: str = typer.Option("exact", "--scorer", help="Live: exact, numeric, math, choice, label or contains, or a column of the item bank naming each item's scorer (the shipped basics bank: scorer)."),
     policy: str = typer.Option("wrong", "--policy", help="Live: unparseable answers count as wrong, or missing (stop)."),
     journal: Optional[Path] = typer.Option(None, "--journal", help="Live: SQLite journal (default $ASSAY_JOURNAL or ~/.cache/assay/journal.sqlite)."),
     run_id: Optional[str] = typer.Option(None, "--run-id", help="Live: resume this run (its seed, budget and factors must match; the seed is reused when omitted)."),

@@ -555,7 +555,9 @@ def numeric(tol: float = 1e-6, extract: Any = "number") -> Scorer:
     words; a response cut off by its token limit, known from :func:`score_response`'s ``finish_reason``, is read by
     its answer markers only), or any extractor of :func:`exact`. Numbers are read by :func:`parse_number`
     (``1,000``, ``1/2``, ``\\frac{1}{2}``, ``50%``, ``six``). An extracted answer without a number is
-    ``"unparseable"``. A reference that is not a number raises AssayInputError.
+    ``"unparseable"``; ``\\frac{3}{4}`` reads as 0.75, ``5\\sqrt{2}`` as no number, and a percentage answer
+    (``50%``) is right for 50 and for 0.5. A reference that is not a plain number (a LaTeX command, a variable or an
+    operator: ``2\\pi``, ``2x``, ``x^2+1``) raises AssayInputError pointing to :func:`math_scorer`.
 
     Parameters
     ----------
