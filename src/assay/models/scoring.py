@@ -225,6 +225,17 @@ class _Base:
         return {"extract": _name(self.extract)}
 
 
+def _finite(value: Any, message: str, *, above: float, strict: bool) -> float:
+    """A scorer's numeric parameter: finite and above ``above`` (strictly or not), else AssayInputError."""
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        x = float("nan")
+    if not (math.isfinite(x) and (x > above if strict else x >= above)):
+        raise AssayInputError(f"{message}; got {value!r}")
+    return x
+
+
 class _Exact(_Base):
     name = "exact"
 
@@ -242,13 +253,7 @@ class _Numeric(_Base):
 
     def __init__(self, tol: float, extract: Any) -> None:
         super().__init__(extract)
-        try:
-            tol = float(tol)
-        except (TypeError, ValueError):
-            tol = float("nan")
-        if not (math.isfinite(tol) and tol >= 0):
-            raise AssayInputError(f"numeric scorer tol must be a finite number >= 0; got {tol!r}")
-        self.tol = tol
+        self.tol = _finite(tol, "numeric scorer tol must be a finite number >= 0", above=0.0, strict=False)
 
     def _params(self) -> dict[str, Any]:
         return {"tol": self.tol, **super()._params()}
@@ -312,13 +317,7 @@ class _Math(_Base):
 
     def __init__(self, timeout: float, extract: Any) -> None:
         super().__init__(extract)
-        try:
-            timeout = float(timeout)
-        except (TypeError, ValueError):
-            timeout = float("nan")
-        if not (math.isfinite(timeout) and timeout > 0):
-            raise AssayInputError(f"math scorer timeout must be a number of seconds > 0; got {timeout!r}")
-        self.timeout = timeout
+        self.timeout = _finite(timeout, "math scorer timeout must be a number of seconds > 0", above=0.0, strict=True)
         self._read: dict[str, str] = {}
 
     def _params(self) -> dict[str, Any]:
