@@ -91,7 +91,7 @@ def test_sample_then_evaluate_end_to_end_through_the_cli(tmp_path):
     s.to_csv(sheet, index=False)
     r = CliRunner().invoke(app, ["audit", str(src), "--labels", str(sheet), "--json"])
     assert r.exit_code == 0, r.output
-    res = json.loads(r.output)
+    res = json.loads(r.output)["estimate"][0]  # the result's JSON: its main table, one row
     assert res["n_checked"] == 45 and res["m_drawn"] == 60 and res["N"] == 300
     theta = np.mean(list(truth.values()))
     assert res["ci_low"] <= theta <= res["ci_high"] and res["ci_low"] < res["ci_high"]
@@ -189,3 +189,40 @@ def test_a_journal_run_is_matched_to_the_bank_by_prompt(tmp_path):
     assert list(run["scorer"]) == ["numeric", "numeric", "math"]
     with pytest.raises(AssayInputError, match="--bank"):
         a.read_run("r1", journal=tmp_path / "j.sqlite")
+
+
+@pytest.mark.parametrize("truth", [0, 1])
+def test_all_equal_scores_never_give_a_zero_width_interval_until_every_answer_is_checked(truth, tmp_path):
+    n_rows = 40
+    run = pd.DataFrame({"id": [f"q{i}" for i in range(n_rows)], "reference": ["4"] * n_rows,
+                        "response": ["The answer is 4."] * n_rows, "score": [truth] * n_rows})
+    sheet = a.sample(run, 30, seed=3)
+    sheet["human"] = [str(truth)] * 30  # the grader was right on every checked answer
+    res = a.evaluate(run, sheet)
+    assert res.n_checked == 30 and res.ci_low < res.ci_high and res.ci_low <= truth <= res.ci_high
+    assert res.errors_seen == 0
+    # one answer the grader got wrong, found at the first row
+    sheet["human"] = [str(1 - truth)] + [str(truth)] * 29
+    res = a.evaluate(run, sheet)
+    assert res.errors_seen == 1 and res.ci_low < res.ci_high
+    assert (res.fpr if truth == 1 else res.fnr) > 0
+    # every answer checked: the interval is the run's exact accuracy
+    full = a.sample(run, n_rows, seed=4)
+    full["human"] = [str(truth)] * n_rows
+    res = a.evaluate(run, full)
+    assert res.ci_low == res.ci_high == truth
+
+
+def test_a_damaged_plan_is_refused(tmp_path):
+    rng = np.random.default_rng(10)
+    run, _ = _run(rng, 50)
+    sheet = tmp_path / "audit.csv"
+    a.sample(run, 10, out=sheet)
+    plan = json.loads(a.plan_path(sheet).read_text())
+    plan["order"] = plan["order"][:-1]
+    a.plan_path(sheet).write_text(json.dumps(plan))
+    with pytest.raises(AssayInputError, match="plan file is damaged"):
+        a.evaluate(run, sheet)
+    a.plan_path(sheet).write_text("not json")
+    with pytest.raises(AssayInputError, match="not a plan"):
+        a.evaluate(run, sheet)

@@ -34,20 +34,21 @@ the prediction of each count.
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import re
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from .data.audit import plan_path, read_run
 from .errors import AssayInputError
+from .results import Result, build
 
 __all__ = ["AuditResult", "sample", "evaluate", "read_run", "flag", "plan_path", "plan_probabilities", "draw_order",
            "audit_interval"]
+
 
 #: the sheet's columns, in order (a person sees these and nothing of the grader's)
 SHEET_COLUMNS = ("order", "id", "prompt", "reference", "response", "human")
@@ -58,125 +59,6 @@ DEFAULT_WEIGHT = 2.0
 # --------------------------------------------------------------------------------------------
 # the run: answers with the grader's scores
 # --------------------------------------------------------------------------------------------
-
-
-def _prompt_text(p: Any) -> str:
-    """A journal's prompt (a string, or chat messages as JSON) as the text of its last user message."""
-    if isinstance(p, str):
-        s = p.strip()
-        if s.startswith("["):
-            try:
-                msgs = json.loads(s)
-            except ValueError:
-                return p
-            users = [m.get("content") for m in msgs if isinstance(m, dict) and m.get("role") == "user"]
-            if users and isinstance(users[-1], str):
-                return users[-1]
-        return p
-    return "" if p is None else str(p)
-
-
-def read_run(run: Any, *, bank: Any = None, scorer: str | None = None, journal: Any = None,
-             policy: str = "wrong") -> pd.DataFrame:
-    """The run to audit, one row per scored answer: ``id``, ``prompt``, ``reference``, ``response``, ``score`` (the
-    grader's, 0 or 1), ``finish_reason``, ``status`` and ``scorer``.
-
-    ``run`` is a scored table (a DataFrame or a file with ``id``, ``response`` (or ``text``), ``reference`` unless
-    ``bank`` gives it, and ``score`` unless ``scorer`` is named), or the id of a journal run (with ``bank``: its
-    questions are matched to the run's answers by prompt, and ``scorer`` scores them; default the bank's ``scorer``
-    column, else ``exact``). Answers whose request failed (timeout, transport) are not part of the run's accuracy
-    and are left out; every other answer needs a score of 0 or 1.
-    """
-    from .data import read_table
-    from .data.bank import read_bank
-    from .models.scoring import make_scorer, score_response
-
-    b = None
-    if bank is not None:
-        raw = bank if isinstance(bank, pd.DataFrame) else read_table(bank, text_columns=("id",))
-        has_scorer = "scorer" in raw.columns
-        b = read_bank(raw, scorer_col="scorer" if has_scorer else None)
-    if isinstance(run, pd.DataFrame) or (isinstance(run, (str, Path)) and Path(run).exists()):
-        t = run.copy() if isinstance(run, pd.DataFrame) else read_table(run, text_columns=("id",))
-        dup = t.columns[t.columns.duplicated()]
-        if len(dup):
-            raise AssayInputError(f"the run has the column {dup[0]!r} twice")
-        if "response" not in t.columns and "text" in t.columns:
-            t = t.rename(columns={"text": "response"})
-        if "id" not in t.columns or "response" not in t.columns:
-            raise AssayInputError("the run needs columns 'id' and 'response' (or 'text'); columns: "
-                                  f"{', '.join(map(str, t.columns))}")
-        t["id"] = t["id"].astype(str)
-        if t["id"].duplicated().any():
-            raise AssayInputError(f"the run repeats the id {t['id'][t['id'].duplicated()].iloc[0]!r}")
-        if b is not None:
-            missing = [i for i in t["id"] if i not in b.index]
-            if missing:
-                raise AssayInputError(f"{len(missing)} ids of the run are not in the bank, e.g. {missing[0]!r}")
-            t["reference"] = b.loc[t["id"], "reference"].to_numpy()
-            if "prompt" not in t.columns:
-                t["prompt"] = b.loc[t["id"], "prompt"].to_numpy()
-            if "scorer" in b.columns and "scorer" not in t.columns:
-                t["scorer"] = b.loc[t["id"], "scorer"].to_numpy()
-    else:
-        if b is None:
-            raise AssayInputError(f"{run!r} is neither a file nor a DataFrame; for a journal run give --bank (its "
-                                  "questions and references)")
-        from .models.journal import default_path, open_journal
-
-        j, own = open_journal(journal if journal is not None else default_path())
-        if j is None:
-            raise AssayInputError("no journal to read the run from (give --journal)")
-        try:
-            recs = j.records(str(run))
-        finally:
-            if own:
-                j.close()
-        recs = recs.assign(question=[_prompt_text(p) for p in recs["prompt"]]).drop_duplicates("question", keep="last")
-        by_prompt = recs.set_index("question")
-        rows = []
-        for i, row in b.iterrows():
-            if row["prompt"] in by_prompt.index:
-                r = by_prompt.loc[row["prompt"]]
-                rows.append({"id": str(i), "prompt": row["prompt"], "reference": row["reference"],
-                             "response": r["text"], "finish_reason": r["finish_reason"], "error": r["error"],
-                             "outcome": r["outcome"], **({"scorer": row["scorer"]} if "scorer" in b.columns else {})})
-        if not rows:
-            raise AssayInputError(f"no answer of journal run {run!r} is to a question of the bank (matched by prompt)")
-        t = pd.DataFrame(rows)
-    for col in ("prompt", "finish_reason", "status"):
-        if col not in t.columns:
-            t[col] = None
-    if "reference" not in t.columns:
-        raise AssayInputError("the run has no 'reference' column: give --bank")
-    if scorer is not None or "score" not in t.columns:
-        names = t["scorer"].astype(str) if ("scorer" in t.columns and scorer is None) else pd.Series(
-            [scorer or "exact"] * len(t))
-        scorers = {n: make_scorer(n) for n in names.unique()}
-        def cell(col: str, k: int) -> str | None:
-            v = t[col].iloc[k] if col in t.columns else None
-            return None if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
-
-        outs = [score_response(cell("response", k), cell("error", k), t["reference"].iloc[k], scorers[names.iloc[k]],
-                               policy, outcome=cell("outcome", k), prompt=t["prompt"].iloc[k],
-                               finish_reason=cell("finish_reason", k))
-                for k in range(len(t))]
-        t["score"] = [o.final_score for o in outs]
-        t["status"] = [o.status for o in outs]
-        t["scorer"] = names.to_numpy()
-    t = t[t["score"].notna()].reset_index(drop=True)
-    s = pd.to_numeric(t["score"], errors="coerce")
-    bad = ~s.isin([0, 1])
-    if bad.any():
-        k = int(np.flatnonzero(bad.to_numpy())[0])
-        raise AssayInputError(f"the grader's score of {t['id'].iloc[k]!r} is {t['score'].iloc[k]!r}; an audit needs 0 "
-                              "or 1 for every answer")
-    t["score"] = s.astype(float)
-    if "scorer" not in t.columns:
-        t["scorer"] = None
-    if not len(t):
-        raise AssayInputError("the run has no scored answer to audit")
-    return t[["id", "prompt", "reference", "response", "score", "finish_reason", "status", "scorer"]]
 
 
 def _fingerprint(run: pd.DataFrame) -> str:
@@ -331,77 +213,76 @@ def _count_estimate(z_at, q_at, N: int) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 
 
-def plan_path(sheet: str | Path) -> Path:
-    """Where the plan of a sheet is kept: beside it, ``<name>.plan.json``."""
-    p = Path(sheet)
-    return p.with_name(p.stem + ".plan.json")
-
-
-def sample(run: Any, n: int, *, seed: int = 0, floor: float = DEFAULT_FLOOR, weight: float = DEFAULT_WEIGHT,
+def sample(run: Any, n: int, *, seed: Any = 0, floor: float = DEFAULT_FLOOR, weight: float = DEFAULT_WEIGHT,
            out: str | Path | None = None, readers: bool = True) -> pd.DataFrame:
-    """Draw ``n`` answers of ``run`` (:func:`read_run`) for a person to check, one at a time without replacement.
+    """Draw ``n`` answers of ``run`` for a person to check, one at a time without replacement.
 
+    ``run``: a scored table (DataFrame or file) or a journal run, as :func:`assay.data.audit.read_run` reads it.
     Returns the sheet (``order``, ``id``, ``prompt``, ``reference``, ``response`` and an empty ``human`` column: not
-    the grader's score nor the flags); with ``out``, writes it there (CSV, Parquet or JSONL by extension) and the
-    draws' plan beside it (``<name>.plan.json``: ids, probabilities, flags, the run's fingerprint). An existing file
-    is never overwritten.
+    the grader's score nor the flags), with the draws' plan (ids, probabilities, flags, the run's fingerprint, the
+    seed) in ``sheet.attrs["plan"]``. With ``out``, both are written (:func:`assay.data.audit.write_sheet`: the sheet
+    by extension, the plan beside it as ``<name>.plan.json``; an existing file is never overwritten).
     """
+    from .data.audit import write_sheet
+    from .seeds import resolve_seed
+
     if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 1:
         raise AssayInputError(f"--n must be a whole number >= 1; got {n!r}")
+    try:
+        floor, weight = float(floor), float(weight)
+    except (TypeError, ValueError):
+        raise AssayInputError(f"floor and weight must be numbers; got {floor!r}, {weight!r}") from None
+    if not (0.0 < floor <= 1.0):
+        raise AssayInputError(f"floor must be in (0, 1]; got {floor!r}")
+    if not (math.isfinite(weight) and weight >= 1.0):
+        raise AssayInputError(f"weight must be a number >= 1; got {weight!r}")
     run = read_run(run)
     N = len(run)
     if n > N:
         raise AssayInputError(f"--n {n} is larger than the run ({N} scored answers)")
-    if not (0.0 < float(floor) <= 1.0):
-        raise AssayInputError(f"floor must be in (0, 1]; got {floor!r}")
-    if not (math.isfinite(float(weight)) and float(weight) >= 1.0):
-        raise AssayInputError(f"weight must be a number >= 1; got {weight!r}")
-    if out is not None:
-        for p in (Path(out), plan_path(out)):
-            if p.exists():
-                raise AssayInputError(f"{p} exists (it may hold a person's labels); give another -o, or move it away")
+    s = resolve_seed(seed)
     fl = flag(run, readers=readers)
-    w = np.where(fl["flagged"].to_numpy(), float(weight), 1.0)
-    order = draw_order(w[None, :], int(n), np.random.default_rng(seed), float(floor))[0]
-    q_at, *_ = plan_probabilities(w[None, :], run["score"].to_numpy()[None, :], order[None, :], float(floor))
+    w = np.where(fl["flagged"].to_numpy(), weight, 1.0)
+    order = draw_order(w[None, :], int(n), s.rng(), floor)[0]
+    q_at, *_ = plan_probabilities(w[None, :], run["score"].to_numpy()[None, :], order[None, :], floor)
     sheet = pd.DataFrame({"order": np.arange(1, n + 1), "id": run["id"].to_numpy()[order],
                           "prompt": run["prompt"].to_numpy()[order], "reference": run["reference"].to_numpy()[order],
                           "response": run["response"].to_numpy()[order], "human": [""] * n})
+    plan = {"assay_audit": 1, "N": N, "n": int(n), "seed": s.recorded, "floor": floor, "weight": weight,
+            "fingerprint": _fingerprint(run), "ids": [str(i) for i in run["id"]],
+            "flagged": [bool(x) for x in fl["flagged"]], "order": [int(i) for i in order],
+            "q": [float(x) for x in q_at[0]], "grader_accuracy": float(run["score"].mean()),
+            "signals": {c: int(fl[c].sum()) for c in fl.columns}}
+    sheet.attrs["plan"] = plan
     if out is not None:
-        from .data.tables import write_table
-
-        plan = {"assay_audit": 1, "N": N, "n": int(n), "seed": seed, "floor": float(floor), "weight": float(weight),
-                "fingerprint": _fingerprint(run), "ids": [str(i) for i in run["id"]],
-                "flagged": [bool(x) for x in fl["flagged"]], "order": [int(i) for i in order],
-                "q": [float(x) for x in q_at[0]],
-                "signals": {c: int(fl[c].sum()) for c in fl.columns}}
-        write_table(sheet, out)
-        plan_path(out).write_text(json.dumps(plan) + "\n")
+        write_sheet(sheet, plan, out)
     return sheet
 
 
-@dataclass
-class AuditResult:
-    """What :func:`evaluate` finds: ``estimate`` with ``ci_low`` / ``ci_high`` (the run's true accuracy), ``raw`` (the
-    grader's accuracy), ``fpr`` / ``fnr`` (the grader's measured error rates; ``None`` when there is nothing to
-    measure them on), ``n_checked`` of ``m_drawn`` answers checked, ``N`` answers in the run, ``delta``; ``strata``:
-    answers checked and grader errors seen, flagged and not."""
+class AuditResult(Result):
+    """What :func:`evaluate` finds. Attributes (also the main table ``estimate``, one row): ``estimate`` with
+    ``ci_low`` / ``ci_high`` (the run's true accuracy: a finite-sample confidence sequence at level 1 - delta),
+    ``raw`` (the grader's accuracy), ``fpr`` / ``fnr`` (the grader's estimated error rates; ``None`` when there is
+    nothing to estimate them on), ``n_checked`` of ``m_drawn`` answers checked, ``N`` answers in the run,
+    ``errors_seen``; the table ``strata``: answers checked and grader errors seen, flagged and not."""
 
-    estimate: float | None
-    ci_low: float
-    ci_high: float
-    raw: float
-    fpr: float | None
-    fnr: float | None
-    n_checked: int
-    m_drawn: int
-    N: int
-    delta: float
-    errors_seen: int
-    strata: dict = field(default_factory=dict)
+    method = "audit"
+    main_table = "estimate"
 
-    def to_dict(self) -> dict:
-        return asdict(self)
+    def _row(self) -> dict:
+        return self.tables["estimate"].iloc[0].to_dict()
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("estimate", "ci_low", "ci_high", "raw", "fpr", "fnr", "n_checked", "m_drawn", "N", "errors_seen"):
+            v = self._row()[name]
+            if v is None or (isinstance(v, float) and math.isnan(v)):
+                return None if name in ("estimate", "fpr", "fnr") else v
+            return int(v) if name in ("n_checked", "m_drawn", "N", "errors_seen") else float(v)
+        raise AttributeError(name)
+
+    @property
+    def delta(self) -> float:
+        return float(self.level["delta"])
 
     def summary(self) -> str:
         est = "n/a" if self.estimate is None else f"{self.estimate:.4f}"
@@ -412,38 +293,36 @@ class AuditResult:
                 f"{self.errors_seen}; false-positive rate {rate(self.fpr)}, false-negative rate {rate(self.fnr)}")
 
 
-def _labels(sheet: Any) -> pd.DataFrame:
-    from .data import read_table
+def _check_plan(plan: dict) -> None:
+    """A plan with every field :func:`sample` writes, of the right kinds and lengths (not a damaged file)."""
+    try:
+        N, order = int(plan["N"]), [int(i) for i in plan["order"]]
+        ok = (len(plan["ids"]) == N == len(plan["flagged"]) and len(plan["q"]) == len(order)
+              and all(0 <= i < N for i in order) and len(set(order)) == len(order)
+              and 0 < float(plan["floor"]) <= 1 and float(plan["weight"]) >= 1 and isinstance(plan["fingerprint"], str))
+    except (KeyError, TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise AssayInputError("the audit's plan file is damaged (a field is missing or does not fit the draws); draw "
+                              "the audit afresh")
 
-    t = sheet.copy() if isinstance(sheet, pd.DataFrame) else read_table(sheet, text_columns=("id", "human"))
-    for c in ("id", "human"):
-        if c not in t.columns:
-            raise AssayInputError(f"the audit file has no {c!r} column; columns: {', '.join(map(str, t.columns))}")
-    return t
 
-
-def evaluate(run: Any, labels: Any, *, plan: dict | str | Path | None = None, delta: float = 0.05,
-             grid: int = 1024) -> AuditResult:
+def evaluate(run: Any, labels: Any, *, plan: Any = None, delta: float = 0.05, grid: int = 1024) -> AuditResult:
     """Read a person's checks back and correct the grader's accuracy (module docstring).
 
-    ``labels``: the sheet :func:`sample` wrote (or its DataFrame), with ``human`` filled in: 1 (the answer is
+    ``labels``: the sheet :func:`sample` wrote (a file, or its DataFrame), with ``human`` filled in: 1 (the answer is
     right), 0 (wrong) or blank. Rows are taken in file order and the sample is the rows before the first blank.
-    ``plan``: the plan :func:`sample` wrote (default: beside the sheet).
+    ``plan``: the plan :func:`sample` made (default: the ``.plan.json`` beside the sheet file, or the DataFrame's
+    ``attrs["plan"]``).
     """
     from .checks import level
+    from .data.audit import read_plan, read_sheet
 
     delta = level(delta)
     run = read_run(run)
-    sheet = _labels(labels)
-    if plan is None:
-        if isinstance(labels, pd.DataFrame):
-            raise AssayInputError("give plan= (the .plan.json written beside the sheet) with a DataFrame of labels")
-        plan = plan_path(labels)
-    if not isinstance(plan, dict):
-        p = Path(plan)
-        if not p.exists():
-            raise AssayInputError(f"no plan {p}: the audit file must sit beside the .plan.json written with it")
-        plan = json.loads(p.read_text())
+    sheet = read_sheet(labels)
+    plan = read_plan(plan, labels)
+    _check_plan(plan)
     ids = [str(i) for i in run["id"]]
     if plan.get("ids") != ids:
         raise AssayInputError("the audit file's plan was drawn from another run (its answer ids differ from the run's)")
@@ -491,6 +370,12 @@ def evaluate(run: Any, labels: Any, *, plan: dict | str | Path | None = None, de
                           "in_run": int(np.sum(plan["flagged"]))},
               "not_flagged": {"checked": int((~flagged).sum()), "errors": int(err[~flagged].sum()),
                               "in_run": int(N - np.sum(plan["flagged"]))}}
-    return AuditResult(estimate=theta, ci_low=float(lo[0]), ci_high=float(hi[0]), raw=float(f.mean()), fpr=fpr,
-                       fnr=fnr, n_checked=n, m_drawn=m, N=N, delta=float(delta), errors_seen=int(err.sum()),
-                       strata=strata)
+    row = {"estimate": theta, "ci_low": float(lo[0]), "ci_high": float(hi[0]), "raw": float(f.mean()), "fpr": fpr,
+           "fnr": fnr, "n_checked": n, "m_drawn": m, "N": N, "errors_seen": int(err.sum())}
+    strata_t = pd.DataFrame([{"stratum": k, **v} for k, v in strata.items()])
+    return build(AuditResult, params={"floor": float(plan["floor"]), "weight": float(plan["weight"]), "grid": grid,
+                                      "fingerprint": plan["fingerprint"]},
+                 n=n, n_meaning="answers checked by a person", delta=float(delta),
+                 meaning="the interval holds the run's true accuracy with probability >= 1 - delta, at whichever row "
+                         "the person stopped (a finite-sample confidence sequence)",
+                 seed=plan.get("seed"), tables={"estimate": pd.DataFrame([row]), "strata": strata_t})

@@ -32,30 +32,31 @@ def audit(
     """Draw answers of a run for a person to check (--n, -o), then read the checks back (--labels): the run's true
     accuracy with a finite-sample interval, and the grader's false-positive and false-negative rates."""
     from .. import audit as a
+    from ..data.audit import plan_path, read_run
 
     if (labels is None) == (n is None):
         raise AssayInputError("give --n N -o SHEET to draw answers to check, or --labels SHEET to read the checks back")
-    table = a.read_run(run if not Path(run).exists() else Path(run), bank=bank, scorer=scorer, journal=journal)
+    table = read_run(run if not Path(run).exists() else Path(run), bank=bank, scorer=scorer, journal=journal)
     if labels is None:
         if out is None:
             raise AssayInputError("give -o SHEET: where to write the answers to check")
         sheet = a.sample(table, n, seed=seed, floor=floor, weight=weight, out=out)
-        plan = json.loads(a.plan_path(out).read_text())
-        summary = {"sheet": str(out), "plan": str(a.plan_path(out)), "drawn": int(len(sheet)), "N": int(len(table)),
-                   "grader_accuracy": float(table["score"].mean()), "flagged": plan["signals"]}
+        plan = sheet.attrs["plan"]
+        summary = {"sheet": str(out), "plan": str(plan_path(out)), "drawn": int(len(sheet)), "N": plan["N"],
+                   "grader_accuracy": plan["grader_accuracy"], "flagged": plan["signals"]}
         if as_json:
             sys.stdout.write(json.dumps(summary, indent=2) + "\n")
             return
         again = "".join(f" {flag} {v}" for flag, v in (("--bank", bank), ("--scorer", scorer), ("--journal", journal))
                         if v is not None)
         sig = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in plan["signals"].items() if k != "flagged")
-        _out.print(f"{len(sheet)} of {len(table)} answers drawn to {out} (plan: {a.plan_path(out)}); "
+        _out.print(f"{len(sheet)} of {plan['N']} answers drawn to {out} (plan: {plan_path(out)}); "
                    f"{plan['signals']['flagged']} answers flagged ({sig}) are drawn {weight:g}x as often.\n"
                    "Fill the 'human' column in order (1 right, 0 wrong); stop at any row; then run "
                    f"assay audit {run}{again} --labels {out}", highlight=False)
         return
     res = a.evaluate(table, labels, delta=delta)
     if as_json:
-        sys.stdout.write(json.dumps(res.to_dict(), indent=2) + "\n")
+        sys.stdout.write(res.to_json() + "\n")
         return
     _out.print(res.summary(), highlight=False)
