@@ -85,6 +85,38 @@ def test_query_on_the_shipped_bank_counts_every_outcome(answered):
     assert out["scoring"]["accuracy"] == pytest.approx(acc)
 
 
+def test_maths_answers_of_the_real_model_scored_by_value_then_audited(live_model, tmp_path):
+    """`assay query --scorer math` on symbolic questions (the real model's LaTeX, cut-offs and rambling), then
+    `assay audit` on its scored answers: every answer is accounted for, the sheet is drawn and read back."""
+    bank = pd.DataFrame({"id": [f"m{i}" for i in range(6)],
+                         "prompt": ["What is $\\frac{1}{2} + \\frac{1}{4}$? Put your final answer in \\boxed{}.",
+                                    "Simplify $\\sqrt{8}$.", "What is the area of a circle with radius 1?",
+                                    "Write 0.25 as a percentage.", "What are the coordinates of the origin?",
+                                    "Expand $(x + 1)^2$."],
+                         "reference": ["\\frac{3}{4}", "2\\sqrt{2}", "\\pi", "25\\%", "(0, 0)", "x^2 + 2x + 1"]})
+    bank.to_csv(tmp_path / "bank.csv", index=False)
+    res = cli(["query", tmp_path / "bank.csv", "--model", live_model.alias, "--endpoint", live_model.base_url,
+               "--journal", tmp_path / "j.sqlite", "--reference-col", "reference", "--scorer", "math",
+               "--max-tokens", "48", "--concurrency", "2", "-o", tmp_path / "answers.csv", "--json"])
+    assert res.exit_code == 0, res.output
+    sc = json.loads(res.stdout)["scoring"]
+    assert sum(sc["counts"].values()) == 6 and set(k for k, v in sc["counts"].items() if v) <= {
+        "answered", "unparseable", "too_long", "refused"}
+    rows = pd.read_csv(tmp_path / "answers.csv", dtype={"id": str})
+    assert rows["score"].notna().all() and set(rows["score"]) <= {0.0, 1.0}
+    res = cli(["audit", tmp_path / "answers.csv", "--n", "4", "--seed", "1", "-o", tmp_path / "audit.csv"])
+    assert res.exit_code == 0, res.output
+    sheet = pd.read_csv(tmp_path / "audit.csv", dtype=str, keep_default_na=False)
+    grader = dict(zip(rows["id"], rows["score"]))
+    sheet["human"] = [str(int(grader[i])) for i in sheet["id"]]  # a person who agrees with the grader
+    sheet.to_csv(tmp_path / "audit.csv", index=False)
+    res = cli(["audit", tmp_path / "answers.csv", "--labels", tmp_path / "audit.csv", "--json"])
+    assert res.exit_code == 0, res.output
+    est = json.loads(res.stdout)["estimate"][0]
+    assert est["n_checked"] == 4 and est["errors_seen"] == 0 and est["ci_low"] < est["ci_high"]
+    assert est["raw"] == pytest.approx(rows["score"].mean())
+
+
 def test_policy_missing_says_what_it_left_out(answered, tmp_path):
     d, args, _ = answered
     # its own output file: the module's answers.parquet, which later tests read, keeps the default policy's scores
