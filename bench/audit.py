@@ -2,6 +2,7 @@
 what the flag-weighted draws buy over uniform ones.
 
     .venv/bin/python bench/audit.py [--reps 2000] [--quick]
+    .venv/bin/python bench/audit.py --real dev|test     # the flag weight on the real maths answers
 
 World (seeded, fixed before looking): N = 2,000 answers; 20% are flagged by a label-free signal; the true accuracy is
 0.4 on flagged answers and 0.7 on the rest; the grader wrongly passes 30% of the wrong flagged answers and 3% of the
@@ -72,7 +73,48 @@ def run(n: int, reps: int, weight: float, seed: int):
     return out
 
 
+def real(half: str, reps: int = 400) -> None:
+    """The weight on real answers: the maths corpus's ``half`` (tests/fixtures/live_corpus/math.jsonl) graded by the
+    ``math`` scorer, its blind labels as the truth, flags as ``assay audit`` computes them; weights 1, 2 and 4."""
+    import json
+
+    import pandas as pd
+
+    from assay.data.audit import read_run
+
+    path = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "live_corpus" / "math.jsonl"
+    recs = [r for r in map(json.loads, path.read_text().splitlines()) if r["half"] == half]
+    run = read_run(pd.DataFrame({"id": [r["id"] for r in recs], "prompt": [r["prompt"] for r in recs],
+                                 "reference": [r["reference"] for r in recs], "response": [r["response"] for r in recs],
+                                 "finish_reason": [r["finish_reason"] for r in recs], "scorer": "math"}))
+    fl = a.flag(run)["flagged"].to_numpy()
+    y = np.array([r["correct"] for r in recs], float)
+    f = run["score"].to_numpy()
+    err = y != f
+    print(f"{half} half: N = {len(y)}, labelled accuracy {y.mean():.4f}, grader {f.mean():.4f}, grader errors "
+          f"{err.sum()}, flagged {fl.sum()} ({fl.mean():.0%}) holding {(err & fl).sum()} of the errors")
+    print("| weight | n | width | RMSE | width / uniform | RMSE / uniform | miss |")
+    print("|---|---|---|---|---|---|---|")
+    base = {}
+    for weight in (1.0, 2.0, 4.0):
+        for n in (50, 100, 200):
+            rng = np.random.default_rng([7, n])
+            W = np.repeat(np.where(fl, weight, 1.0)[None, :], reps, 0)
+            F, Y = np.repeat(f[None, :], reps, 0), np.repeat(y[None, :], reps, 0)
+            order = a.draw_order(W, n, rng, a.DEFAULT_FLOOR)
+            q, s_, lo_w, hi_w = a.plan_probabilities(W, F, order, a.DEFAULT_FLOOR)
+            rows = np.arange(reps)[:, None]
+            est, lo, hi = a.audit_interval(Y[rows, order], F[rows, order], q, s_, lo_w, hi_w, len(y), 0.05)
+            width, rmse = np.mean(hi - lo), np.sqrt(np.mean((est - y.mean()) ** 2))
+            base.setdefault(n, (width, rmse))
+            print(f"| {weight:g} | {n} | {width:.4f} | {rmse:.4f} | {width / base[n][0]:.3f} | {rmse / base[n][1]:.3f} "
+                  f"| {np.mean((y.mean() < lo) | (y.mean() > hi)):.3f} |")
+
+
 def main() -> None:
+    if "--real" in sys.argv:
+        real(sys.argv[sys.argv.index("--real") + 1])
+        return
     reps = int(sys.argv[sys.argv.index("--reps") + 1]) if "--reps" in sys.argv else 2000
     ns = (50,) if "--quick" in sys.argv else (50, 100, 200)
     if "--quick" in sys.argv:
