@@ -290,7 +290,8 @@ class AuditResult(Result):
         return (f"{self.n_checked} of {self.m_drawn} drawn answers checked (of {self.N}); grader's accuracy "
                 f"{self.raw:.4f}; corrected accuracy {est} [{self.ci_low:.4f}, {self.ci_high:.4f}] "
                 f"({100 * (1 - self.delta):g}%, finite-sample, valid at any stopping row); grader errors seen "
-                f"{self.errors_seen}; false-positive rate {rate(self.fpr)}, false-negative rate {rate(self.fnr)}")
+                f"{self.errors_seen}; estimated false-positive rate {rate(self.fpr)}, false-negative rate {rate(self.fnr)} "
+                f"(point estimates)")
 
 
 def _check_plan(plan: dict) -> None:
