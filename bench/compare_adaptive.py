@@ -51,6 +51,7 @@ import numpy as np
 import pandas as pd
 
 from assay.compare import adaptive, core
+from assay.faq import FactorPosterior
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "openllm_v2_items" / "mmlu_pro_math_8b_models.csv"
 GAP = (0.02, 0.03)
@@ -104,7 +105,7 @@ def _task(args):
     S = _SHARED["sets"][(s, j)]
     items = _SHARED["items"]
     fm = None if hist == "none" else _SHARED["factors"][(hist, s, j)]
-    pred = adaptive.FactorPredictor(fm, items, K) if fm is not None else None
+    pred = FactorPosterior(fm, items, K) if fm is not None else None
     Kk, N = S.shape
     r = adaptive.run(lambda m, i: S[np.ix_(m, i)], Kk, N, goal=goal, guarantee=guarantee, delta=DELTA,
                      rng=np.random.default_rng(seed), predictor=pred)
@@ -205,7 +206,7 @@ def speed() -> dict:
         stamps.append(time.perf_counter())
         return S[np.ix_(m, i)]
 
-    pred = adaptive.FactorPredictor(fm, fm.col_labels_, K20)
+    pred = FactorPosterior(fm, fm.col_labels_, K20)
     t0 = time.perf_counter()
     r = adaptive.run(ask, K20, N, goal="all", budget=300, batch=10, rng=rng, predictor=pred)
     per_round = (time.perf_counter() - t0) / len(r.rounds)

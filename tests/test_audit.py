@@ -43,8 +43,7 @@ def test_the_interval_covers_the_true_accuracy_and_the_graders_wilson_interval_m
     rng = np.random.default_rng([48, n])
     flagged, y, f = _worlds(rng, reps)
     w = np.where(flagged, a.DEFAULT_WEIGHT, 1.0)
-    order = a.draw_order(w, n, rng, a.DEFAULT_FLOOR)
-    q, s, lo_w, hi_w = a.plan_probabilities(w, f, order, a.DEFAULT_FLOOR)
+    order, q, s, lo_w, hi_w = a.plan_draws(w, f, n, a.DEFAULT_FLOOR, rng=rng)
     rows = np.arange(reps)[:, None]
     est, lo, hi = a.audit_interval(y[rows, order], f[rows, order], q, s, lo_w, hi_w, N, delta)
     theta, raw = y.mean(axis=1), f.mean(axis=1)
@@ -141,12 +140,12 @@ def test_bad_input_is_refused_naming_the_row_and_nothing_is_overwritten(tmp_path
 def test_flags_steer_the_draws_and_every_answer_keeps_its_floor():
     rng = np.random.default_rng(9)
     w = np.where(np.arange(1000) < 100, 4.0, 1.0)[None, :]
-    order = a.draw_order(np.repeat(w, 400, axis=0), 50, rng, 0.5)
+    order = a.plan_draws(np.repeat(w, 400, axis=0), np.zeros((400, 1000)), 50, 0.5, rng=rng).order
     share = (order < 100).mean()  # flagged: 10% of the answers
     # at the first draw a flagged answer has q = 0.5/1000 + 0.5 * 4/1300; the share stays near 0.5 * 400/1300 + 0.05
     assert 0.15 < share < 0.25
     f = np.zeros((1, 1000))
-    q, *_ = a.plan_probabilities(w, f, order[:1], 0.5)
+    q = a.plan_draws(w, f, 50, 0.5, order=order[:1]).q
     assert np.all(q[0] >= 0.5 / (1000 - np.arange(50)) - 1e-12)
 
 

@@ -11,8 +11,9 @@ import pytest
 
 from assay.compare import adaptive, core
 from assay.compare.live import replay
+from assay.faq import FactorPosterior
 from assay.errors import AssayInputError
-from assay.stats.betting import IncrementCS
+from assay.stats.sequences import IncrementCS
 
 
 def _bank_scores(acc, N, seed, spread=1.5):
@@ -293,7 +294,7 @@ def test_a_misleading_history_costs_power_never_validity(tmp_path, monkeypatch):
     K, N = S.shape
     reps, delta, fails = 60, 0.1, 0
     for sd in range(reps):
-        pred = adaptive.FactorPredictor(fm, list(new.columns), K)
+        pred = FactorPosterior(fm, list(new.columns), K)
         r = adaptive.run(lambda m, i: S[np.ix_(m, i)], K, N, goal="all", delta=delta, predictor=pred,
                          rng=np.random.default_rng(sd), grid=512)
         fails += _failed(r, S)

@@ -37,7 +37,7 @@ import hashlib
 import math
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -45,8 +45,10 @@ import pandas as pd
 from .data.audit import plan_path, read_run
 from .errors import AssayInputError
 from .results import Result, build
+from .stats.sampling import bounds, fixed_weight_draws, increment, increment_terms, running_sums
+from .stats.sequences import IncrementCS
 
-__all__ = ["AuditResult", "sample", "evaluate", "read_run", "flag", "plan_path", "plan_probabilities", "draw_order",
+__all__ = ["AuditResult", "sample", "evaluate", "read_run", "flag", "plan_path", "plan_draws", "Plan",
            "audit_interval"]
 
 
@@ -129,65 +131,44 @@ def flag(run: pd.DataFrame, *, readers: bool = True) -> pd.DataFrame:
 # --------------------------------------------------------------------------------------------
 
 
-def plan_probabilities(w: np.ndarray, f: np.ndarray, order: np.ndarray, floor: float):
-    """For draws ``order`` (A, n) of audits with weights ``w`` and grader scores ``f`` (A, N each): the probability
-    of every draw ``q`` (A, n), the grader's sum over the answers left ``A_sum`` (A, n) and the lowest and highest
-    possible ``(y - f) / q`` over them, ``lo_w`` and ``hi_w`` (A, n)."""
+class Plan(NamedTuple):
+    """The draws of audits (rows) and what their increments need, fixed before any label: the answers drawn
+    ``order``, each draw's probability ``q``, the grader's sum over the answers left before it ``rest``, and the
+    lowest and highest possible (y - f) / q over them, ``lo_w`` and ``hi_w`` ((A, n) each)."""
+
+    order: np.ndarray
+    q: np.ndarray
+    rest: np.ndarray
+    lo_w: np.ndarray
+    hi_w: np.ndarray
+
+
+def plan_draws(w: np.ndarray, f: np.ndarray, m: int, floor: float, *, rng: np.random.Generator | None = None,
+               order: np.ndarray | None = None) -> Plan:
+    """``m`` draws without replacement for each row of weights ``w`` (A, N) with the probabilities of the module
+    docstring (the shared engine, :func:`assay.stats.sampling.fixed_weight_draws`), and the grader scores ``f``
+    (A, N) as the prediction: drawn with ``rng``, or the given ``order`` (A, m) replayed."""
     w = np.atleast_2d(np.asarray(w, float))
     f = np.atleast_2d(np.asarray(f, float))
-    order = np.atleast_2d(np.asarray(order, np.int64))
-    A, N = f.shape
-    n = order.shape[1]
-    left = np.ones((A, N), bool)
+    A = w.shape[0]
+    out = Plan(np.empty((A, m), np.int64), *(np.empty((A, m)) for _ in range(4)))
     rows = np.arange(A)
-    q_at, a_sum, lo_w, hi_w = (np.empty((A, n)) for _ in range(4))
-    for t in range(n):
-        R = N - t
-        W = np.where(left, w, 0.0).sum(axis=1, keepdims=True)
-        q = np.where(left, floor / R + (1.0 - floor) * w / W, np.nan)
-        q_at[:, t] = q[rows, order[:, t]]
-        a_sum[:, t] = np.where(left, f, 0.0).sum(axis=1)
-        lo_w[:, t] = np.nanmin((0.0 - f) / q, axis=1)
-        hi_w[:, t] = np.nanmax((1.0 - f) / q, axis=1)
-        left[rows, order[:, t]] = False
-    return q_at, a_sum, lo_w, hi_w
-
-
-def draw_order(w: np.ndarray, m: int, rng: np.random.Generator, floor: float) -> np.ndarray:
-    """``m`` draws without replacement for each row of weights ``w`` (A, N), with the probabilities of the module
-    docstring."""
-    w = np.atleast_2d(np.asarray(w, float))
-    A, N = w.shape
-    left = np.ones((A, N), bool)
-    rows = np.arange(A)
-    out = np.empty((A, m), np.int64)
-    for t in range(m):
-        R = N - t
-        W = np.where(left, w, 0.0).sum(axis=1, keepdims=True)
-        q = np.where(left, floor / R + (1.0 - floor) * w / W, 0.0)
-        c = np.cumsum(q, axis=1)
-        u = rng.random(A) * c[:, -1]
-        j = np.minimum((c <= u[:, None]).sum(axis=1), N - 1)
-        bad = ~left[rows, j]
-        if bad.any():  # rounding at the end of a row: the last answer left
-            j[bad] = [int(np.flatnonzero(left[r])[-1]) for r in np.flatnonzero(bad)]
-        out[:, t] = j
-        left[rows, j] = False
+    for d in fixed_weight_draws(w, m, floor, rng=rng, order=None if order is None else np.atleast_2d(order)):
+        out.order[:, d.t] = d.items
+        out.q[:, d.t] = d.q[rows, d.items]
+        out.rest[:, d.t], out.lo_w[:, d.t], out.hi_w[:, d.t] = increment_terms(f, d.q, d.left, 0.0, 1.0)
     return out
 
 
-def audit_interval(y_at, f_at, q_at, a_sum, lo_w, hi_w, N: int, delta: float, grid: int = 1024):
+def audit_interval(y_at, f_at, q_at, rest, lo_w, hi_w, N: int, delta: float, grid: int = 1024):
     """The estimate and the confidence sequence's interval at the last draw, per audit (A,): from labels ``y_at``
     and the plan's arrays (A, n each)."""
-    from .stats.betting import IncrementCS
-
-    y_at, f_at, q_at, a_sum, lo_w, hi_w = (np.atleast_2d(np.asarray(x, float))
-                                           for x in (y_at, f_at, q_at, a_sum, lo_w, hi_w))
+    y_at, f_at, q_at, rest, lo_w, hi_w = (np.atleast_2d(np.asarray(x, float))
+                                          for x in (y_at, f_at, q_at, rest, lo_w, hi_w))
     A, n = y_at.shape
-    before = np.concatenate([np.zeros((A, 1)), np.cumsum(y_at, axis=1)[:, :-1]], axis=1)
-    phi = (before + a_sum + (y_at - f_at) / q_at) / N
-    L = (before + a_sum + lo_w) / N
-    U = (before + a_sum + hi_w) / N
+    before = running_sums(y_at)
+    phi = increment(before, rest, y_at, f_at, q_at, N)
+    L, U = bounds(before, rest, lo_w, hi_w, N)
     cs = IncrementCS(np.full(A, float(delta)), 0.0, 1.0, grid=grid)
     idx = np.arange(A)
     for t in range(n):
@@ -204,8 +185,7 @@ def _count_estimate(z_at, q_at, N: int) -> np.ndarray:
     z_at = np.atleast_2d(z_at)
     if not z_at.shape[1]:
         return np.full(z_at.shape[0], np.nan)
-    before = np.concatenate([np.zeros((z_at.shape[0], 1)), np.cumsum(z_at, axis=1)[:, :-1]], axis=1)
-    return (before + z_at / q_at).mean(axis=1)
+    return (running_sums(z_at) + z_at / q_at).mean(axis=1)
 
 
 # --------------------------------------------------------------------------------------------
@@ -243,8 +223,8 @@ def sample(run: Any, n: int, *, seed: Any = 0, floor: float = DEFAULT_FLOOR, wei
     s = resolve_seed(seed)
     fl = flag(run, readers=readers)
     w = np.where(fl["flagged"].to_numpy(), weight, 1.0)
-    order = draw_order(w[None, :], int(n), s.rng(), floor)[0]
-    q_at, *_ = plan_probabilities(w[None, :], run["score"].to_numpy()[None, :], order[None, :], floor)
+    drawn = plan_draws(w[None, :], run["score"].to_numpy()[None, :], int(n), floor, rng=s.rng())
+    order, q_at = drawn.order[0], drawn.q
     sheet = pd.DataFrame({"order": np.arange(1, n + 1), "id": run["id"].to_numpy()[order],
                           "prompt": run["prompt"].to_numpy()[order], "reference": run["reference"].to_numpy()[order],
                           "response": run["response"].to_numpy()[order], "human": [""] * n})
@@ -353,7 +333,7 @@ def evaluate(run: Any, labels: Any, *, plan: Any = None, delta: float = 0.05, gr
     f = run["score"].to_numpy(float)
     N = len(f)
     w = np.where(np.asarray(plan["flagged"], bool), float(plan["weight"]), 1.0)
-    q_at, a_sum, lo_w, hi_w = plan_probabilities(w[None, :], f[None, :], order[None, :n], float(plan["floor"]))
+    q_at, a_sum, lo_w, hi_w = plan_draws(w[None, :], f[None, :], n, float(plan["floor"]), order=order[None, :n])[1:]
     if not np.allclose(q_at[0], np.asarray(plan["q"][:n], float)):
         raise AssayInputError("the plan's probabilities do not follow from its flags: the plan file was edited")
     ya = np.asarray(y, float)[None, :]

@@ -20,7 +20,7 @@ with probability
 
 where h(j) = sum over the open pair claims of sqrt(p_a(j) (1 - p_a(j)) + p_b(j) (1 - p_b(j))), normalised per pair:
 the predicted spread of the pair's difference on question j, from FAQ's factor model (:mod:`assay.faq`) updated with
-each model's own answers after every round (:func:`assay.faq.core.laplace_step`). Without a history q is uniform.
+each model's own answers after every round (:class:`assay.faq.FactorPosterior`). Without a history q is uniform.
 Every question left keeps probability at least floor / R, so the weights below stay bounded.
 
 Increments (doubly robust, without replacement)
@@ -31,7 +31,7 @@ gives
 
     phi_t = (1/N) [ sum_{asked before} z_c + sum_{R_t} f_c + (z_c(I_t) - f_c(I_t)) / q_t(I_t) ],
 
-with E[phi_t | past] = theta_c exactly (FAQ's without-replacement increment, :mod:`assay.faq.core`), and the bounds
+with E[phi_t | past] = theta_c exactly (the without-replacement increment of :mod:`assay.stats.sampling`), and the bounds
 L_t <= phi_t <= U_t obtained by putting the lowest and highest possible z at the worst question of R_t: known before
 the answer. Uniform q gives phi_t = (1/N) [sum_{asked} z + R_t z(I_t)], the sequential without-replacement form of the
 sample mean, and L_t, U_t narrow as R_t / N: with the whole bank asked a claim is known exactly. A model that leaves
@@ -46,7 +46,7 @@ e-processes at every point of a grid, each point's bets tuned to its own null (a
 gets delta / (K + K (K - 1) / 2), half to each one-sided side. Holds at every round, whatever the history's quality.
 
 ``asymptotic``: the same increments, the normal-mixture confidence sequence of Waudby-Smith, Arbour, Sinha, Kennedy and
-Ramdas (2024, Thm 2.2; :func:`assay.faq.core.cs_radius`) with weights c_t = N / R_t, Bonferroni over the claims,
+Ramdas (2024, Thm 2.2; :class:`assay.stats.sequences.AsymptoticCS`) with weights c_t = N / R_t, Bonferroni over the claims,
 reported only after ``BURN_IN`` draws and with a variance floor (a claim with no spread yet is given the spread of one
 answer in t + 1 off its value), so an early zero variance never orders a pair. About 1 - delta, by a martingale
 central limit theorem. The weights make every weighted increment about equally spread (phi_t's spread shrinks like
@@ -72,11 +72,12 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..errors import AssayInputError
-from ..stats.betting import IncrementCS
+from ..stats.sampling import bounds, fixed_weight_draws, increment, increment_terms, running_sums, uniform_draws
+from ..stats.sequences import CELLS, AsymptoticCS, IncrementCS
 from . import core
 
-__all__ = ["GOALS", "GUARANTEES", "check_goal", "certified_better", "goal_status", "FactorPredictor", "AdaptiveRun",
-           "run", "AsymptoticCS", "BURN_IN", "FLOOR"]
+__all__ = ["GOALS", "GUARANTEES", "check_goal", "certified_better", "goal_status", "AdaptiveRun", "run", "BURN_IN",
+           "FLOOR", "MAX_MEMORY", "peak_bytes", "max_models", "check_memory"]
 
 GOALS = ("all", "best", "top-k")
 GUARANTEES = ("finite", "asymptotic")
@@ -85,6 +86,8 @@ BURN_IN = 30
 #: the share of every draw's probability spread uniformly over the questions left
 FLOOR = 0.5
 _EPS = 1e-9  # the decision points sit this far inside the nulls they reject ("> 0" is "> 1e-9 * range")
+#: the memory a run may take by default (bytes): :func:`check_memory` refuses a run whose estimate is above it
+MAX_MEMORY = 4 * 1024**3
 
 
 def check_goal(goal: Any, k: Any, K: int) -> tuple[str, int]:
@@ -160,123 +163,6 @@ def goal_status(goal: str, k: int, d_lo: np.ndarray, d_hi: np.ndarray, margin: f
     return GoalStatus(met, needed, open_p, settled, better, status)
 
 
-class FactorPredictor:
-    """Each model's predicted probability of answering each bank question correctly, from FAQ's factor model fitted
-    on a history (its question factors, offsets and the prior over a model's factors), updated with the model's own
-    answers by FAQ's online Laplace step. Questions the history lacks get no prediction (``known`` False)."""
-
-    def __init__(self, fm: Any, bank_ids: Sequence[str], K: int) -> None:
-        cols = {str(c): i for i, c in enumerate(fm.col_labels_)}
-        pos = np.array([cols.get(str(i), -1) for i in bank_ids])
-        self.known = pos >= 0
-        k = fm.V_.shape[1]
-        self.V = np.zeros((len(pos), k))
-        self.b = np.zeros(len(pos))
-        self.V[self.known] = np.asarray(fm.V_, dtype=float)[pos[self.known]]
-        self.b[self.known] = np.asarray(fm.b_, dtype=float)[pos[self.known]]
-        mean, cov = fm.prior_()
-        self.u = np.tile(np.asarray(mean, dtype=float), (K, 1))
-        self.Sigma = np.tile(np.asarray(cov, dtype=float), (K, 1, 1))
-
-    def predict(self, models: np.ndarray) -> np.ndarray:
-        """(len(models), N) probabilities (0.5 where the history has no prediction)."""
-        from scipy.special import expit
-
-        from ..faq.core import clamp_p
-
-        x = self.u[models] @ self.V.T + self.b
-        return np.where(self.known, clamp_p(expit(x)), 0.5)
-
-    def update(self, models: np.ndarray, items: np.ndarray, Z: np.ndarray) -> None:
-        """Each of ``models`` answered ``items`` (in order) with 0/1 scores ``Z`` (len(models), len(items))."""
-        from scipy.special import expit
-
-        from ..faq.core import clamp_p, laplace_step
-
-        u, Sigma = self.u[models], self.Sigma[models]
-        for j, item in enumerate(items):
-            if not self.known[item]:
-                continue
-            v = np.broadcast_to(self.V[item], u.shape).copy()
-            p = clamp_p(expit(u @ self.V[item] + self.b[item]))
-            laplace_step(u, Sigma, v, p, (Z[:, j] > 0.5).astype(float))
-        self.u[models], self.Sigma[models] = u, Sigma
-
-
-class AsymptoticCS:
-    """Asymptotic confidence sequences for several claims from weighted martingale increments (module docstring):
-    the normal-mixture boundary, Bonferroni over the claims, a burn-in and a variance floor; intersected over time
-    and with the certain bounds [L_t, U_t]."""
-
-    def __init__(self, alpha, low: float, high: float, *, horizon: int, burn_in: int = BURN_IN) -> None:
-        self.alpha = np.atleast_1d(np.asarray(alpha, dtype=float))
-        C = len(self.alpha)
-        self.low, self.high, self.horizon, self.burn_in = float(low), float(high), int(horizon), int(burn_in)
-        self.n = np.zeros(C, dtype=np.int64)
-        self.sc = np.zeros(C)
-        self.scphi = np.zeros(C)
-        self.sc2 = np.zeros(C)
-        self.sc2phi = np.zeros(C)
-        self.sc2phi2 = np.zeros(C)
-        self.floor = np.zeros(C)
-        self.rho = np.full(C, np.nan)
-        self.lo = np.full(C, float(low))
-        self.hi = np.full(C, float(high))
-        self.exact = np.full(C, np.nan)
-
-    def update(self, idx, phi, L, U, c) -> None:
-        from ..faq.core import cs_radius, cs_rho
-
-        idx = np.asarray(idx, dtype=np.int64)
-        if not len(idx):
-            return
-        phi, L, U = (np.atleast_2d(np.asarray(x, dtype=float)) for x in (phi, L, U))
-        c = np.broadcast_to(np.asarray(c, dtype=float), phi.shape)
-        B = phi.shape[1]
-        n0 = self.n[idx]
-        t = n0[:, None] + np.arange(1, B + 1)[None, :]
-        # the floor: a spread of one answer in t + 1 off the claim's value, on this step's scale
-        fl = ((U - L) / 2.0) ** 2 / (t + 1.0)
-        self.sc[idx] += c.sum(axis=1)
-        self.scphi[idx] += (c * phi).sum(axis=1)
-        self.sc2[idx] += (c * c).sum(axis=1)
-        self.sc2phi[idx] += (c * c * phi).sum(axis=1)
-        self.sc2phi2[idx] += (c * c * phi * phi).sum(axis=1)
-        self.floor[idx] += (c * c * fl).sum(axis=1)
-        self.n[idx] = n0 + B
-        self.lo[idx] = np.maximum(self.lo[idx], L.max(axis=1))
-        self.hi[idx] = np.minimum(self.hi[idx], U.min(axis=1))
-        n = self.n[idx].astype(float)
-        est = self.scphi[idx] / self.sc[idx]
-        emp = self.sc2phi2[idx] - 2.0 * est * self.sc2phi[idx] + est * est * self.sc2[idx]
-        emp = np.maximum(emp, 0.0) * n / np.maximum(n - 1.0, 1.0)
-        V = np.maximum(emp, self.floor[idx])
-        ready = self.n[idx] >= self.burn_in
-        if ready.any():
-            j = idx[ready]
-            new = np.isnan(self.rho[j])
-            if new.any():  # the mixing scale: tightest at the horizon, from the spread seen over the burn-in
-                scale = self.horizon / np.maximum(self.n[j[new]], 1)
-                self.rho[j[new]] = cs_rho(self.alpha[j[new]], np.maximum(V[ready][new] * scale, 1e-12))
-            r = cs_radius(V[ready], self.rho[j], self.alpha[j], self.sc[j])
-            self.lo[j] = np.maximum(self.lo[j], est[ready] - r)
-            self.hi[j] = np.minimum(self.hi[j], est[ready] + r)
-
-    def set_exact(self, idx, values) -> None:
-        self.exact[np.asarray(idx, dtype=np.int64)] = np.asarray(values, dtype=float)
-
-    def estimate(self) -> np.ndarray:
-        """Each claim's weighted mean of its increments (its exact value where known)."""
-        with np.errstate(invalid="ignore", divide="ignore"):
-            est = self.scphi / self.sc
-        return np.where(np.isfinite(self.exact), self.exact, est)
-
-    def interval(self) -> tuple[np.ndarray, np.ndarray]:
-        lo, hi = self.lo.copy(), np.maximum(self.hi, self.lo)
-        ex = np.isfinite(self.exact)
-        return np.where(ex, self.exact, lo), np.where(ex, self.exact, hi)
-
-
 @dataclass
 class AdaptiveRun:
     """What an adaptive run did and found (arrays over the K models and the P pairs in :func:`core.pair_index`
@@ -304,195 +190,338 @@ class AdaptiveRun:
     alpha: float = 0.0
 
 
+def peak_bytes(K: int, N: int, *, guarantee: str, batch: int = 10, grid: int = 1024, history: bool = False) -> int:
+    """An upper estimate of the memory a run of ``K`` models on ``N`` questions takes at its peak (bytes), before
+    anything is allocated: the scores, each claim's sequence, a round's increments and the goal's bookkeeping
+    (per pair), and with a history the predictions (worked in slices of claims)."""
+    K, N, B = int(K), int(N), int(batch)
+    P = K * (K - 1) // 2
+    C = K + P
+    total = K * N * 8 * (2 if history else 1) + K * K  # scores (and predictions); the certified-better closure
+    total += P * 8 * 12 + C * B * 8 * 14  # the goal's pair arrays; a round's increments, bounds and sums
+    if guarantee == "finite":
+        total += IncrementCS.state_bytes(K, grid) + IncrementCS.state_bytes(P, 2 * grid, 5) + IncrementCS.WORK_BYTES
+    else:
+        total += AsymptoticCS.state_bytes(C)
+    if history:
+        total += 8 * 8 * CELLS  # a slice of claims' predictions and their bounds
+    return int(total)
+
+
+def max_models(N: int, *, guarantee: str, limit: float = MAX_MEMORY, **kw) -> int:
+    """The largest number of models whose run fits in ``limit`` bytes (:func:`peak_bytes`)."""
+    lo, hi = 2, 2
+    while peak_bytes(hi, N, guarantee=guarantee, **kw) <= limit and hi < 1 << 20:
+        lo, hi = hi, hi * 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if peak_bytes(mid, N, guarantee=guarantee, **kw) <= limit else (lo, mid)
+    return lo
+
+
+def check_memory(K: int, N: int, *, guarantee: str, limit: float | None = MAX_MEMORY, **kw) -> int:
+    """Refuse (AssayInputError) a run whose :func:`peak_bytes` is above ``limit`` (None: no limit), naming the
+    largest number of models that fits; otherwise return the estimate."""
+    need = peak_bytes(K, N, guarantee=guarantee, **kw)
+    if limit is not None and need > limit:
+        most = max_models(N, guarantee=guarantee, limit=limit, **kw)
+        other = (" or guarantee='asymptotic' (a few numbers per claim)" if guarantee == "finite" else "")
+        raise AssayInputError(
+            f"{K} models on {N} questions would take about {need / 1024**3:.1f} GB with guarantee={guarantee!r} "
+            f"(above the limit of {limit / 1024**3:.1f} GB): compare at most {most} models at once{other}, or raise "
+            "the limit (max_memory)")
+    return need
+
+
 def _claim_values(Z: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Rows: the models' own values, then each pair's difference."""
     return np.concatenate([Z, Z[a] - Z[b]], axis=0)
 
 
+def _row_means(X: np.ndarray) -> np.ndarray:
+    """Each row's mean over its non-NaN entries (NaN where it has none), as ``np.nanmean`` computes it."""
+    seen = ~np.isnan(X)
+    cnt = seen.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(cnt > 0, np.where(seen, X, 0.0).sum(axis=1) / cnt, np.nan)
+
+
+@dataclass
+class _Round:
+    """One round's draws and what each claim's increments need of them, fixed before any answer is seen."""
+
+    play: np.ndarray  # (m,) the models asked
+    claims: np.ndarray  # (C',) claim rows: the models in play, then K + the pairs with both in play
+    items: np.ndarray  # (B,) bank positions drawn
+    q: np.ndarray  # (B,) each draw's probability
+    rest: np.ndarray  # (C', B) the predictions' sum over the questions left before each draw
+    lo_w: np.ndarray  # (C', B) the lowest (z - f) / q over them
+    hi_w: np.ndarray  # (C', B) the highest
+    f_at: np.ndarray  # (C', B) the prediction at the drawn question
+
+
+class _Engine:
+    """The state of an adaptive run between rounds, and its steps (module docstring): where the goal stands, who
+    stays in play, the next round's draws, and what the answers add to every claim's sequence."""
+
+    def __init__(self, K: int, N: int, *, goal: str, k: int, guarantee: str, margin, delta: float, budget: int,
+                 low: float, high: float, grid: int, predictor, floor: float, eliminate: bool) -> None:
+        self.K, self.N, self.goal, self.k, self.guarantee, self.margin = K, N, goal, k, guarantee, margin
+        self.budget, self.low, self.high, self.predictor, self.floor = budget, low, high, predictor, floor
+        self.eliminate = eliminate
+        self.a, self.b = core.pair_index(K)
+        P = len(self.a)
+        R = high - low
+        self.alpha = delta / (K + P)
+        if guarantee == "finite":
+            pts = [0.0, _EPS * R, -_EPS * R] + ([] if margin is None else [margin - _EPS * R, -margin + _EPS * R])
+            self.cs_m = IncrementCS(np.full(K, self.alpha), low, high, grid=grid)
+            self.cs_p = IncrementCS(np.full(P, self.alpha), -R, R, grid=2 * grid, points=pts)
+        else:
+            self.cs_m = AsymptoticCS(np.full(K, self.alpha), low, high, horizon=budget, burn_in=BURN_IN)
+            self.cs_p = AsymptoticCS(np.full(P, self.alpha), -R, R, horizon=budget, burn_in=BURN_IN)
+        self.zlo = np.concatenate([np.full(K, low), np.full(P, -R)])
+        self.zhi = np.concatenate([np.full(K, high), np.full(P, R)])
+        self.S = np.full((K, N), np.nan)
+        self.asked = np.zeros(N, bool)
+        self.order: list[int] = []
+        self.qs: list[float] = []
+        self.draw_round: list[int] = []
+        self.in_play = np.ones(K, bool)
+        self.n_asked = np.zeros(K, dtype=np.int64)
+        self.left_round = np.full(K, -1, dtype=np.int64)
+        self.left_reason = [""] * K
+        self.rounds: list[dict] = []
+        self.sum_z = np.zeros(K + P)  # sum over the questions asked of each claim's value
+        self.r = 0
+
+    # -- where the goal stands --------------------------------------------------------------------------------
+
+    def intervals(self):
+        """The models' and the pairs' intervals now, each pair's also within its models' (every claim holds)."""
+        lo_m, hi_m = self.cs_m.interval()
+        d_lo, d_hi = self.cs_p.interval()
+        d_lo = np.maximum(d_lo, lo_m[self.a] - hi_m[self.b])
+        d_hi = np.minimum(d_hi, hi_m[self.a] - lo_m[self.b])
+        return lo_m, hi_m, d_lo, d_hi
+
+    def status(self) -> GoalStatus:
+        _, _, d_lo, d_hi = self.intervals()
+        return goal_status(self.goal, self.k, d_lo, d_hi, self.margin, self.K)
+
+    def stop_reason(self, st: GoalStatus) -> str:
+        t = len(self.order)
+        return ("goal met" if st.met else "bank exhausted" if t >= self.N else "budget spent" if t >= self.budget
+                else "")
+
+    def retire(self, st: GoalStatus) -> None:
+        """The models the goal no longer needs leave the play (they keep their claims as they are)."""
+        if self.eliminate:
+            for m in np.flatnonzero(self.in_play & ~st.needed):
+                self.left_round[m], self.left_reason[m] = self.r, ("goal met" if st.met else "settled")
+            self.in_play &= st.needed
+
+    def close(self, reason: str) -> None:
+        for m in np.flatnonzero(self.in_play):
+            self.left_round[m], self.left_reason[m] = self.r, reason
+
+    # -- the next round's draws -------------------------------------------------------------------------------
+
+    def plan(self, st: GoalStatus, batch: int, rng: np.random.Generator) -> _Round:
+        """The next round: who is asked, its questions drawn without replacement, and the terms of every claim's
+        increments (module docstring), all before any answer."""
+        a, b, K, N = self.a, self.b, self.K, self.N
+        t = len(self.order)
+        play = np.flatnonzero(self.in_play)
+        B = min(int(batch), self.budget - t, N - t)
+        claims = np.concatenate([play, K + np.flatnonzero(self.in_play[a] & self.in_play[b])])
+        if self.predictor is None:  # uniform draws, no predictions: the terms in closed form
+            items, q_at = uniform_draws(~self.asked, B, rng)
+            n_left0 = N - t - np.arange(B)
+            zero = np.zeros((len(claims), B))
+            return _Round(play, claims, items, q_at, zero, self.zlo[claims][:, None] * n_left0[None, :],
+                          self.zhi[claims][:, None] * n_left0[None, :], zero.copy())
+        return self._plan_predicted(st, play, claims, B, rng)
+
+    def _plan_predicted(self, st: GoalStatus, play, claims, B: int, rng) -> _Round:
+        """Draws where the history predicts the open pairs disagree (each question left keeping its floor), and each
+        claim's predictions' terms at every draw, in slices of claims."""
+        K, N = self.K, self.N
+        Pm = np.zeros((K, N))
+        Pm[play] = self.predictor.predict(play)
+        known = self.predictor.known
+        a, b = self.a, self.b
+        op = (np.flatnonzero(st.open_pairs & self.in_play[a] & self.in_play[b]) if self.eliminate
+              else np.flatnonzero(~st.settled))
+        h = self._weights(Pm, op, known)
+        t = len(self.order)
+        mean = self.sum_z[claims] / max(t, 1) if t else np.zeros(len(claims))
+        C = len(claims)
+        items, q_at = np.empty(B, dtype=np.int64), np.empty(B)
+        rest, lo_w, hi_w, f_at = (np.empty((C, B)) for _ in range(4))
+        step = max(1, CELLS // N)
+        cache = self._predictions(Pm, claims, known, mean, t) if C <= step else None
+        for d in fixed_weight_draws(h[None, :], B, self.floor, known=known, left=(~self.asked)[None, :], rng=rng):
+            s, j, q, left = d.t, int(d.items[0]), d.q[0], d.left[0]
+            items[s], q_at[s] = j, q[j]
+            for c0 in range(0, C, step):
+                sl = slice(c0, c0 + step)
+                F = cache if cache is not None else self._predictions(Pm, claims[sl], known, mean[sl], t)
+                rest[sl, s], lo_w[sl, s], hi_w[sl, s] = increment_terms(F, q, left, self.zlo[claims[sl]],
+                                                                        self.zhi[claims[sl]])
+                f_at[sl, s] = F[:, j]
+        return _Round(np.asarray(play), claims, items, q_at, rest, lo_w, hi_w, f_at)
+
+    def _weights(self, Pm, op, known) -> np.ndarray:
+        """h (N,): over the open pairs, each pair's predicted spread of its difference, sqrt(p_a (1 - p_a) + p_b
+        (1 - p_b)), normalised over the questions left that the history covers, summed."""
+        h = np.zeros(self.N)
+        usable = known & ~self.asked
+        step = max(1, CELLS // self.N)
+        for c0 in range(0, len(op), step):
+            pa, pb = Pm[self.a[op[c0:c0 + step]]], Pm[self.b[op[c0:c0 + step]]]
+            spread = np.where(usable, np.sqrt(pa * (1 - pa) + pb * (1 - pb)), 0.0)
+            tot = spread.sum(axis=1, keepdims=True)
+            h += (spread / np.where(tot > 0, tot, 1.0)).sum(axis=0)
+        return h
+
+    def _predictions(self, Pm, claims, known, mean, t: int) -> np.ndarray:
+        """(len(claims), N) each claim's predictions: a model's p, a pair's p_a - p_b; where the history has none,
+        the claim's running mean (predictable)."""
+        K = self.K
+        F = np.empty((len(claims), self.N))
+        mod = claims < K
+        F[mod] = Pm[claims[mod]]
+        pr = claims[~mod] - K
+        F[~mod] = Pm[self.a[pr]] - Pm[self.b[pr]]
+        return np.where(known[None, :], F, mean[:, None] if t else 0.0)
+
+    # -- what the answers add ---------------------------------------------------------------------------------
+
+    def feed(self, rd: _Round, Zp: np.ndarray) -> None:
+        """The round's answers: every claim in play gets its increments, bounded before the answers."""
+        K, N, B = self.K, self.N, len(rd.items)
+        t = len(self.order)
+        Z = np.full((K, B), np.nan)
+        Z[rd.play] = Zp
+        zc = _claim_values(np.nan_to_num(Z), self.a, self.b)[rd.claims]  # (claims, B)
+        before = running_sums(zc, self.sum_z[rd.claims])
+        phi = increment(before, rd.rest, zc, rd.f_at, rd.q[None, :], N)
+        L, U = bounds(before, rd.rest, rd.lo_w, rd.hi_w, N)
+        nm = len(rd.play)
+        if self.guarantee == "finite":
+            self.cs_m.update(rd.claims[:nm], phi[:nm], L[:nm], U[:nm])
+            self.cs_p.update(rd.claims[nm:] - K, phi[nm:], L[nm:], U[nm:])
+        else:  # weights c_t = N / R_t: each weighted increment then has about the same conditional spread
+            c = N / (N - t - np.arange(B)).astype(float)
+            self.cs_m.update(rd.claims[:nm], phi[:nm], L[:nm], U[:nm], c=c)
+            self.cs_p.update(rd.claims[nm:] - K, phi[nm:], L[nm:], U[nm:], c=c)
+        self.sum_z[rd.claims] += zc.sum(axis=1)
+        self.S[np.ix_(rd.play, rd.items)] = Zp
+        self.asked[rd.items] = True
+        self.order.extend(int(i) for i in rd.items)
+        self.qs.extend(float(x) for x in rd.q)
+        self.draw_round.extend([self.r] * B)
+        self.n_asked[rd.play] += B
+        if self.predictor is not None:
+            self.predictor.update(rd.play, rd.items, Zp)
+        if len(self.order) >= N:
+            self._exact()
+        self.rounds.append({"round": self.r, "models": [int(m) for m in rd.play], "questions": B})
+        self.r += 1
+
+    def _exact(self) -> None:
+        """The whole bank asked of the models in play: their claims are exact."""
+        a, b, N = self.a, self.b, self.N
+        full = np.flatnonzero(self.n_asked == N)
+        self.cs_m.set_exact(full, _row_means(self.S[full]))
+        pf = np.flatnonzero((self.n_asked[a] == N) & (self.n_asked[b] == N))
+        self.cs_p.set_exact(pf, self._pair_means(pf))
+
+    def _pair_means(self, pairs: np.ndarray) -> np.ndarray:
+        """Each pair's mean score difference over the questions both were asked (in slices of pairs)."""
+        out = np.full(len(pairs), np.nan)
+        step = max(1, CELLS // self.N)
+        for c0 in range(0, len(pairs), step):
+            pr = pairs[c0:c0 + step]
+            out[c0:c0 + step] = _row_means(self.S[self.a[pr]] - self.S[self.b[pr]])
+        return out
+
+    def result(self, reason: str, alpha: float) -> AdaptiveRun:
+        lo_m, hi_m, d_lo, d_hi = self.intervals()
+        a, b = self.a, self.b
+        n_asked = self.n_asked
+        pair_n = np.minimum(n_asked[a], n_asked[b])
+        if self.predictor is not None:  # questions drawn unequally: the doubly robust estimate, not the sample mean
+            est = np.where(n_asked > 0, self.cs_m.estimate(), np.nan)
+            d = np.where(pair_n > 0, self.cs_p.estimate(), np.nan)
+        else:
+            est = _row_means(self.S)
+            d = self._pair_means(np.arange(len(a)))
+        est = np.clip(est, lo_m, hi_m)
+        d = np.clip(d, d_lo, d_hi)
+        st = goal_status(self.goal, self.k, d_lo, d_hi, self.margin, self.K)
+        return AdaptiveRun(S=self.S, order=np.array(self.order, dtype=np.int64), q=np.array(self.qs),
+                           draw_round=np.array(self.draw_round), n_asked=n_asked, left_round=self.left_round,
+                           left_reason=self.left_reason, est=est, lo=lo_m, hi=hi_m, d=d, d_lo=d_lo, d_hi=d_hi,
+                           pair_n=pair_n, met=st.met, reason=reason, rounds=self.rounds, status=st.status,
+                           better=st.better, alpha=alpha)
+
+
+def _checked(Zp, n: int, B: int, low: float, high: float) -> np.ndarray:
+    Zp = np.asarray(Zp, dtype=float).reshape(n, B)
+    if not np.all(np.isfinite(Zp)) or Zp.min() < low - 1e-12 or Zp.max() > high + 1e-12:
+        raise AssayInputError(f"scores must be finite and in [{low}, {high}]")
+    return Zp
+
+
 def run(ask: Callable[[np.ndarray, np.ndarray], np.ndarray], K: int, N: int, *, goal: str = "all", k: int | None = None,
         guarantee: str = "finite", margin: float | None = None, delta: float = 0.05, budget: int | None = None,
-        batch: int = 10, rng: np.random.Generator, predictor: FactorPredictor | None = None, low: float = 0.0,
+        batch: int = 10, rng: np.random.Generator, predictor: Any = None, low: float = 0.0,
         high: float = 1.0, eliminate: bool = True, floor: float = FLOOR, grid: int = 1024,
         progress: Callable[[int, int, int], None] | None = None,
-        record: Callable[[int, np.ndarray, np.ndarray, np.ndarray], None] | None = None) -> AdaptiveRun:
+        record: Callable[[int, np.ndarray, np.ndarray, np.ndarray], None] | None = None,
+        max_memory: float | None = MAX_MEMORY) -> AdaptiveRun:
     """Ask until the goal is met, the budget (questions per model) is spent or the bank runs out (module docstring).
 
     ``ask(models, items)`` returns the (len(models), len(items)) scores in [low, high] of the models (positions
-    0..K-1) on the bank's questions (positions 0..N-1). ``eliminate=False`` keeps every model in play to the end
-    (the uniform baseline of :func:`assay.compare.live.replay`). ``progress(questions asked, budget, claims open)``
-    is called after every round; ``record(round, models, items, q)`` before each round's questions are asked, with
-    the probability each was drawn with.
+    0..K-1) on the bank's questions (positions 0..N-1). ``predictor``: each model's predicted probability of a right
+    answer per question (``known``, ``predict(models)``, ``update(models, items, Z)``: an
+    :class:`assay.faq.FactorPosterior`), or None for uniform draws. ``eliminate=False`` keeps every model in play to
+    the end (the uniform baseline of :func:`assay.compare.live.replay`). ``progress(questions asked, budget, claims
+    open)`` is called after every round; ``record(round, models, items, q)`` before each round's questions are asked,
+    with the probability each was drawn with. A run whose estimated peak memory (:func:`peak_bytes`) is above
+    ``max_memory`` bytes is refused before anything is asked (None: no limit).
     """
     goal, kk = check_goal(goal, k, K)
     if guarantee not in GUARANTEES:
         raise AssayInputError(f"guarantee must be one of {', '.join(GUARANTEES)}; got {guarantee!r}")
     budget = N if budget is None else min(int(budget), N)
-    a, b = core.pair_index(K)
-    P = len(a)
-    C = K + P
-    R = high - low
-    alpha = delta / C
-    if guarantee == "finite":
-        pts = [0.0, _EPS * R, -_EPS * R] + ([] if margin is None else [margin - _EPS * R, -margin + _EPS * R])
-        cs_m = IncrementCS(np.full(K, alpha), low, high, grid=grid)
-        cs_p = IncrementCS(np.full(P, alpha), -R, R, grid=2 * grid, points=pts)
-    else:
-        cs_m = AsymptoticCS(np.full(K, alpha), low, high, horizon=budget)
-        cs_p = AsymptoticCS(np.full(P, alpha), -R, R, horizon=budget)
-    zlo = np.concatenate([np.full(K, low), np.full(P, -R)])
-    zhi = np.concatenate([np.full(K, high), np.full(P, R)])
-    S = np.full((K, N), np.nan)
-    asked = np.zeros(N, bool)
-    order: list[int] = []
-    qs: list[float] = []
-    draw_round: list[int] = []
-    in_play = np.ones(K, bool)
-    n_asked = np.zeros(K, dtype=np.int64)
-    left_round = np.full(K, -1, dtype=np.int64)
-    left_reason = [""] * K
-    rounds: list[dict] = []
-    sum_z = np.zeros(C)  # sum over the questions asked of each claim's value (its models' shared questions)
-    r = 0
+    check_memory(K, N, guarantee=guarantee, limit=max_memory, batch=batch, grid=grid, history=predictor is not None)
+    eng = _Engine(K, N, goal=goal, k=kk, guarantee=guarantee, margin=margin, delta=delta, budget=budget, low=low,
+                  high=high, grid=grid, predictor=predictor, floor=floor, eliminate=eliminate)
     while True:
-        lo_m, hi_m = cs_m.interval()
-        d_lo, d_hi = cs_p.interval()
-        d_lo = np.maximum(d_lo, lo_m[a] - hi_m[b])
-        d_hi = np.minimum(d_hi, hi_m[a] - lo_m[b])
-        st = goal_status(goal, kk, d_lo, d_hi, margin, K)
-        t = len(order)
-        if progress is not None and r > 0:  # after each round, with where the goal stands now
-            progress(t, budget, int(st.open_pairs.sum()))
-        if st.met:
-            reason = "goal met"
-        elif t >= N:
-            reason = "bank exhausted"
-        elif t >= budget:
-            reason = "budget spent"
-        else:
-            reason = ""
-        if eliminate:
-            leaving = in_play & ~st.needed
-            for m in np.flatnonzero(leaving):
-                left_round[m], left_reason[m] = r, ("goal met" if st.met else "settled")
-            in_play &= st.needed
-        if reason or not in_play.any():
+        st = eng.status()
+        if progress is not None and eng.r > 0:  # after each round, with where the goal stands now
+            progress(len(eng.order), budget, int(st.open_pairs.sum()))
+        reason = eng.stop_reason(st)
+        eng.retire(st)
+        if reason or not eng.in_play.any():
             reason = reason or "goal met"
-            for m in np.flatnonzero(in_play):
-                left_round[m], left_reason[m] = r, reason
+            eng.close(reason)
             break
-        play = np.flatnonzero(in_play)
-        B = min(int(batch), budget - t, N - t)
-        # the claims in play: the models', then the pairs with both models in play
-        pairs_in = np.flatnonzero(in_play[a] & in_play[b])
-        claims = np.concatenate([play, K + pairs_in])
-        # predictions f (claims x N) and the draw weights h (N,)
-        if predictor is not None:
-            Pm = np.zeros((K, N))
-            Pm[play] = predictor.predict(play)
-            known = predictor.known
-            F = np.concatenate([Pm, Pm[a] - Pm[b]], axis=0)[claims]
-            # each open pair (the goal's, both in play) spreads its weight by the predicted spread of its difference
-            op = np.flatnonzero(st.open_pairs & in_play[a] & in_play[b]) if eliminate else np.flatnonzero(~st.settled)
-            h = np.zeros(N)
-            if len(op):
-                spread = np.sqrt(Pm[a[op]] * (1 - Pm[a[op]]) + Pm[b[op]] * (1 - Pm[b[op]]))
-                spread = np.where(known & ~asked, spread, 0.0)
-                tot = spread.sum(axis=1, keepdims=True)
-                h = (spread / np.where(tot > 0, tot, 1.0)).sum(axis=0)
-            # where there is no prediction, the claim's running mean (predictable)
-            cnt = max(t, 1)
-            F = np.where(known[None, :], F, (sum_z[claims] / cnt)[:, None] if t else 0.0)
-        else:  # uniform draws: no predictions needed (the closed form below)
-            known, F, h = np.zeros(N, bool), None, np.zeros(N)
-        items = np.empty(B, dtype=np.int64)
-        q_at = np.empty(B)
-        A = np.empty((len(claims), B))  # sum_{R_t} f
-        lo_w = np.empty((len(claims), B))
-        hi_w = np.empty((len(claims), B))
-        f_at = np.empty((len(claims), B))
-        left = ~asked
-        if predictor is None:  # uniform draws, no predictions: the bounds in closed form
-            n_left0 = N - t - np.arange(B)
-            items = rng.permutation(np.flatnonzero(left))[:B]
-            q_at = 1.0 / n_left0
-            A = np.zeros((len(claims), B))
-            lo_w = zlo[claims][:, None] * n_left0[None, :]
-            hi_w = zhi[claims][:, None] * n_left0[None, :]
-            f_at = np.zeros((len(claims), B))
-        for s in range(B if predictor is not None else 0):
-            n_left = int(left.sum())
-            q = np.where(left, 1.0 / n_left, 0.0)
-            kl = known & left
-            hk = np.where(kl, h, 0.0)
-            tot = hk.sum()
-            if tot > 0:
-                share = kl.sum() / n_left
-                q = np.where(kl, floor / n_left + (1.0 - floor) * share * hk / tot, q)
-            q = q / q.sum()
-            j = int(np.searchsorted(np.cumsum(q), rng.random() * q.sum(), side="right"))
-            j = min(j, N - 1)
-            while not left[j]:  # rounding at the very end of the row: the last question left
-                j = int(np.flatnonzero(left)[-1])
-            items[s], q_at[s] = j, q[j]
-            with np.errstate(divide="ignore", invalid="ignore"):
-                inv = np.where(left, 1.0 / q, np.nan)
-            A[:, s] = np.where(left[None, :], F, 0.0).sum(axis=1)
-            lo_w[:, s] = np.nanmin((zlo[claims][:, None] - F) * inv[None, :], axis=1)
-            hi_w[:, s] = np.nanmax((zhi[claims][:, None] - F) * inv[None, :], axis=1)
-            f_at[:, s] = F[:, j]
-            left[j] = False
+        rd = eng.plan(st, batch, rng)
         if record is not None:  # the round's draws and their probabilities, kept before any question is asked
-            record(r, play, items, q_at)
-        Zp = np.asarray(ask(play, items), dtype=float).reshape(len(play), B)
-        if not np.all(np.isfinite(Zp)) or Zp.min() < low - 1e-12 or Zp.max() > high + 1e-12:
-            raise AssayInputError(f"scores must be finite and in [{low}, {high}]")
-        Z = np.full((K, B), np.nan)
-        Z[play] = Zp
-        zc = _claim_values(np.nan_to_num(Z), a, b)[claims]  # (claims, B)
-        before = sum_z[claims][:, None] + np.concatenate([np.zeros((len(claims), 1)), np.cumsum(zc, axis=1)[:, :-1]],
-                                                         axis=1)
-        phi = (before + A + (zc - f_at) / q_at[None, :]) / N
-        L = (before + A + lo_w) / N
-        U = (before + A + hi_w) / N
-        nm = len(play)
-        if guarantee == "finite":
-            cs_m.update(claims[:nm], phi[:nm], L[:nm], U[:nm])
-            cs_p.update(claims[nm:] - K, phi[nm:], L[nm:], U[nm:])
-        else:
-            n_left0 = N - t - np.arange(B)  # questions left before each draw
-            c = N / n_left0.astype(float)  # each weighted increment then has about the same conditional spread
-            cs_m.update(claims[:nm], phi[:nm], L[:nm], U[:nm], c)
-            cs_p.update(claims[nm:] - K, phi[nm:], L[nm:], U[nm:], c)
-        sum_z[claims] += zc.sum(axis=1)
-        S[np.ix_(play, items)] = Zp
-        asked[items] = True
-        order.extend(int(i) for i in items)
-        qs.extend(float(x) for x in q_at)
-        draw_round.extend([r] * B)
-        n_asked[play] += B
-        if predictor is not None:
-            predictor.update(play, items, Zp)
-        if len(order) >= N:  # the whole bank asked of the models in play: their claims are exact
-            full = np.flatnonzero(n_asked == N)
-            cs_m.set_exact(full, np.nanmean(S[full], axis=1))
-            pf = np.flatnonzero((n_asked[a] == N) & (n_asked[b] == N))
-            cs_p.set_exact(pf, np.nanmean(S[a[pf]] - S[b[pf]], axis=1))
-        rounds.append({"round": r, "models": [int(m) for m in play], "questions": B})
-        r += 1
-    lo_m, hi_m = cs_m.interval()
-    d_lo, d_hi = cs_p.interval()
-    d_lo = np.maximum(d_lo, lo_m[a] - hi_m[b])
-    d_hi = np.minimum(d_hi, hi_m[a] - lo_m[b])
-    est = np.array([np.nanmean(S[m]) if n_asked[m] else np.nan for m in range(K)])
-    pair_n = np.minimum(n_asked[a], n_asked[b])
-    d = np.array([np.nanmean(S[x] - S[y]) if n else np.nan for x, y, n in zip(a, b, pair_n)])
-    if predictor is not None:  # questions drawn unequally: the doubly robust estimate, not the sample mean
-        est = np.where(n_asked > 0, cs_m.estimate(), np.nan)
-        d = np.where(pair_n > 0, cs_p.estimate(), np.nan)
-    est = np.clip(est, lo_m, hi_m)
-    d = np.clip(d, d_lo, d_hi)
-    st = goal_status(goal, kk, d_lo, d_hi, margin, K)
-    return AdaptiveRun(S=S, order=np.array(order, dtype=np.int64), q=np.array(qs), draw_round=np.array(draw_round),
-                       n_asked=n_asked, left_round=left_round, left_reason=left_reason, est=est, lo=lo_m, hi=hi_m,
-                       d=d, d_lo=d_lo, d_hi=d_hi, pair_n=pair_n, met=st.met, reason=reason, rounds=rounds,
-                       status=st.status, better=st.better, alpha=alpha)
+            record(eng.r, rd.play, rd.items, rd.q)
+        eng.feed(rd, _checked(ask(rd.play, rd.items), len(rd.play), len(rd.items), low, high))
+    return eng.result(reason, eng.alpha)
+
+
+def __getattr__(name: str):
+    """Names that moved, importable from here for one release: ``FactorPredictor`` (now
+    :class:`assay.faq.FactorPosterior`)."""
+    if name == "FactorPredictor":
+        from ..faq.posterior import FactorPosterior
+
+        return FactorPosterior
+    raise AttributeError(name)

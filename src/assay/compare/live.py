@@ -64,13 +64,12 @@ def read_history(history: Any, bank_ids: list[str]) -> Any:
     Raises :class:`AssayInputError` for a table with missing or non-0/1 scores (FAQ's factor model is Bernoulli) or
     one that shares fewer than half of the bank's question ids."""
     from ..datasets.faq_packs import faq_pack_factors, faq_packs
-    from ..faq.factor import FactorModel
-    from ..faq.fit import _factors
+    from ..faq import FactorModel, fitted_factors
 
     if isinstance(history, str) and history in faq_packs():
         fm = faq_pack_factors(history)
     elif isinstance(history, FactorModel):
-        fm, _, _, _ = _factors(history, None)
+        fm = fitted_factors(history)
     else:
         from ..data.faq import as_matrix
 
@@ -80,7 +79,7 @@ def read_history(history: Any, bank_ids: list[str]) -> Any:
         except AssayInputError as e:
             raise AssayInputError(f"{e} (the history feeds FAQ's factor model, which is Bernoulli: it needs every "
                                   "earlier model's 0/1 score on every question it holds)") from None
-        fm, _, _, _ = _factors(table if not isinstance(table, str) else mat, None)
+        fm = fitted_factors(table if not isinstance(table, str) else mat)
     ids = {str(c) for c in fm.col_labels_}
     shared = sum(str(i) in ids for i in bank_ids)
     if 2 * shared < len(bank_ids):
@@ -161,10 +160,19 @@ def _package(run: adaptive.AdaptiveRun, names: list[str], item_ids: list[str], *
     return res
 
 
+def _posterior(fm, item_ids, K: int):
+    """FAQ's factor model as the engine's predictor (None without a history)."""
+    if fm is None:
+        return None
+    from ..faq import FactorPosterior
+
+    return FactorPosterior(fm, item_ids, K)
+
+
 def _engine(ask, names, N, *, goal, k, guarantee, margin, delta, budget, batch, seed, fm, item_ids, floor,
             progress, record=None):
     K = len(names)
-    pred = adaptive.FactorPredictor(fm, item_ids, K) if fm is not None else None
+    pred = _posterior(fm, item_ids, K)
     return adaptive.run(ask, K, N, goal=goal, k=k, guarantee=guarantee, margin=margin, delta=delta, budget=budget,
                         batch=batch, rng=seed.rng(), predictor=pred, floor=floor, progress=progress, record=record)
 
@@ -423,7 +431,7 @@ def replay(table: Any, *, goal: str = "all", k: int | None = None, guarantee: st
         return M[np.ix_(play, items)]
 
     def engine(fm_, eliminate=True):
-        pred = adaptive.FactorPredictor(fm_, item_ids, K) if fm_ is not None else None
+        pred = _posterior(fm_, item_ids, K)
         return adaptive.run(ask, K, N, goal=goal, k=k, guarantee=guarantee, margin=margin, delta=float(delta),
                             budget=budget, batch=batch, rng=seed.rng(), predictor=pred, floor=floor, low=lo, high=hi)
 

@@ -20,8 +20,10 @@ from .calibrate import Calibration
 from .core import MIN_VALIDATED_QUERIES, FAQEstimate, FAQParams, estimate, plain_words, run_faq
 from .factor import FactorFitWarning, FactorModel, OverfitWarning
 from .fit import check_k, default_factor_model, factor_cache_dir, fit_factors  # noqa: F401  (check_k, factor_cache_dir)
+from .posterior import FactorPosterior, fitted_factors
 from .protocol import DEFAULT_GRID, FAQProtocolResult, model_splits, protocol  # last: the function shadows the module
 
 __all__ = ["FactorModel", "OverfitWarning", "FactorFitWarning", "FAQParams", "run_faq", "estimate", "FAQEstimate",
            "evaluate", "expect", "plain_words", "Calibration", "protocol", "FAQResult", "FAQProtocolResult", "as_matrix", "resolve_budget", "DEFAULT_GRID",
-           "default_factor_model", "fit_factors", "model_splits", "MIN_VALIDATED_QUERIES"]
+           "default_factor_model", "fit_factors", "model_splits", "MIN_VALIDATED_QUERIES", "FactorPosterior",
+           "fitted_factors"]

@@ -113,12 +113,13 @@ from scipy.special import expit, logit
 
 from .. import checks
 from ..errors import AssayInputError
-from ..stats.special import logsumexp
+from ..stats.sampling import draw, floored, increment
+from ..stats.sequences import AsymptoticCS, cs_radius, cs_rho
+from ..stats.special import P_EPS, clamp_p, logsumexp
 
 __all__ = ["estimate", "FAQEstimate", "uniform_gain", "check_stopping", "plain_words", "MIN_VALIDATED_QUERIES", "FAQParams", "FAQRun", "run_faq", "clamp_p", "P_EPS", "VARIANCES", "DESIGNS", "standard_errors",
            "critical_value", "interval", "cs_rho", "cs_radius", "laplace_step"]
 
-P_EPS = 1e-12
 VARIANCES = ("conservative", "increments", "model", "paper")
 DESIGNS = ("wor", "wr", "naive-wor")
 #: the tempered alternatives of the fallback test: the answers follow sigmoid(logit(p) / kappa), a working model
@@ -127,28 +128,6 @@ FALLBACK_KAPPAS = (1.5, 2.0, 3.0)
 #: the smallest number of queries at which the default interval's coverage was shown on models absent from the
 #: history (2.5% of the 1,351-question leaderboard bank; ``assay study faq-leaderboard``). Below it a result warns.
 MIN_VALIDATED_QUERIES = 33
-
-
-def clamp_p(p: np.ndarray) -> np.ndarray:
-    """Clamp probabilities to [1e-12, 1 - 1e-12] (float64, where 1 - 1e-12 != 1).
-
-    Parameters
-    ----------
-    p : ndarray
-        Probabilities (any shape).
-
-    Returns
-    -------
-    ndarray
-        ``p`` clipped to [1e-12, 1 - 1e-12], same shape.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> print(clamp_p(np.array([0.0, 0.5, 1.0])))
-    [1.e-12 5.e-01 1.e+00]
-    """
-    return np.clip(p, P_EPS, 1.0 - P_EPS)
 
 
 def _is_num(v) -> bool:
@@ -385,87 +364,10 @@ def interval(run: "FAQRun", alpha: float, variance: str | None = None, quantile:
     return np.clip(run.estimate - crit * se, 0.0, 1.0), np.clip(run.estimate + crit * se, 0.0, 1.0)
 
 
-def cs_rho(alpha: float, v_target: float) -> float:
-    """Mixing scale rho of the normal-mixture boundary.
-
-    The boundary is tightest where the variance process equals ``v_target``
-    (Waudby-Smith et al. 2024, Sec. 2: rho^2 = (2 log(1/alpha) + log(1 + 2 log(1/alpha))) / V*).
-
-    Parameters
-    ----------
-    alpha : float or ndarray
-        Miscoverage of the confidence sequence.
-    v_target : float or ndarray
-        V*, the value of the variance process where the boundary should be tightest (floored at 1e-300).
-
-    Returns
-    -------
-    float or ndarray
-        The mixing scale rho (an array when given arrays, elementwise).
-
-    Examples
-    --------
-    >>> round(cs_rho(0.05, 100.0), 4)
-    0.2817
-    """
-    a = 2.0 * np.log(1.0 / np.asarray(alpha, dtype=float))
-    rho = np.sqrt((a + np.log1p(a)) / np.maximum(np.asarray(v_target, dtype=float), 1e-300))
-    return float(rho) if rho.ndim == 0 else rho
-
-
-def cs_radius(V, rho: float, alpha: float, sum_c):
-    """Half-width of the two-sided normal-mixture confidence sequence for theta (module docstring).
-
-    The radius is sqrt((V + 1/rho^2) (log(1 + rho^2 V) + 2 log(1/alpha))) / sum_c.
-
-    Parameters
-    ----------
-    V : array_like
-        The variance process V_t on the unnormalised scale (negative values count as 0).
-    rho : float
-        The mixing scale (:func:`cs_rho`): where the boundary is tightest, never its validity.
-    alpha : float
-        Miscoverage.
-    sum_c : array_like
-        The sum of the weights c_t so far.
-
-    Returns
-    -------
-    ndarray
-        The radius around theta_hat_t.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> print(cs_radius(np.array([10.0, 100.0]), 0.5, 0.05, np.array([100.0, 100.0])).round(4))
-    [0.1007 0.3102]
-    """
-    V = np.maximum(np.asarray(V, dtype=float), 0.0)
-    r2 = (V + 1.0 / rho**2) * (np.log1p(rho**2 * V) + 2.0 * np.log(1.0 / alpha))
-    return np.sqrt(r2) / sum_c
-
-
 def _tempering(t: int, n_b: int, p: FAQParams) -> tuple[float, float]:
     alpha = max(0.0, 1.0 - t / (p.rho * n_b)) if p.rho > 0 else 0.0
     beta = p.beta0 * min(1.0, t / (p.gamma * n_b)) if p.gamma > 0 else p.beta0
     return alpha, beta
-
-
-def _draw(q: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """One categorical draw per row of ``q`` (rows sum to 1; zeros are never drawn) by inverse CDF."""
-    cum = np.cumsum(q, axis=1)
-    # the count of cumulative sums below u * total: cum is non-decreasing (q >= 0), so that is the first index at
-    # or above it (argmax of a boolean stops at the first True, half the time of counting every entry)
-    above = cum >= (u * cum[:, -1])[:, None]
-    idx = np.argmax(above, axis=1)
-    # no cumulative sum at or above it (not possible for u < 1): the last column, as the capped count of N gave
-    idx[~above[:, -1]] = q.shape[1] - 1
-    # guard against rounding landing on a zero-probability column at the very end of the row
-    bad = q[np.arange(q.shape[0]), idx] <= 0
-    if bad.any():
-        last = q.shape[1] - 1 - np.argmax(q[bad, ::-1] > 0, axis=1)
-        idx[bad] = last
-    return idx
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -511,17 +413,8 @@ class _State:
     var_model: np.ndarray
     phi: np.ndarray
     c: np.ndarray
-    # the anytime-valid interval: running sums of c, c phi, c^2, c^2 phi, c^2 phi^2, c^2 v, the running
-    # intersection, and the mixing scale (set at the first round)
-    sc: np.ndarray
-    scphi: np.ndarray
-    sc2: np.ndarray
-    sc2phi: np.ndarray
-    sc2phi2: np.ndarray
-    sc2v: np.ndarray
-    cs_lo: np.ndarray
-    cs_hi: np.ndarray
-    rho_cs: float | None
+    # the anytime-valid interval (its mixing scale set at the first round)
+    cs: AsymptoticCS
     # the fallback test: log likelihood ratios of the tempered alternatives (one column per kappa), the round from
     # which each model was sampled uniformly (0 = never) and whether it is now
     log_lr: np.ndarray
@@ -544,8 +437,7 @@ def _start(cfg: _Setup, prior_mean, prior_cov) -> _State:
         items=np.full((M, n_b), -1, dtype=np.int32), answers=np.full((M, n_b), np.nan),
         q_chosen=np.full((M, n_b), np.nan), p_chosen=np.full((M, n_b), np.nan), sum_p=np.full((M, n_b), np.nan),
         var_model=np.full((M, n_b), np.nan), phi=np.full((M, n_b), np.nan), c=np.ones(n_b),
-        sc=np.zeros(M), scphi=np.zeros(M), sc2=np.zeros(M), sc2phi=np.zeros(M), sc2phi2=np.zeros(M),
-        sc2v=np.zeros(M), cs_lo=np.zeros(M), cs_hi=np.ones(M), rho_cs=None,
+        cs=AsymptoticCS(np.full(M, cfg.alpha), 0.0, 1.0, horizon=n_b, burn_in=min(cfg.min_queries, n_b)),
         log_lr=np.zeros((M, len(FALLBACK_KAPPAS))), fell_back=np.zeros(M, dtype=int), uniform=np.zeros(M, dtype=bool))
 
 
@@ -629,14 +521,10 @@ def _policy(r: _Round, st: _State, cfg: _Setup, t: int) -> None:
     """Step 4, eq. 10: ``r.q`` = tau / |R| + (1 - tau) h on R, 0 off it; uniform on R for a model that fell back."""
     tau, N = cfg.params.tau, cfg.N
     if cfg.design == "wor":
-        n_r = N - (t - 1)
-        r.q = r.h * (1.0 - tau)
-        r.q += tau / n_r
-        r.q *= r.avail  # 0 off R (q > 0 is finite: times 1 or 0 is exact)
         # a row whose h vanished on R (all w = 0 there) falls back to uniform on R
-        r.q /= r.q.sum(axis=1, keepdims=True)
+        r.q = floored(r.h, r.avail, tau, n_left=N - (t - 1))
     else:
-        r.q = tau / N + (1.0 - tau) * r.h
+        r.q = floored(r.h, None, tau)
     if st.uniform.any():
         r.q[st.uniform] = np.where(r.avail[st.uniform], 1.0 / (N - (t - 1)), 0.0) if cfg.design == "wor" else 1.0 / N
 
@@ -645,8 +533,8 @@ def _draw_questions(r: _Round, st: _State, cfg: _Setup, rng: np.random.Generator
     """Step 5: I_t ~ q_t, one uniform per model (the naive-wor ablation: q restricted to the questions not asked)."""
     if cfg.design == "naive-wor":
         r.qd = np.where(st.asked, 0.0, r.q)
-        return _draw(r.qd / r.qd.sum(axis=1, keepdims=True), rng.random(cfg.M))
-    return _draw(r.q, rng.random(cfg.M))
+        return draw(r.qd / r.qd.sum(axis=1, keepdims=True), rng.random(cfg.M))
+    return draw(r.q, rng.random(cfg.M))
 
 
 def _query(st: _State, cfg: _Setup, answer, t: int, I: np.ndarray) -> np.ndarray:
@@ -663,10 +551,8 @@ def _increment(r: _Round, st: _State, cfg: _Setup, z, I):
     pI = r.p[cfg.rows, I]
     qI = r.q[cfg.rows, I]
     if cfg.design == "wor":
-        A_t = st.s_obs + np.where(r.avail, r.p, 0.0).sum(axis=1)
-    else:
-        A_t = r.p.sum(axis=1)
-    return (A_t + (z - pI) / qI) / cfg.N, pI, qI
+        return increment(st.s_obs, np.where(r.avail, r.p, 0.0).sum(axis=1), z, pI, qI, cfg.N), pI, qI
+    return increment(0.0, r.p.sum(axis=1), z, pI, qI, cfg.N), pI, qI
 
 
 def _model_variance(r: _Round, cfg: _Setup) -> np.ndarray:
@@ -789,29 +675,19 @@ def _cs_mixing(cfg: _Setup, var_t: np.ndarray) -> float:
 
 
 def _anytime_interval(st: _State, cfg: _Setup, t: int, phi_t, var_t, act) -> None:
-    """The anytime-valid interval (module docstring) after round t: the running sums, then the running intersection
-    of the boundary's intervals from ``min_queries`` on (a model that stopped keeps its last interval)."""
-    if st.rho_cs is None:
-        st.rho_cs = _cs_mixing(cfg, var_t)
-    ct = st.c[t - 1]
-    st.sc += act * ct
-    st.scphi += act * ct * phi_t
-    st.sc2 += act * ct**2
-    st.sc2phi += act * ct**2 * phi_t
-    st.sc2phi2 += act * ct**2 * phi_t**2
-    st.sc2v += act * ct**2 * var_t
-    est_t = st.scphi / np.maximum(st.sc, 1e-300)
-    v_emp = np.maximum(st.sc2phi2 - 2 * est_t * st.sc2phi + est_t**2 * st.sc2, 0.0)
-    rad = cs_radius(np.maximum(v_emp * (t / max(t - 1, 1)), st.sc2v), st.rho_cs, cfg.alpha, np.maximum(st.sc, 1e-300))
-    if t >= min(cfg.min_queries, cfg.n_b):
-        st.cs_lo = np.where(act, np.maximum(st.cs_lo, est_t - rad), st.cs_lo)
-        st.cs_hi = np.where(act, np.minimum(st.cs_hi, est_t + rad), st.cs_hi)
+    """The anytime-valid interval (module docstring) after round t, for the models still being asked: the weighted
+    increments with the working model's variance as the floor, intersected from ``min_queries`` on (a model that
+    stopped keeps its last interval)."""
+    if t == 1:
+        st.cs.rho[:] = _cs_mixing(cfg, var_t)
+    rows = np.flatnonzero(act)
+    st.cs.update(rows, phi_t[rows, None], c=st.c[t - 1], floor=var_t[rows, None])
 
 
 def _stop_narrow(st: _State, cfg: _Setup, t: int, act) -> None:
     """With ``until_width``, from ``min_queries`` on: stop the models whose anytime-valid interval is that narrow."""
     if cfg.until_width is not None and t >= cfg.min_queries:
-        done_now = act & ((np.minimum(st.cs_hi, 1.0) - np.maximum(st.cs_lo, 0.0)) <= cfg.until_width)
+        done_now = act & ((np.minimum(st.cs.hi, 1.0) - np.maximum(st.cs.lo, 0.0)) <= cfg.until_width)
         st.stopped |= done_now
         st.active = st.active & ~done_now
 
@@ -821,7 +697,7 @@ def _report(st: _State, cfg: _Setup, t: int, on_round, on_width) -> None:
     if on_round is not None:
         on_round(t, cfg.n_b)
     if on_width is not None and t >= min(cfg.min_queries, cfg.n_b):
-        on_width(t, float(np.max(np.minimum(st.cs_hi, 1.0) - np.maximum(st.cs_lo, 0.0))))
+        on_width(t, float(np.max(np.minimum(st.cs.hi, 1.0) - np.maximum(st.cs.lo, 0.0))))
 
 
 def _fixed_budget_interval(st: _State, cfg: _Setup, calibrated_crit, calibrated_floor):
@@ -962,7 +838,7 @@ def run_faq(
             break
 
     est, se, ses, crit, lo, hi = _fixed_budget_interval(st, cfg, calibrated_crit, calibrated_floor)
-    cs_lo, cs_hi = np.clip(st.cs_lo, 0.0, 1.0), np.clip(st.cs_hi, 0.0, 1.0)
+    cs_lo, cs_hi = np.clip(st.cs.lo, 0.0, 1.0), np.clip(st.cs.hi, 0.0, 1.0)
     if until_width is not None:
         lo, hi = cs_lo, cs_hi
     se = _exact_where_complete(st, cfg, est, se, ses, lo, hi, cs_lo, cs_hi)

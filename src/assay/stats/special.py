@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["logsumexp"]
+__all__ = ["logsumexp", "clamp_p", "P_EPS"]
+
+#: the clamp of a probability away from 0 and 1 (float64, where 1 - 1e-12 != 1)
+P_EPS = 1e-12
 
 
 def logsumexp(a, axis: int | None = None, keepdims: bool = False):
@@ -65,3 +68,25 @@ def logsumexp(a, axis: int | None = None, keepdims: bool = False):
     if not keepdims:
         out = np.squeeze(out, axis=ax)
     return out[()] if out.ndim == 0 else out
+
+
+def clamp_p(p: np.ndarray) -> np.ndarray:
+    """Clamp probabilities to [1e-12, 1 - 1e-12] (float64, where 1 - 1e-12 != 1).
+
+    Parameters
+    ----------
+    p : ndarray
+        Probabilities (any shape).
+
+    Returns
+    -------
+    ndarray
+        ``p`` clipped to [1e-12, 1 - 1e-12], same shape.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> print(clamp_p(np.array([0.0, 0.5, 1.0])))
+    [1.e-12 5.e-01 1.e+00]
+    """
+    return np.clip(p, P_EPS, 1.0 - P_EPS)
