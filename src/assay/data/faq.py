@@ -218,71 +218,101 @@ def as_matrix(obj: Any, what: str, *, columns: Mapping[str, str] | None = None,
         ``values`` (float, 0 / 1 / NaN; or int8 codes), ``rows`` and ``items`` (ids as strings, each unique).
     """
     if isinstance(obj, FAQMatrix):
-        C = to_codes(obj.values)
-        if not allow_missing and (C < 0).any():
-            i, j = (int(a[0]) for a in np.nonzero(C < 0))
-            raise AssayInputError(f"{what}: missing answer for model {obj.rows[i]!r}, item {obj.items[j]!r} "
-                                  f"({int((C < 0).sum())} missing); the estimand is the accuracy over the whole bank, "
-                                  "so offline evaluation needs every answer (query the rest live, or drop those items "
-                                  "everywhere)")
-        return FAQMatrix(C if codes else _from_codes(C), list(obj.rows), list(obj.items))
+        return _revalidated(obj, what, allow_missing, codes)
     cols = {"model": "model", "item": "item", "score": "score", **dict(columns or {})}
-    long_done = None
+    long_done = block = None
     if isinstance(obj, pd.Series):
         obj = obj.to_frame().T
     if isinstance(obj, pd.DataFrame):
         if {cols["model"], cols["item"], cols["score"]} <= set(obj.columns) and obj.shape[1] <= 4:
-            df = obj[[cols["model"], cols["item"], cols["score"]]].copy()
-            df.columns = ["model", "item", "score"]
-            df["model"] = df["model"].astype(str)
-            df["item"] = df["item"].astype(str)
-            dup = df.duplicated(["model", "item"], keep=False)
-            if dup.any():
-                r = df[dup].iloc[0]
-                raise AssayInputError(f"{what}: {int(dup.sum())} duplicate (model, item) rows, e.g. model "
-                                      f"{r['model']!r}, item {r['item']!r}; keep one score per pair")
-            score = pd.to_numeric(df["score"], errors="coerce")
-            bad = score.isna() & df["score"].notna()
-            if bad.any():
-                raise AssayInputError(f"{what}: score {df.loc[bad, 'score'].iloc[0]!r} is not a number; scores must be 0 or 1")
-            df["score"] = score
-            long_done = _long_codes(df, what)
+            long_done = _long_table(obj, cols, what)
             rows, items = long_done.rows, long_done.items
             shape = long_done.values.shape
         else:
-            rows = [str(r) for r in obj.index]
-            items = [str(c) for c in obj.columns]
-            numeric = all(pd.api.types.is_numeric_dtype(t) or pd.api.types.is_bool_dtype(t) for t in obj.dtypes)
-            if not numeric:
-                try:
-                    num = obj.apply(pd.to_numeric, errors="coerce")
-                except (TypeError, ValueError) as e:  # pragma: no cover - apply/to_numeric already coerced
-                    raise AssayInputError(f"{what}: values must be numeric 0/1 ({e})") from None
-                raw = obj.to_numpy(dtype=object)
-                coerced = num.isna().to_numpy() & pd.notna(raw)
-                if coerced.any():
-                    i, j = (int(a[0]) for a in np.nonzero(coerced))
-                    raise AssayInputError(f"{what}: cell (model {rows[i]!r}, item {items[j]!r}) = {raw[i, j]!r} is not "
-                                          "a number; values must be 0, 1 or missing")
-                del raw, coerced
-                obj = num
-            shape = obj.shape
-            block = _frame_block(obj)
+            rows, items, shape, block = _wide_table(obj, what)
     else:
+        rows, items, shape, block = _array_table(obj, what)
+    _check_ids(what, shape, rows, items)
+    if long_done is not None:
+        C, n_missing, first_missing, empty_rows = _missing_codes(long_done.values)
+    else:
+        C, n_missing, first_missing, empty_rows = _scanned_codes(what, shape, block, rows, items)
+    _check_answered(what, rows, items, allow_missing, n_missing, first_missing, empty_rows)
+    return FAQMatrix(C if codes else _from_codes(C), rows, items)
+
+
+def _revalidated(obj: FAQMatrix, what: str, allow_missing: bool, codes: bool) -> FAQMatrix:
+    """An already validated :class:`FAQMatrix` in the form asked for (missing answers refused if not allowed)."""
+    C = to_codes(obj.values)
+    if not allow_missing and (C < 0).any():
+        i, j = (int(a[0]) for a in np.nonzero(C < 0))
+        raise AssayInputError(f"{what}: missing answer for model {obj.rows[i]!r}, item {obj.items[j]!r} "
+                              f"({int((C < 0).sum())} missing); the estimand is the accuracy over the whole bank, "
+                              "so offline evaluation needs every answer (query the rest live, or drop those items "
+                              "everywhere)")
+    return FAQMatrix(C if codes else _from_codes(C), list(obj.rows), list(obj.items))
+
+
+def _long_table(obj: pd.DataFrame, cols: Mapping[str, str], what: str) -> FAQMatrix:
+    """A long ``model, item, score`` table (columns named by ``cols``) checked (one numeric score per pair) -> codes."""
+    df = obj[[cols["model"], cols["item"], cols["score"]]].copy()
+    df.columns = ["model", "item", "score"]
+    df["model"] = df["model"].astype(str)
+    df["item"] = df["item"].astype(str)
+    dup = df.duplicated(["model", "item"], keep=False)
+    if dup.any():
+        r = df[dup].iloc[0]
+        raise AssayInputError(f"{what}: {int(dup.sum())} duplicate (model, item) rows, e.g. model "
+                              f"{r['model']!r}, item {r['item']!r}; keep one score per pair")
+    score = pd.to_numeric(df["score"], errors="coerce")
+    bad = score.isna() & df["score"].notna()
+    if bad.any():
+        raise AssayInputError(f"{what}: score {df.loc[bad, 'score'].iloc[0]!r} is not a number; scores must be 0 or 1")
+    df["score"] = score
+    return _long_codes(df, what)
+
+
+def _wide_table(obj: pd.DataFrame, what: str):
+    """A wide table's row ids, item ids, shape and row-block reader (non-numeric cells coerced, a non-number
+    refused)."""
+    rows = [str(r) for r in obj.index]
+    items = [str(c) for c in obj.columns]
+    numeric = all(pd.api.types.is_numeric_dtype(t) or pd.api.types.is_bool_dtype(t) for t in obj.dtypes)
+    if not numeric:
         try:
-            A = np.asarray(obj)
-            if A.dtype.kind not in "biuf":
-                A = np.asarray(obj, dtype=float)
-        except (TypeError, ValueError) as e:
-            raise AssayInputError(f"{what} must be a numeric models x items array or table with values 0/1 ({e})") from None
-        if A.ndim == 1:
-            A = A[None, :]
-        if A.ndim != 2:
-            raise AssayInputError(f"{what} must be 2-D (models x items), got shape {A.shape}")
-        rows = [str(i) for i in range(A.shape[0])]
-        items = [str(j) for j in range(A.shape[1])]
-        shape = A.shape
-        block = _array_block(A)
+            num = obj.apply(pd.to_numeric, errors="coerce")
+        except (TypeError, ValueError) as e:  # pragma: no cover - apply/to_numeric already coerced
+            raise AssayInputError(f"{what}: values must be numeric 0/1 ({e})") from None
+        raw = obj.to_numpy(dtype=object)
+        coerced = num.isna().to_numpy() & pd.notna(raw)
+        if coerced.any():
+            i, j = (int(a[0]) for a in np.nonzero(coerced))
+            raise AssayInputError(f"{what}: cell (model {rows[i]!r}, item {items[j]!r}) = {raw[i, j]!r} is not "
+                                  "a number; values must be 0, 1 or missing")
+        del raw, coerced
+        obj = num
+    return rows, items, obj.shape, _frame_block(obj)
+
+
+def _array_table(obj: Any, what: str):
+    """An array's row ids, item ids, shape and row-block reader (a 1-D array is one model)."""
+    try:
+        A = np.asarray(obj)
+        if A.dtype.kind not in "biuf":
+            A = np.asarray(obj, dtype=float)
+    except (TypeError, ValueError) as e:
+        raise AssayInputError(f"{what} must be a numeric models x items array or table with values 0/1 ({e})") from None
+    if A.ndim == 1:
+        A = A[None, :]
+    if A.ndim != 2:
+        raise AssayInputError(f"{what} must be 2-D (models x items), got shape {A.shape}")
+    rows = [str(i) for i in range(A.shape[0])]
+    items = [str(j) for j in range(A.shape[1])]
+    return rows, items, A.shape, _array_block(A)
+
+
+def _check_ids(what: str, shape: tuple[int, int], rows: list[str], items: list[str]) -> None:
+    """Refuse an empty table and duplicate item or model ids."""
     if shape[0] == 0 or shape[1] == 0:
         raise AssayInputError(f"{what} is empty (shape {shape})")
     if len(set(items)) != len(items):
@@ -291,20 +321,31 @@ def as_matrix(obj: Any, what: str, *, columns: Mapping[str, str] | None = None,
     if len(set(rows)) != len(rows):
         dups = pd.Series(rows)[pd.Series(rows).duplicated()].unique()[:3]
         raise AssayInputError(f"{what}: duplicate model ids {', '.join(map(repr, dups))}")
-    if long_done is not None:
-        C = long_done.values
-        miss = C < 0
-        n_missing = int(miss.sum())
-        first_missing = tuple(int(a[0]) for a in np.nonzero(miss)) if n_missing else None
-        empty_rows = miss.all(axis=1)
-        del miss
-    else:
-        sc = _scan(shape, block)
-        if sc.bad is not None:
-            i, j, v = sc.bad
-            raise AssayInputError(f"{what}: cell (model {rows[i]!r}, item {items[j]!r}) = {np.float64(v)!r}; values "
-                                  f"must be 0 or 1 (binary correctness; {sc.n_bad} bad cell(s))")
-        C, n_missing, first_missing, empty_rows = sc.codes, sc.n_missing, sc.missing, sc.empty_rows
+
+
+def _missing_codes(C: np.ndarray):
+    """Codes with their missing count, first missing cell and rows without an observed answer."""
+    miss = C < 0
+    n_missing = int(miss.sum())
+    first_missing = tuple(int(a[0]) for a in np.nonzero(miss)) if n_missing else None
+    empty_rows = miss.all(axis=1)
+    return C, n_missing, first_missing, empty_rows
+
+
+def _scanned_codes(what: str, shape: tuple[int, int], block, rows: list[str], items: list[str]):
+    """A wide table or array scanned a block of rows at a time into codes (a value other than 0 / 1 / NaN refused),
+    with its missing count, first missing cell and rows without an observed answer."""
+    sc = _scan(shape, block)
+    if sc.bad is not None:
+        i, j, v = sc.bad
+        raise AssayInputError(f"{what}: cell (model {rows[i]!r}, item {items[j]!r}) = {np.float64(v)!r}; values "
+                              f"must be 0 or 1 (binary correctness; {sc.n_bad} bad cell(s))")
+    return sc.codes, sc.n_missing, sc.missing, sc.empty_rows
+
+
+def _check_answered(what: str, rows: list[str], items: list[str], allow_missing: bool, n_missing: int,
+                    first_missing: tuple | None, empty_rows: np.ndarray) -> None:
+    """Refuse missing answers when they are not allowed, and a model with no observed answer."""
     if not allow_missing and n_missing:
         i, j = first_missing
         raise AssayInputError(f"{what}: missing answer for model {rows[i]!r}, item {items[j]!r} "
@@ -313,7 +354,6 @@ def as_matrix(obj: Any, what: str, *, columns: Mapping[str, str] | None = None,
     if empty_rows.any():
         raise AssayInputError(f"{what}: model {rows[int(np.flatnonzero(empty_rows)[0])]!r} has no observed answer "
                               f"({int(empty_rows.sum())} such row(s)); drop it")
-    return FAQMatrix(C if codes else _from_codes(C), rows, items)
 
 
 def align_items(items_hist: Sequence[str], items_new: Sequence[str], what: str) -> np.ndarray:

@@ -71,6 +71,30 @@ def siren_design(
     """
     if on_missing not in ("error", "drop-items"):
         raise AssayInputError(f"on_missing must be 'error' or 'drop-items', got {on_missing!r}")
+    df = _siren_frame(table, columns)
+    _check_labels(df)
+    _parse_budgets(df)
+    keys = ["system", "budget", "artifact", "item"]
+    check_unique(df, keys)
+    df["score"] = check_scores(df, "score", allow_missing=(on_missing == "drop-items"))
+
+    all_items = pd.Index(pd.unique(df["item"]))
+    dropped = _dropped_items(df, all_items, on_missing)
+    if dropped:
+        df = df[~df["item"].isin(dropped)]
+    items = [i for i in all_items if i not in dropped]
+    if len(items) < min_items:
+        raise AssayInputError(
+            f"only {len(items)} complete items remain; SIREN needs at least {min_items} "
+            "(each split needs items on both sides, and intervals need many more)."
+        )
+    cells, scores, artifacts = _cell_arrays(df, items)
+    return SirenDesign(items=items, cells=cells, scores=scores, artifacts=artifacts,
+                       dropped_items=sorted(dropped))
+
+
+def _siren_frame(table: pd.DataFrame, columns: Mapping[str, str | None] | None) -> pd.DataFrame:
+    """A copy of the table with canonical column names, one system and one budget where those columns are absent."""
     mapping = {c: None for c in SIREN_COLUMNS}
     mapping.update(columns or {})
     df = map_columns(table, mapping, required=("artifact", "item", "score"))
@@ -81,6 +105,11 @@ def siren_design(
         df["budget"] = 1.0
     if df.empty:
         raise AssayInputError("the score table is empty: nothing to evaluate.")
+    return df
+
+
+def _check_labels(df: pd.DataFrame) -> None:
+    """Require a non-blank system, artifact and item (made strings, in place) and a budget on every row."""
     for c in ("system", "artifact", "item"):
         if df[c].isna().any():
             raise AssayInputError(
@@ -97,6 +126,10 @@ def siren_design(
             f"column 'budget' is empty at {describe_rows(df.index[df['budget'].isna()])}; "
             "use 0 for the untuned default."
         )
+
+
+def _parse_budgets(df: pd.DataFrame) -> None:
+    """Replace the budget column, in place, by parsed budgets: all numbers or all labels."""
     uniq = pd.unique(df["budget"])
     parsed = {b: parse_budget(b) for b in uniq}
     if len({type(v) for v in parsed.values()}) > 1:
@@ -106,11 +139,11 @@ def siren_design(
             "allowed, e.g. 1.5M) or labels throughout, with 0 for the untuned default."
         )
     df["budget"] = df["budget"].map(parsed).astype(object if isinstance(next(iter(parsed.values())), str) else float)
-    keys = ["system", "budget", "artifact", "item"]
-    check_unique(df, keys)
-    df["score"] = check_scores(df, "score", allow_missing=(on_missing == "drop-items"))
 
-    all_items = pd.Index(pd.unique(df["item"]))
+
+def _dropped_items(df: pd.DataFrame, all_items: pd.Index, on_missing: str) -> set[str]:
+    """The items to drop everywhere (some cell lacks them, or a score is missing); a ragged design is refused
+    unless ``on_missing="drop-items"``."""
     groups = df.groupby(["system", "budget", "artifact"], sort=False)["item"]
     counts = groups.size()
     dropped: set[str] = set()
@@ -138,15 +171,12 @@ def siren_design(
         dropped |= set(have_all.index[have_all < len(counts)])
     if df["score"].isna().any():
         dropped |= set(df.loc[df["score"].isna(), "item"])
-    if dropped:
-        df = df[~df["item"].isin(dropped)]
-    items = [i for i in all_items if i not in dropped]
-    if len(items) < min_items:
-        raise AssayInputError(
-            f"only {len(items)} complete items remain; SIREN needs at least {min_items} "
-            "(each split needs items on both sides, and intervals need many more)."
-        )
+    return dropped
 
+
+def _cell_arrays(df: pd.DataFrame, items: list[str]):
+    """The cells in order (system order of appearance, then budget) and each cell's items x artifacts scores and
+    artifact names."""
     system_order = {s: k for k, s in enumerate(pd.unique(df["system"]))}
     pairs = df[["system", "budget"]].drop_duplicates()
     cells = sorted(
@@ -164,8 +194,7 @@ def siren_design(
         Z[rows, cols] = g["score"].to_numpy()
         scores[(s, b)] = Z
         artifacts[(s, b)] = arts
-    return SirenDesign(items=items, cells=cells, scores=scores, artifacts=artifacts,
-                       dropped_items=sorted(dropped))
+    return cells, scores, artifacts
 
 
 def prepare(

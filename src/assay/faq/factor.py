@@ -181,22 +181,8 @@ def _objective(theta, Y, M, k, weight_decay, bias, work=None):
     Uh = (0.5 * U64).astype(np.float32)
     V = V64.astype(np.float32)
     bh = (0.5 * b64).astype(np.float32)[None, :] if bias else None
-    if work is None:
-        work = {}
-    if work.get("shape") != (m, n):
-        pool = work.get("pool")
-        work.clear()
-        work.update(shape=(m, n), pool=pool, X=np.empty((m, n), np.float32), e=np.empty((m, n), np.float32),
-                    s=np.empty((m, n), np.float32))
+    work, nobs = _objective_work(work, Y, M, bias)
     X, e, s = work["X"], work["e"], work["s"]
-    if M is None:
-        nobs = float(m * n)
-    else:
-        if "nobs" not in work:
-            work["nobs"] = float(M.sum())  # M is fixed during a fit: counted once
-        nobs = work["nobs"]
-    if bias and "ysum" not in work:
-        work["ysum"] = Y.sum(axis=0, dtype=np.float64)  # Y is fixed during a fit: summed once
     threads = _threads(m * n)
     YV = np.empty((m, k))
     sV = np.empty((m, k), np.float32)
@@ -206,20 +192,7 @@ def _objective(theta, Y, M, k, weight_decay, bias, work=None):
         np.matmul(Uh[lo:hi], V.T, out=x)  # half the logits
         if bias:
             x += bh
-        # one transcendental per entry, t = tanh(x / 2), gives both the sigmoid, sigmoid(x) = (1 + t) / 2, and the
-        # log-partition, log(1 + exp(-|x|)) = log 2 - log(1 + |t|)
-        np.tanh(x, out=sb)
-        np.abs(sb, out=eb)
-        if M is not None:
-            mb = M[lo:hi]
-            eb *= mb  # an unobserved entry: 1 + 0, whose log is 0, and below a sigmoid of 0
-        eb += 1.0
-        sb += 1.0  # 2 sigmoid(x); the products below halve it exactly
-        if M is not None:
-            sb *= mb
-        np.maximum(x, 0.0, out=x)  # max(x, 0) / 2
-        if M is not None:
-            x *= mb
+        _entry_terms(x, eb, sb, None if M is None else M[lo:hi])
         YV[lo:hi] = _y_times(Y[lo:hi], V64, work)
         np.matmul(sb, V, out=sV[lo:hi])  # 2 s V
         pos = 2.0 * float(x.sum(dtype=np.float64))
@@ -240,12 +213,7 @@ def _objective(theta, Y, M, k, weight_decay, bias, work=None):
             colsum[lo:hi] = 0.5 * sb.sum(axis=0, dtype=np.float64)
 
     _map(cols, _blocks(n, m), threads, work["pool"])
-    # the blocks' partial sums, added in block order (the same order on any number of threads)
-    possum = 0.0
-    logsum = nobs * _LOG2
-    for pos, logs in parts:
-        possum += pos
-        logsum -= logs
+    possum, logsum = _block_sums(parts, nobs)
     lin = float(np.einsum("ik,ik->", U64, YV))
     if bias:
         ysum = work["ysum"]
@@ -259,6 +227,57 @@ def _objective(theta, Y, M, k, weight_decay, bias, work=None):
     if bias:
         parts.append((colsum - ysum) / nobs + c * b64)
     return f_data + f_pen, np.concatenate(parts)
+
+
+def _objective_work(work: dict | None, Y, M, bias: bool) -> tuple[dict, float]:
+    """The objective's reusable buffers (made again when the shape changes) and the number of observed entries; the
+    counts fixed during a fit (observed entries, ``Y``'s column sums with a bias) are computed once into ``work``."""
+    m, n = Y.shape
+    if work is None:
+        work = {}
+    if work.get("shape") != (m, n):
+        pool = work.get("pool")
+        work.clear()
+        work.update(shape=(m, n), pool=pool, X=np.empty((m, n), np.float32), e=np.empty((m, n), np.float32),
+                    s=np.empty((m, n), np.float32))
+    if M is None:
+        nobs = float(m * n)
+    else:
+        if "nobs" not in work:
+            work["nobs"] = float(M.sum())  # M is fixed during a fit: counted once
+        nobs = work["nobs"]
+    if bias and "ysum" not in work:
+        work["ysum"] = Y.sum(axis=0, dtype=np.float64)  # Y is fixed during a fit: summed once
+    return work, nobs
+
+
+def _entry_terms(x: np.ndarray, eb: np.ndarray, sb: np.ndarray, mb) -> None:
+    """Turn a block of half logits ``x`` into its per-entry terms, in place: ``sb`` = 2 sigmoid, ``eb`` = 1 + |t|
+    (the log-partition factor) and ``x`` = max(x, 0) / 2, each zeroed (``eb``: 1) where the mask ``mb`` is False."""
+    # one transcendental per entry, t = tanh(x / 2), gives both the sigmoid, sigmoid(x) = (1 + t) / 2, and the
+    # log-partition, log(1 + exp(-|x|)) = log 2 - log(1 + |t|)
+    np.tanh(x, out=sb)
+    np.abs(sb, out=eb)
+    if mb is not None:
+        eb *= mb  # an unobserved entry: 1 + 0, whose log is 0, and below a sigmoid of 0
+    eb += 1.0
+    sb += 1.0  # 2 sigmoid(x); the products below halve it exactly
+    if mb is not None:
+        sb *= mb
+    np.maximum(x, 0.0, out=x)  # max(x, 0) / 2
+    if mb is not None:
+        x *= mb
+
+
+def _block_sums(parts: list[tuple[float, float]], nobs: float) -> tuple[float, float]:
+    """The row blocks' partial sums (max(x, 0) and log(1 + |t|)) added in block order (the same order on any number
+    of threads): the data term's positive part and its log-partition sum."""
+    possum = 0.0
+    logsum = nobs * _LOG2
+    for pos, logs in parts:
+        possum += pos
+        logsum -= logs
+    return possum, logsum
 
 
 #: bytes of the float64 block through which an int8 Y enters a matrix product (a few MB; at least _BLOCK_ALIGN rows
@@ -860,6 +879,31 @@ class FactorModel:
             raise AssayInputError(f"cv_by must be 'entries' or 'models'; got {self.cv_by!r}")
         if not (isinstance(self.reveal, (int, float, np.floating)) and 0 < self.reveal < 1):
             raise AssayInputError(f"reveal must be in (0, 1); got {self.reveal!r}")
+        Y, M, rng = self._read_history(history)
+        nobs, obs_r, obs_c = self._observed_entries(M)
+
+        self.cv_results_ = None
+        if self.cv is not None:
+            self._choose_by_cv(Y, M, obs_r, obs_c, groups, rng, progress)
+            init = None
+        else:
+            self.k_ = int(self.k)
+            self.weight_decay_ = float(self.weight_decay)
+            init = self._measure_holdout(Y, M, obs_r, obs_c, nobs, rng)
+
+        U, V, b = self._final_fit(Y, M, rng, init, progress)
+        self.train_logloss_ = _logloss_rows(U, V, b if self.bias else None, Y, M)
+        self._guard()
+        used = np.ones(U.shape[0], dtype=bool)
+        used[self.empty_rows_] = False
+        Uu = U[used]
+        self.prior_mean_ = Uu.mean(axis=0)
+        self.prior_cov_ = np.atleast_2d(np.cov(Uu, rowvar=False, ddof=1))
+        return self
+
+    def _read_history(self, history):
+        """The history as (Y: 0/1 int8 with 0 at missing cells, M: observed mask, the fit's generator); records the
+        row and column labels."""
         H, self.row_labels_, self.col_labels_ = _as_history(history)
         rng = self.seed if isinstance(self.seed, np.random.Generator) else np.random.default_rng(self.seed)
         M = H >= 0
@@ -868,6 +912,11 @@ class FactorModel:
         # a block at a time (_y_times, _yt_times), everything else reads it as integers
         Y = H if M.all() else np.maximum(H, np.int8(0))
         del H
+        return Y, M, rng
+
+    def _observed_entries(self, M):
+        """(number of observed entries, their rows, their columns) and the empty rows and columns (warned about); the
+        positions are None where no entries are split."""
         nobs = int(M.sum())
         # the (row, column) of every observed entry (two int64 arrays, 16 bytes an entry) only where entries are
         # split (entry-level CV, the holdout of a fit without CV)
@@ -881,52 +930,57 @@ class FactorModel:
                 f"history has {self.empty_rows_.size} model row(s) and {self.empty_cols_.size} item column(s) with "
                 "no observation; their factors are set to the prior mean 0 and empty rows are excluded from the prior",
                 FactorFitWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
         if M.any(axis=1).sum() < 2:
             raise AssayInputError("history needs at least 2 model rows with an observed entry to estimate the prior")
+        return nobs, obs_r, obs_c
 
-        self.cv_results_ = None
-        if self.cv is not None:
-            cvr, self.baseline_logloss_ = self._cross_validate(Y, M, obs_r, obs_c, groups, rng, progress)
-            best = int(cvr["heldout_logloss"].idxmin())
-            if self.one_se:
-                cut = cvr.loc[best, "heldout_logloss"] + cvr.loc[best, "se"]
-                ok = cvr[cvr["heldout_logloss"] <= cut]
-                chosen = ok.sort_values(["k", "lambda"], ascending=[True, False]).index[0]
-            else:
-                chosen = best
-            cvr["selected"] = cvr.index == chosen
-            self.cv_results_ = cvr
-            self.k_ = int(cvr.loc[chosen, "k"])
-            self.weight_decay_ = float(cvr.loc[chosen, "lambda"])
-            self.heldout_logloss_ = float(cvr.loc[chosen, "heldout_logloss"])
-            # the best setting on the complex edge of the grid means the grid may be too narrow
-            best_k, best_lam = int(cvr.loc[best, "k"]), float(cvr.loc[best, "lambda"])
-            if (len(self.ks) > 1 and best_k == max(self.ks)) or (len(self.lambdas) > 1 and best_lam == min(self.lambdas)):
-                warnings.warn(
-                    f"the best CV setting (k={best_k}, lambda={best_lam:g}) is on the edge of the grid "
-                    "(largest k or smallest lambda); consider extending ks / lambdas",
-                    FactorFitWarning,
-                    stacklevel=2,
-                )
-            init = None
+    def _choose_by_cv(self, Y, M, obs_r, obs_c, groups, rng, progress) -> None:
+        """Cross-validate the (k, lambda) grid and record the chosen setting, its held-out loss and the CV table."""
+        cvr, self.baseline_logloss_ = self._cross_validate(Y, M, obs_r, obs_c, groups, rng, progress)
+        best = int(cvr["heldout_logloss"].idxmin())
+        if self.one_se:
+            cut = cvr.loc[best, "heldout_logloss"] + cvr.loc[best, "se"]
+            ok = cvr[cvr["heldout_logloss"] <= cut]
+            chosen = ok.sort_values(["k", "lambda"], ascending=[True, False]).index[0]
         else:
-            self.k_ = int(self.k)
-            self.weight_decay_ = float(self.weight_decay)
-            init = None
-            if self.holdout > 0:
-                te = rng.random(nobs) < self.holdout
-                Mtr = M.copy()
-                Mtr[obs_r[te], obs_c[te]] = False
-                U, V, b, _ = _fit_core(Y, Mtr, self.k_, self.weight_decay_, self.bias, self.max_iter, self.tol, rng)
-                self.heldout_logloss_ = _logloss_at(U, V, b if self.bias else None, obs_r[te], obs_c[te], Y[obs_r[te], obs_c[te]])
-                self.baseline_logloss_ = self._item_mean_logloss(Y, M, obs_r, obs_c, te)
-                init = (U, V, b)
-            else:
-                self.heldout_logloss_ = float("nan")
-                self.baseline_logloss_ = float("nan")
+            chosen = best
+        cvr["selected"] = cvr.index == chosen
+        self.cv_results_ = cvr
+        self.k_ = int(cvr.loc[chosen, "k"])
+        self.weight_decay_ = float(cvr.loc[chosen, "lambda"])
+        self.heldout_logloss_ = float(cvr.loc[chosen, "heldout_logloss"])
+        # the best setting on the complex edge of the grid means the grid may be too narrow
+        best_k, best_lam = int(cvr.loc[best, "k"]), float(cvr.loc[best, "lambda"])
+        if (len(self.ks) > 1 and best_k == max(self.ks)) or (len(self.lambdas) > 1 and best_lam == min(self.lambdas)):
+            warnings.warn(
+                f"the best CV setting (k={best_k}, lambda={best_lam:g}) is on the edge of the grid "
+                "(largest k or smallest lambda); consider extending ks / lambdas",
+                FactorFitWarning,
+                stacklevel=3,
+            )
 
+    def _measure_holdout(self, Y, M, obs_r, obs_c, nobs, rng):
+        """Without CV: fit without a random holdout share of the entries and record its held-out and baseline
+        losses (NaN without a holdout); returns that fit's factors to warm-start the final fit, or None."""
+        init = None
+        if self.holdout > 0:
+            te = rng.random(nobs) < self.holdout
+            Mtr = M.copy()
+            Mtr[obs_r[te], obs_c[te]] = False
+            U, V, b, _ = _fit_core(Y, Mtr, self.k_, self.weight_decay_, self.bias, self.max_iter, self.tol, rng)
+            self.heldout_logloss_ = _logloss_at(U, V, b if self.bias else None, obs_r[te], obs_c[te], Y[obs_r[te], obs_c[te]])
+            self.baseline_logloss_ = self._item_mean_logloss(Y, M, obs_r, obs_c, te)
+            init = (U, V, b)
+        else:
+            self.heldout_logloss_ = float("nan")
+            self.baseline_logloss_ = float("nan")
+        return init
+
+    def _final_fit(self, Y, M, rng, init, progress):
+        """Fit the chosen setting on every observed entry and record the factors and the optimiser's outcome
+        (warned about when it did not converge); returns (U, V, b)."""
         U, V, b, info = _fit_core(Y, M, self.k_, self.weight_decay_, self.bias, self.max_iter, self.tol, rng, init=init)
         if progress is not None:
             total = self.cv * len(self.ks) * len(self.lambdas) + 1 if self.cv is not None else 1
@@ -939,16 +993,9 @@ class FactorModel:
                 f"L-BFGS-B stopped without converging after {self.n_iter_} iterations ({info['message']}); "
                 "increase max_iter",
                 FactorFitWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
-        self.train_logloss_ = _logloss_rows(U, V, b if self.bias else None, Y, M)
-        self._guard()
-        used = np.ones(U.shape[0], dtype=bool)
-        used[self.empty_rows_] = False
-        Uu = U[used]
-        self.prior_mean_ = Uu.mean(axis=0)
-        self.prior_cov_ = np.atleast_2d(np.cov(Uu, rowvar=False, ddof=1))
-        return self
+        return U, V, b
 
     def _cross_validate(self, Y, M, obs_r, obs_c, groups, rng, progress):
         """Every (k, lambda) on every fold -> (cv_results DataFrame, per-item-mean baseline log-loss)."""

@@ -208,6 +208,65 @@ def _ucb_scalar(p: float, r: float) -> float:
     return -math.expm1(-y)
 
 
+class _BatchWorld:
+    """One batch's simulated world (Frozen-LCB, App. A): the arms' counts, means and bounds as the batch pulls them."""
+
+    def __init__(self, search: "Search") -> None:
+        """Copy the search's per-arm state at the start of the batch."""
+        self.search = search
+        p = search.params
+        self.adaptive = p.strategy == "adaptive"
+        n = search.n
+        self.n_start = n
+        self.m = search._m[:n].copy()
+        self.mean = search._means()
+        self.lcb0 = search._lcb[:n].copy()
+        self.sim_m = self.m.copy()
+        self.sim_mean = self.mean.copy()
+        self.sim_ucb = search._ucb[:n].copy()
+        self.exp_ucb = self.sim_ucb.copy()
+        self.nb = search._nb[:n].copy()
+        self.active = ~search._cert[:n] if not self.adaptive else np.ones(n, bool)
+        self.bonus = search._bonus()
+        self.k_cert = int(search._cert[:n].sum())
+        self.topk = np.zeros(n, bool)
+        if self.adaptive and self.k_cert >= 2:
+            order = np.lexsort((np.arange(n), -self.mean))
+            self.topk[order[:self.k_cert]] = True
+
+    def extend(self) -> None:
+        """Give the arms added to the pool since the batch began unsampled entries."""
+        search = self.search
+        extra = search.n - len(self.m)
+        if extra <= 0:
+            return
+        z = np.zeros(extra)
+        self.m = np.concatenate([self.m, z])
+        self.mean = np.concatenate([self.mean, z])
+        self.lcb0 = np.concatenate([self.lcb0, z])
+        self.sim_m = np.concatenate([self.sim_m, z])
+        self.sim_mean = np.concatenate([self.sim_mean, z])
+        self.sim_ucb = np.concatenate([self.sim_ucb, np.ones(extra)])
+        self.exp_ucb = np.concatenate([self.exp_ucb, np.ones(extra)])
+        self.nb = np.concatenate([self.nb, np.full(extra, search.n)])
+        self.active = np.concatenate([self.active, np.ones(extra, bool)])
+        self.topk = np.concatenate([self.topk, np.zeros(extra, bool)])
+        more = search._bonus() if search.params.repulsion > 0 else np.zeros(search.n)
+        self.bonus = more if len(more) == search.n else np.concatenate([self.bonus, z])
+
+    def pull(self, i: int, k: int = 1) -> None:
+        """Simulate ``k`` pulls of arm ``i``."""
+        # frozen-LCB simulated outcome: k samples at the arm's pre-batch LCB (selection, Theorem 3.1) ...
+        tot = self.sim_m[i] * self.sim_mean[i] + k * self.lcb0[i]
+        self.sim_m[i] += k
+        self.sim_mean[i] = tot / self.sim_m[i]
+        r = self.search._radius(self.sim_m[i], max(self.nb[i], 1))
+        self.sim_ucb[i] = _ucb_scalar(self.sim_mean[i], r)
+        # ... and the expected-outcome world (outcome = the arm's mean; LCB for an unsampled arm), which App. A
+        # uses for the activation schedule of new configurations
+        self.exp_ucb[i] = _ucb_scalar(self.mean[i] if self.m[i] > 0 else self.lcb0[i], r)
+
+
 class Search:
     """Ask/tell COUP+ search over ``space`` (see the module docstring).
 
@@ -479,57 +538,28 @@ class Search:
             raise AssayInputError(f"batch size must be a positive integer; got {B!r}")
         B = int(B)
         self._fill_initial()
-        p = self.params
-        adaptive = p.strategy == "adaptive"
-        n = self.n
-        m = self._m[:n].copy()
-        mean = self._means()
-        lcb0 = self._lcb[:n].copy()
-        sim_m = m.copy()
-        sim_mean = mean.copy()
-        sim_ucb = self._ucb[:n].copy()
-        exp_ucb = sim_ucb.copy()
-        nb = self._nb[:n].copy()
-        active = ~self._cert[:n] if not adaptive else np.ones(n, bool)
-        bonus = self._bonus()
-        k_cert = int(self._cert[:n].sum())
-        topk = np.zeros(n, bool)
-        if adaptive and k_cert >= 2:
-            order = np.lexsort((np.arange(n), -mean))
-            topk[order[:k_cert]] = True
-
-        def extend(arrs_len: int):
-            nonlocal m, mean, lcb0, sim_m, sim_mean, sim_ucb, exp_ucb, nb, active, bonus, topk
-            extra = arrs_len - len(m)
-            if extra <= 0:
-                return
-            z = np.zeros(extra)
-            m = np.concatenate([m, z]); mean = np.concatenate([mean, z]); lcb0 = np.concatenate([lcb0, z])
-            sim_m = np.concatenate([sim_m, z]); sim_mean = np.concatenate([sim_mean, z])
-            sim_ucb = np.concatenate([sim_ucb, np.ones(extra)]); exp_ucb = np.concatenate([exp_ucb, np.ones(extra)]); nb = np.concatenate([nb, np.full(extra, self.n)])
-            active = np.concatenate([active, np.ones(extra, bool)]); topk = np.concatenate([topk, np.zeros(extra, bool)])
-            more = self._bonus() if p.repulsion > 0 else np.zeros(self.n)
-            bonus = more if len(more) == self.n else np.concatenate([bonus, z])
-
-        def pull(i: int, k: int = 1) -> None:
-            # frozen-LCB simulated outcome: k samples at the arm's pre-batch LCB (selection, Theorem 3.1) ...
-            tot = sim_m[i] * sim_mean[i] + k * lcb0[i]
-            sim_m[i] += k
-            sim_mean[i] = tot / sim_m[i]
-            r = self._radius(sim_m[i], max(nb[i], 1))
-            sim_ucb[i] = _ucb_scalar(sim_mean[i], r)
-            # ... and the expected-outcome world (outcome = the arm's mean; LCB for an unsampled arm), which App. A
-            # uses for the activation schedule of new configurations
-            exp_ucb[i] = _ucb_scalar(mean[i] if m[i] > 0 else lcb0[i], r)
-
+        world = _BatchWorld(self)
         tickets: list[Ticket] = []
+        pend_count = self._simulate_pending(world)
+        issued0 = self.tickets_issued
+        inc = self._ask_incumbent(world, B, pend_count, tickets)
+        eps_used, gamma_used = self._ask_challengers(world, B, inc, issued0, tickets)
+        if not tickets:
+            raise AssayInputError("every configuration is certified and the space is exhausted: nothing left to ask")
+        self._maybe_refresh()
+        self.batches += 1
+        self._last_eps, self._last_gamma = eps_used, gamma_used
+        return tickets
 
-        def issue(i: int, phase: str) -> None:
-            t = Ticket(self.tickets_issued, i, dict(self.configs[i]), phase)
-            self.tickets_issued += 1
-            self._pending[t.id] = t
-            tickets.append(t)
+    def _issue(self, tickets: list[Ticket], i: int, phase: str) -> None:
+        """Hand out one ticket for arm ``i`` and record it as pending."""
+        t = Ticket(self.tickets_issued, i, dict(self.configs[i]), phase)
+        self.tickets_issued += 1
+        self._pending[t.id] = t
+        tickets.append(t)
 
+    def _simulate_pending(self, world: "_BatchWorld") -> dict[int, int]:
+        """Simulate the tickets still outstanding from earlier asks; returns their count per arm."""
         # Tickets handed out by earlier asks and not yet told are part of this batch's world: each is simulated at
         # its arm's frozen LCB, as if it had been issued in this batch, so consecutive asks spread over arms the way
         # one larger ask would (Optuna / SMAC users call ask several times before telling).
@@ -537,77 +567,97 @@ class Search:
         for t in self._pending.values():
             pend_count[t.arm] = pend_count.get(t.arm, 0) + 1
         for i, cnt in pend_count.items():
-            if i < n:
-                pull(i, cnt)
-        n_pending = sum(pend_count.values())
+            if i < world.n_start:
+                world.pull(i, cnt)
+        return pend_count
 
-        # Phase 1: the incumbent, topped up to half of everything outstanding (this batch + pending tickets)
-        issued0 = self.tickets_issued
-        sampled = active & (m > 0)
+    def _ask_incumbent(self, world: "_BatchWorld", B: int, pend_count: dict[int, int], tickets: list[Ticket]) -> int:
+        """Phase 1: pick the incumbent and issue its tickets; returns its arm, or -1 when there is none."""
+        # the incumbent is topped up to half of everything outstanding (this batch + pending tickets)
+        p = self.params
+        n_pending = sum(pend_count.values())
+        sampled = world.active & (world.m > 0)
         inc = -1
         if sampled.any():
-            if adaptive and k_cert >= 2:
-                cand = np.flatnonzero(topk)
-                score = lcb0[cand] - (bonus[cand] if p.repulsion_phase1 else 0)
-                inc = int(cand[np.lexsort((m[cand], score))][0])  # smallest LCB, ties -> fewest samples
+            if world.adaptive and world.k_cert >= 2:
+                cand = np.flatnonzero(world.topk)
+                score = world.lcb0[cand] - (world.bonus[cand] if p.repulsion_phase1 else 0)
+                inc = int(cand[np.lexsort((world.m[cand], score))][0])  # smallest LCB, ties -> fewest samples
             else:
-                score = np.where(sampled, mean + (bonus if p.repulsion_phase1 else 0), -np.inf)
+                score = np.where(sampled, world.mean + (world.bonus if p.repulsion_phase1 else 0), -np.inf)
                 inc = int(np.argmax(score))  # ties -> lowest index
             n1 = min(B, max(0, (n_pending + B) // 2 - pend_count.get(inc, 0)))
             if n1:
-                pull(inc, n1)
+                world.pull(inc, n1)
                 for _ in range(n1):
-                    issue(inc, "incumbent")
+                    self._issue(tickets, inc, "incumbent")
             elif not pend_count.get(inc):
                 inc = -1  # a batch of one with nothing outstanding: no incumbent this time, as in the paper
-        # Phase 2: challengers, one slot at a time, with the expansion rule before each slot
+        return inc
+
+    def _ask_challengers(self, world: "_BatchWorld", B: int, inc: int, issued0: int,
+                         tickets: list[Ticket]) -> tuple[float | None, float | None]:
+        """Phase 2: fill the batch with challengers, one slot at a time; returns the last (eps', gamma) used."""
+        # the expansion rule runs before each slot
+        p = self.params
         gamma_used = eps_used = None
         floor = p.n0 + p.min_growth * math.sqrt(issued0)
         for _ in range(B - len(tickets)):
-            ready = not self.exhausted and p.n0 <= self.n and not (active & (sim_m == 0)).any()
-            if ready and self.n < floor:
-                self._maybe_refit()  # the growth floor: the pool lags n0 + min_growth sqrt(tickets)
-                j = self._propose()
-                if j >= 0:
-                    extend(self.n)
-                    self.events.append({"event": "add", "arm": j, "batch": self.batches, "origin": self._origin[j],
-                                        "why": "growth floor"})
-            elif ready:
-                eps = self._eps_prime(exp_ucb, lcb0, active, topk, adaptive, k_cert)
-                gamma = self._gamma()
-                eps_used, gamma_used = eps, gamma
-                if eps * eps < p.exploration * gamma:
-                    self._maybe_refit()
-                    j = self._propose()
-                    if j >= 0:
-                        extend(self.n)
-                        self.events.append({"event": "add", "arm": j, "batch": self.batches, "origin": self._origin[j]})
-            cand_mask = active.copy()
-            if inc >= 0:
-                cand_mask[inc] = False
-            if adaptive and k_cert >= 2:
-                cand_mask &= ~topk
-            if not cand_mask.any():
-                cand_mask = active.copy()
-            if not cand_mask.any():
+            rule = self._expand_before_slot(world, floor)
+            if rule is not None:
+                eps_used, gamma_used = rule
+            i = self._pick_challenger(world, inc)
+            if i < 0:
                 break
-            score = np.where(cand_mask, sim_ucb + bonus, -np.inf)
-            top = score.max()
-            ties = np.flatnonzero(score >= top - 1e-12)
-            if len(ties) > 1:
-                fewest = sim_m[ties].min()
-                ties = ties[sim_m[ties] == fewest]
-                i = int(ties[self.rng.integers(len(ties))]) if len(ties) > 1 else int(ties[0])
-            else:
-                i = int(ties[0])
-            pull(i)
-            issue(i, "challenger")
-        if not tickets:
-            raise AssayInputError("every configuration is certified and the space is exhausted: nothing left to ask")
-        self._maybe_refresh()
-        self.batches += 1
-        self._last_eps, self._last_gamma = eps_used, gamma_used
-        return tickets
+            world.pull(i)
+            self._issue(tickets, i, "challenger")
+        return eps_used, gamma_used
+
+    def _expand_before_slot(self, world: "_BatchWorld", floor: float) -> tuple[float, float] | None:
+        """The expansion rule before one slot: maybe add a configuration; returns (eps', gamma) when they were
+        computed."""
+        p = self.params
+        ready = not self.exhausted and p.n0 <= self.n and not (world.active & (world.sim_m == 0)).any()
+        if ready and self.n < floor:
+            self._add_to_batch(world, "growth floor")  # the growth floor: the pool lags n0 + min_growth sqrt(tickets)
+        elif ready:
+            eps = self._eps_prime(world.exp_ucb, world.lcb0, world.active, world.topk, world.adaptive, world.k_cert)
+            gamma = self._gamma()
+            if eps * eps < p.exploration * gamma:
+                self._add_to_batch(world, None)
+            return eps, gamma
+        return None
+
+    def _add_to_batch(self, world: "_BatchWorld", why: str | None) -> None:
+        """Refit if due, propose one configuration and make room for it in the batch's world."""
+        self._maybe_refit()
+        j = self._propose()
+        if j >= 0:
+            world.extend()
+            event = {"event": "add", "arm": j, "batch": self.batches, "origin": self._origin[j]}
+            if why is not None:
+                event["why"] = why
+            self.events.append(event)
+
+    def _pick_challenger(self, world: "_BatchWorld", inc: int) -> int:
+        """The active non-incumbent arm with the highest simulated UCB (+ bonus); -1 when no arm is active."""
+        cand_mask = world.active.copy()
+        if inc >= 0:
+            cand_mask[inc] = False
+        if world.adaptive and world.k_cert >= 2:
+            cand_mask &= ~world.topk
+        if not cand_mask.any():
+            cand_mask = world.active.copy()
+        if not cand_mask.any():
+            return -1
+        score = np.where(cand_mask, world.sim_ucb + world.bonus, -np.inf)
+        top = score.max()
+        ties = np.flatnonzero(score >= top - 1e-12)
+        if len(ties) > 1:
+            fewest = world.sim_m[ties].min()
+            ties = ties[world.sim_m[ties] == fewest]
+            return int(ties[self.rng.integers(len(ties))]) if len(ties) > 1 else int(ties[0])
+        return int(ties[0])
 
     def _eps_prime(self, ucb, lcb, active, topk, adaptive, k_cert) -> float:
         if adaptive and k_cert >= 2:

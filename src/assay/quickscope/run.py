@@ -348,30 +348,14 @@ def run(space, generator, model, *, budget: int, batch: int = 20, seed: int | No
     >>> res.info["tickets"], sorted(res.tables["certified"]["k"])
     (200, [8, 9])
     """
-    from ..models import CallableModel
-    from ..models import run as run_prompts
-
-    if int(budget) != budget or budget < 1:
-        raise AssayInputError(f"budget must be a positive number of model calls; got {budget!r}")
-    if int(batch) != batch or batch < 1:
-        raise AssayInputError(f"batch must be a positive integer; got {batch!r}")
-    if budget < batch:
-        raise AssayInputError(f"budget ({budget}) is smaller than one batch ({batch}): lower batch= or raise budget=")
-    if not 0.0 <= failure_utility <= 1.0:
-        raise AssayInputError(f"failure_utility must be in [0, 1]; got {failure_utility!r}")
-    if policy not in POLICIES:
-        raise AssayInputError(f"policy must be one of {', '.join(POLICIES)} (what an unparseable, too long or refused "
-                              f"answer counts as); got {policy!r}")
+    _check_run_args(budget, batch, failure_utility, policy)
     from ..seeds import resolve_seed
 
     # resolved once, before any work; a Generator gives an integer drawn from it (generation and the search derive
     # their streams from that integer, so the run replays from the recorded value)
     recorded, ss = resolve_seed(seed)
     seed = recorded if recorded is not None else int(ss.generate_state(1)[0] % (2**31))
-    if not hasattr(model, "generate"):
-        if not callable(model):
-            raise AssayInputError("model must be an assay Model or a callable prompt -> text")
-        model = CallableModel(model)
+    model = _as_model(model)
     for attr in ("generate", "score"):
         if not callable(getattr(generator, attr, None)):
             raise AssayInputError(f"generator must have generate(config, rng) and score(text, instance); no {attr!r}")
@@ -386,67 +370,145 @@ def run(space, generator, model, *, budget: int, batch: int = 20, seed: int | No
     t0 = time.perf_counter()
     while search.tickets_told < budget:
         tickets = search.ask(min(batch, budget - search.tickets_told))
-        insts: list[Any] = []
-        gen_err: dict[int, str] = {}
-        for t in tickets:
-            try:
-                insts.append(generator.generate(t.config, np.random.default_rng([int(seed), t.id])))
-            except Exception as e:  # a generator bug must not stall the search: recorded, counted
-                insts.append(None)
-                gen_err[t.id] = f"{type(e).__name__}: {e}"
-        ok = [k for k, inst in enumerate(insts) if inst is not None]
-        responses: dict[int, Any] = {}
-        if ok:
-            told_before = search.tickets_told
-
-            def answered(st: dict, told_before=told_before) -> None:
-                _status(on_status, search, budget, told_before + int(st.get("done", 0)))
-
-            res = run_prompts(model, [insts[k].question for k in ok], journal=journal, run_id=run_id,
-                              concurrency=concurrency, timeout=timeout, max_retries=max_retries, reuse=reuse,
-                              progress=answered if on_status is not None else None)
-            run_id = res.run_id
-            for k, resp in zip(ok, res.responses):
-                responses[k] = resp
-        told, n_endpoint, n_gen = [], 0, 0
-        for k, t in enumerate(tickets):
-            row = {"ticket": t.id, "arm": t.arm, "config": search.space.key(t.config), "phase": t.phase}
-            if insts[k] is None:
-                status, correct, u = "generation_failure", None, failure_utility
-                failures["generation"] += 1
-                n_gen += 1
-                row["error"] = gen_err[t.id]
-            else:
-                status, correct, u = _score_ticket(responses[k], insts[k], t, generator, ufn, policy,
-                                                   failure_utility, row)
-                if status != ANSWERED:
-                    failures[status] += 1
-                if status in ENDPOINT_FAILURES:
-                    n_endpoint += 1
-            row.update({"status": status, "correct": correct, "utility": float(u)})
-            rows.append(row)
-            told.append((t.id, float(u)))
-        search.tell(told)
+        insts, gen_err = _generate_batch(generator, tickets, seed)
+        responses, run_id = _query_batch(model, insts, search, budget, on_status, journal=journal, run_id=run_id,
+                                         concurrency=concurrency, timeout=timeout, max_retries=max_retries,
+                                         reuse=reuse)
+        n_endpoint, n_gen = _tell_batch(search, tickets, insts, gen_err, responses, generator, ufn, policy,
+                                        failure_utility, failures, rows)
         # a batch where nothing reached the model (endpoint failures, perhaps mixed with generator failures)
         failed_streak = failed_streak + 1 if (n_endpoint and n_endpoint + n_gen == len(tickets)) else 0
         gen_streak = gen_streak + 1 if n_gen == len(tickets) else 0
         if progress is not None:
             progress(search.tickets_told, budget)
         _status(on_status, search, budget, search.tickets_told)
-        if gen_streak >= max_failed_batches:
-            last = next((r["error"] for r in reversed(rows) if r.get("error")), "")
-            raise AssayInputError(f"the generator failed on every ticket of {gen_streak} batches in a row "
-                                  f"(last: {last}); nothing was evaluated")
-        if failed_streak >= max_failed_batches:
-            last = next((r["error"] for r in reversed(rows) if r.get("error")), "")
-            raise AssayBackendError(f"every request of {failed_streak} batches in a row failed on the endpoint's side "
-                                    f"({failures['timeout']} timed out, {failures['transport']} transport errors; last: "
-                                    f"{last[:200]}); the endpoint looks down. Answers so far are in the journal: "
-                                    f"resume with run id {run_id} and the same seed")
+        _check_streaks(gen_streak, failed_streak, max_failed_batches, rows, failures, run_id)
+    notes = _run_notes(preflight, search, failures, rows, policy, failure_utility)
+    params = {**{k: v for k, v in vars(search.params).items()}, "budget": int(budget), "batch": int(batch),
+              "utility": utility if isinstance(utility, str) else getattr(utility, "__name__", "custom"),
+              "generator": getattr(generator, "name", type(generator).__name__),
+              "model": getattr(model, "name", None), "failure_utility": failure_utility, "policy": policy,
+              "seed": seed}
+    return result_from_search(search, params=params, tickets=pd.DataFrame(rows), failures=failures,
+                              extra={"run_id": run_id, "seconds": time.perf_counter() - t0, "warnings": notes})
+
+
+def _check_run_args(budget, batch, failure_utility: float, policy: str) -> None:
+    """Refuse a budget, batch size, failure utility or policy :func:`run` cannot use."""
+    if int(budget) != budget or budget < 1:
+        raise AssayInputError(f"budget must be a positive number of model calls; got {budget!r}")
+    if int(batch) != batch or batch < 1:
+        raise AssayInputError(f"batch must be a positive integer; got {batch!r}")
+    if budget < batch:
+        raise AssayInputError(f"budget ({budget}) is smaller than one batch ({batch}): lower batch= or raise budget=")
+    if not 0.0 <= failure_utility <= 1.0:
+        raise AssayInputError(f"failure_utility must be in [0, 1]; got {failure_utility!r}")
+    if policy not in POLICIES:
+        raise AssayInputError(f"policy must be one of {', '.join(POLICIES)} (what an unparseable, too long or refused "
+                              f"answer counts as); got {policy!r}")
+
+
+def _as_model(model):
+    """The model as an assay Model: a plain callable ``prompt -> text`` is wrapped."""
+    from ..models import CallableModel
+
+    if not hasattr(model, "generate"):
+        if not callable(model):
+            raise AssayInputError("model must be an assay Model or a callable prompt -> text")
+        model = CallableModel(model)
+    return model
+
+
+def _generate_batch(generator, tickets: list, seed: int) -> tuple[list[Any], dict[int, str]]:
+    """One instance per ticket (None where the generator raised) and the generator's errors by ticket id."""
+    insts: list[Any] = []
+    gen_err: dict[int, str] = {}
+    for t in tickets:
+        try:
+            insts.append(generator.generate(t.config, np.random.default_rng([int(seed), t.id])))
+        except Exception as e:  # a generator bug must not stall the search: recorded, counted
+            insts.append(None)
+            gen_err[t.id] = f"{type(e).__name__}: {e}"
+    return insts, gen_err
+
+
+def _query_batch(model, insts: list[Any], search: Search, budget: int, on_status, *, journal, run_id,
+                 concurrency: int, timeout, max_retries: int, reuse: bool) -> tuple[dict[int, Any], str | None]:
+    """Ask the model the batch's generated questions concurrently; returns the responses by position and the run id."""
+    from ..models import run as run_prompts
+
+    ok = [k for k, inst in enumerate(insts) if inst is not None]
+    responses: dict[int, Any] = {}
+    if ok:
+        told_before = search.tickets_told
+
+        def answered(st: dict, told_before=told_before) -> None:
+            _status(on_status, search, budget, told_before + int(st.get("done", 0)))
+
+        res = run_prompts(model, [insts[k].question for k in ok], journal=journal, run_id=run_id,
+                          concurrency=concurrency, timeout=timeout, max_retries=max_retries, reuse=reuse,
+                          progress=answered if on_status is not None else None)
+        run_id = res.run_id
+        for k, resp in zip(ok, res.responses):
+            responses[k] = resp
+    return responses, run_id
+
+
+def _tell_batch(search: Search, tickets: list, insts: list[Any], gen_err: dict[int, str], responses: dict[int, Any],
+                generator, ufn, policy: str, failure_utility: float, failures: dict,
+                rows: list[dict]) -> tuple[int, int]:
+    """Score each ticket, record its row and failures, tell the utilities; returns (endpoint failures, generator
+    failures) of the batch."""
+    told, n_endpoint, n_gen = [], 0, 0
+    for k, t in enumerate(tickets):
+        row = {"ticket": t.id, "arm": t.arm, "config": search.space.key(t.config), "phase": t.phase}
+        if insts[k] is None:
+            status, correct, u = "generation_failure", None, failure_utility
+            failures["generation"] += 1
+            n_gen += 1
+            row["error"] = gen_err[t.id]
+        else:
+            status, correct, u = _score_ticket(responses[k], insts[k], t, generator, ufn, policy,
+                                               failure_utility, row)
+            if status != ANSWERED:
+                failures[status] += 1
+            if status in ENDPOINT_FAILURES:
+                n_endpoint += 1
+        row.update({"status": status, "correct": correct, "utility": float(u)})
+        rows.append(row)
+        told.append((t.id, float(u)))
+    search.tell(told)
+    return n_endpoint, n_gen
+
+
+def _last_error(rows: list[dict]) -> str:
+    """The error of the last ticket that has one ("" if none)."""
+    return next((r["error"] for r in reversed(rows) if r.get("error")), "")
+
+
+def _check_streaks(gen_streak: int, failed_streak: int, max_failed_batches: int, rows: list[dict], failures: dict,
+                   run_id) -> None:
+    """Stop the run when the generator or the endpoint has failed on every ticket of too many batches in a row."""
+    if gen_streak >= max_failed_batches:
+        last = _last_error(rows)
+        raise AssayInputError(f"the generator failed on every ticket of {gen_streak} batches in a row "
+                              f"(last: {last}); nothing was evaluated")
+    if failed_streak >= max_failed_batches:
+        last = _last_error(rows)
+        raise AssayBackendError(f"every request of {failed_streak} batches in a row failed on the endpoint's side "
+                                f"({failures['timeout']} timed out, {failures['transport']} transport errors; last: "
+                                f"{last[:200]}); the endpoint looks down. Answers so far are in the journal: "
+                                f"resume with run id {run_id} and the same seed")
+
+
+def _run_notes(preflight: list[str], search: Search, failures: dict, rows: list[dict], policy: str,
+               failure_utility: float) -> list[str]:
+    """The run's warnings: the preflight notes, the model's failures and the share of tickets not evaluated (a run
+    where the generator failed on every ticket is refused)."""
     n_told = max(search.tickets_told, 1)
     notes = list(preflight)
     if failures["generation"] == search.tickets_told and search.tickets_told:
-        last = next((r["error"] for r in reversed(rows) if r.get("error")), "")
+        last = _last_error(rows)
         raise AssayInputError(f"the generator failed on every one of the {search.tickets_told} tickets (last: {last}); "
                               "nothing was evaluated: the search space does not fit the generator")
     model_fail = failures["unparseable"] + failures["too_long"] + failures["refused"]
@@ -466,10 +528,4 @@ def run(space, generator, model, *, budget: int, batch: int = 20, seed: int | No
                      + (f", {model_fail} model failures under policy 'missing'" if policy == "missing" else "")
                      + f"); each counted as utility {failure_utility:g}, so the ranking and certificates rest on fewer "
                      "evaluations than the budget suggests")
-    params = {**{k: v for k, v in vars(search.params).items()}, "budget": int(budget), "batch": int(batch),
-              "utility": utility if isinstance(utility, str) else getattr(utility, "__name__", "custom"),
-              "generator": getattr(generator, "name", type(generator).__name__),
-              "model": getattr(model, "name", None), "failure_utility": failure_utility, "policy": policy,
-              "seed": seed}
-    return result_from_search(search, params=params, tickets=pd.DataFrame(rows), failures=failures,
-                              extra={"run_id": run_id, "seconds": time.perf_counter() - t0, "warnings": notes})
+    return notes

@@ -523,24 +523,7 @@ def study_ridge(
     bonferroni 0.0 0.387
     naive 0.3 0.2737
     """
-    _check_positive(trials=trials, K=K, M=M, workers=workers)
-    ns = tuple(int(n) for n in ns)
-    if not ns or any(n < 2 for n in ns):
-        raise AssayInputError(f"ns must be sample sizes >= 2, got {list(ns)!r}")
-    methods = tuple(methods)
-    bad = [m for m in methods if m not in ALL_METHODS]
-    if bad or not methods:
-        raise AssayInputError(f"methods must be among {', '.join(ALL_METHODS)}, got {list(methods)!r}")
-    band = {"bj": "berk-jones", "berk_jones": "berk-jones"}.get(band, band)
-    if band not in ("dkw", "berk-jones"):
-        raise AssayInputError(f"band must be 'dkw' or 'berk-jones', got {band!r}")
-    for s in (split, *splits):
-        if not (0 < float(s) < 1):
-            raise AssayInputError(f"splits must be in (0, 1), got {s!r}")
-    if M > K:
-        raise AssayInputError(f"M (selected) must be at most K = {K}, got {M}")
-    split = float(split)
-    splits = tuple(float(s) for s in splits)
+    ns, methods, band, split, splits = _check_ridge_args(trials, ns, methods, band, split, splits, K, M, workers)
 
     recorded, ss = resolve_seed(seed)
     model_ss, task_ss = ss.spawn(2)
@@ -567,6 +550,44 @@ def study_ridge(
 
     oracle = float(models["s2"].min()) * chdtri(1.0, gammas)  # min_k s_k^2 chi2_1^{-1}(1 - gamma)
     lv = ps.levels(K, M, DELTA)
+    rows = _fcr_rows(agg, ns, methods, band, split, K, M, trials, gammas, lv)
+    rows += _tradeoff_rows(agg, ns, splits, band, rel, oracle, trials)
+    curve = width_curve()
+    table = pd.concat([pd.DataFrame(rows), curve], ignore_index=True, sort=False)
+    info = _ridge_info(models, K, M, lv)
+    params = {"study": "psdme-ridge", "trials": trials, "ns": list(ns), "methods": list(methods), "band": band,
+              "split": split, "splits": list(splits), "K": K, "M": M, "delta": DELTA, "n_train": N_TRAIN,
+              "dim": DIM, "lambda_range": list(LAMBDA_RANGE)}
+    return StudyResult(params=params, level={"delta": DELTA, "meaning": "target FCR of the selected bands"},
+                       n=trials, seed=recorded, tables={"rows": table}, info=info)
+
+
+def _check_ridge_args(trials: int, ns: Sequence[int], methods: Sequence[str], band: str, split: float,
+                      splits: Sequence[float], K: int, M: int, workers: int):
+    """Validate :func:`study_ridge`'s arguments; returns ``ns``, ``methods``, ``band``, ``split``, ``splits`` in
+    canonical form."""
+    _check_positive(trials=trials, K=K, M=M, workers=workers)
+    ns = tuple(int(n) for n in ns)
+    if not ns or any(n < 2 for n in ns):
+        raise AssayInputError(f"ns must be sample sizes >= 2, got {list(ns)!r}")
+    methods = tuple(methods)
+    bad = [m for m in methods if m not in ALL_METHODS]
+    if bad or not methods:
+        raise AssayInputError(f"methods must be among {', '.join(ALL_METHODS)}, got {list(methods)!r}")
+    band = {"bj": "berk-jones", "berk_jones": "berk-jones"}.get(band, band)
+    if band not in ("dkw", "berk-jones"):
+        raise AssayInputError(f"band must be 'dkw' or 'berk-jones', got {band!r}")
+    for s in (split, *splits):
+        if not (0 < float(s) < 1):
+            raise AssayInputError(f"splits must be in (0, 1), got {s!r}")
+    if M > K:
+        raise AssayInputError(f"M (selected) must be at most K = {K}, got {M}")
+    return ns, methods, band, float(split), tuple(float(s) for s in splits)
+
+
+def _fcr_rows(agg: dict, ns: Sequence[int], methods: Sequence[str], band: str, split: float, K: int, M: int,
+              trials: int, gammas: np.ndarray, lv: dict) -> list[dict[str, Any]]:
+    """The ``fcr`` rows: one per n and method (FCR, width, guaranteed KPI at each FCR gamma)."""
     rows: list[dict[str, Any]] = []
     for n in ns:
         for m in methods:
@@ -588,6 +609,13 @@ def study_ridge(
                 row[f"kpi_{1 - g:g}"] = float(col[fin].mean()) if fin.any() else float("inf")
                 row[f"kpi_inf_{1 - g:g}"] = int((~fin).sum())
             rows.append(row)
+    return rows
+
+
+def _tradeoff_rows(agg: dict, ns: Sequence[int], splits: Sequence[float], band: str, rel: np.ndarray,
+                   oracle: np.ndarray, trials: int) -> list[dict[str, Any]]:
+    """The ``tradeoff`` rows (Fig. 3): the best guaranteed KPI per n, method and reliability."""
+    rows: list[dict[str, Any]] = []
     for n in ns:
         for k in [("ps-dme", 0.0)] + [("ss-dme", s) for s in splits]:
             b = agg[n]["best"][k]
@@ -600,12 +628,14 @@ def study_ridge(
                              "best_kpi": float(col[fin].mean()) if fin.any() else float("inf"),
                              "best_kpi_se": _se(col[fin]) if fin.sum() > 1 else float("nan"),
                              "n_inf": int((~fin).sum()), "oracle_kpi": float(oracle[j]), "trials": trials})
-    curve = width_curve()
-    table = pd.concat([pd.DataFrame(rows), curve], ignore_index=True, sort=False)
+    return rows
 
+
+def _ridge_info(models: dict, K: int, M: int, lv: dict) -> dict[str, Any]:
+    """The study's ``info``: notes on the columns, crossover ratios, the range of s_k^2, tau* and the levels."""
     xo = {"study_design": crossover_ratio(K, M), "fig6_tau*": crossover_ratio(CURVE_K, CURVE_S)}
     xo.update({f"fig6_tau={t:g}": crossover_ratio(CURVE_K, CURVE_S, tau=t) for t in CURVE_TAUS})
-    info = {
+    return {
         "notes": [
             "fcr: mean over trials of #{selected k whose band misses the exact F_k} / max(|S|, 1); fcr_se its MC se; "
             "miss_any: share of trials with at least one miss",
@@ -623,8 +653,3 @@ def study_ridge(
         "tau_star": cal.optimal_power_tau(K, M, DELTA),
         "levels": lv,
     }
-    params = {"study": "psdme-ridge", "trials": trials, "ns": list(ns), "methods": list(methods), "band": band,
-              "split": split, "splits": list(splits), "K": K, "M": M, "delta": DELTA, "n_train": N_TRAIN,
-              "dim": DIM, "lambda_range": list(LAMBDA_RANGE)}
-    return StudyResult(params=params, level={"delta": DELTA, "meaning": "target FCR of the selected bands"},
-                       n=trials, seed=recorded, tables={"rows": table}, info=info)

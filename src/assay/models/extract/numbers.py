@@ -479,22 +479,55 @@ def extract_number(text: str | None, cut_off: bool = False, question: Any = None
     if not text or not text.strip():
         return None
     text = _latex_to_plain(text)
+    question = _question_text(question)
+    found = _answer_marker(text)
+    if found is not None and found[2] is None and not text[found[1]:].strip():
+        return _before_empty_answer(text, found)
+    cands = _marker_candidates(text, found)
+    cands += _opening_candidates(text)
+    concluding = None if cut_off else _concluding_number(text, question)
+    if concluding is not None and _conclusion_counts(text, cands, concluding[0]):
+        cands.append(concluding)
+    tail = None if cut_off else _short_count(text, question)
+    if tail is not None:
+        cands.append(tail)
+    if cands:
+        return max(cands, key=lambda c: c[0])[1] or None
+    return None
+
+
+def _question_text(question: Any) -> str | None:
+    """The question as text: a string as it is, chat messages' last user message, anything else None."""
     if isinstance(question, (list, tuple)):  # chat messages: the last user message
         users = [m.get("content") for m in question if isinstance(m, dict) and m.get("role") == "user"]
         question = users[-1] if users else None
-    question = question if isinstance(question, str) else None
+    return question if isinstance(question, str) else None
+
+
+def _answer_marker(text: str):
+    """The last ``Answer:`` marker the response gives its own answer with (a quoted marker, or one naming another's
+    answer, is none)."""
     found = _last_answer(text, "Answer")
     if found is not None and text[max(0, found[0] - 1):found[0]] in _QUOTES:
         found = None  # "the result after 'Answer:'": the marker quoted, not used
     if found is not None and _OTHER_ANSWER.search(text[:found[0]]):
         found = None  # "A previous answer: 24", "our target answer: 3 meters": not the answer it gives
-    if found is not None and found[2] is None and not text[found[1]:].strip():
-        # it ends on an empty "Answer:": the answer it was about to give never came, unless the line before it
-        # reached one ("30 - 28 = 16", "Lucas has 25 - 19 = 3 cookies." or "#### 6" just before the marker)
-        before = text[:found[0]].rstrip().splitlines()[-1:] or [""]
-        results = list(_EQUATION.finditer(before[0]))
-        m = results[-1] if results else _HASHES.search(before[0])
-        return _number_value(m.group("v")) if m else None
+    return found
+
+
+def _before_empty_answer(text: str, found) -> str | None:
+    """The answer of a response that ends on an empty ``Answer:``: the result the line before it reached, if any."""
+    # it ends on an empty "Answer:": the answer it was about to give never came, unless the line before it
+    # reached one ("30 - 28 = 16", "Lucas has 25 - 19 = 3 cookies." or "#### 6" just before the marker)
+    before = text[:found[0]].rstrip().splitlines()[-1:] or [""]
+    results = list(_EQUATION.finditer(before[0]))
+    m = results[-1] if results else _HASHES.search(before[0])
+    return _number_value(m.group("v")) if m else None
+
+
+def _marker_candidates(text: str, found) -> list[tuple[int, str]]:
+    """(position, number) of the answers given by a marker: the last ``\\boxed{}``, the ``Answer:`` line, the last
+    ``####`` line and "the answer is X" statement, and every "X is the answer" statement."""
     cands: list[tuple[int, str]] = []
     boxes = list(_BOX_RE.finditer(text))
     if boxes:
@@ -525,6 +558,12 @@ def extract_number(text: str | None, cut_off: bool = False, question: Any = None
         v = _number_value(v[so[-1].end():] if so else v)  # "28 is less than 22, so 20 apples is the answer." -> 20
         if v is not None:
             cands.append((m.start(), v))
+    return cands
+
+
+def _opening_candidates(text: str) -> list[tuple[int, str]]:
+    """(0, number) of a response that is one short line, and of one that opens with a lone number."""
+    cands: list[tuple[int, str]] = []
     stripped = _trim_value(text.strip())
     if "\n" not in stripped and (len(stripped.split()) <= SHORT_ANSWER_WORDS or word_number(stripped) is not None):
         v = _number_value(stripped)  # "42", "42 apples", "Three hundred and fifteen."
@@ -537,26 +576,21 @@ def extract_number(text: str | None, cut_off: bool = False, question: Any = None
         v = glossed.group(1)  # "13 (months)" on the first line, then more (not a list of such lines)
     if v is not None:  # "7" then an explanation: the answer given first
         cands.append((0, v))
-    concluding = None if cut_off else _concluding_number(text, question)
-    if concluding is not None:
-        start, tok = concluding
-        # a concluding sentence overrides an answer given earlier (a marker, or a number the response opened with)
-        # only when it is given as final ("So, ...", "Therefore, ..."); otherwise it is the explanation of that answer
-        later = [c for c in cands if c[0] >= start]
-        last_line = text.rstrip().splitlines()[-1]
-        on_last = start >= len(text.rstrip()) - len(last_line)
-        hashes = bool(cands) and text[max(cands)[0]:].lstrip().startswith("####")
-        alone = on_last and (_EQUATION_LINE.match(last_line.strip()) or hashes)
-        if not cands or later or _CONCLUDES.match(text[start:]) or alone:
-            # ... or it is an equation alone on the last line ("12 + 1 = 13"), or the last line, after a "####"
-            # line ("#### 1" then "Lucas has a total of 18 balloons.")
-            cands.append(concluding)
-    tail = None if cut_off else _short_count(text, question)
-    if tail is not None:
-        cands.append(tail)
-    if cands:
-        return max(cands, key=lambda c: c[0])[1] or None
-    return None
+    return cands
+
+
+def _conclusion_counts(text: str, cands: list[tuple[int, str]], start: int) -> bool:
+    """Whether the concluding statement at ``start`` is read as the answer, given the answers found before it."""
+    # a concluding sentence overrides an answer given earlier (a marker, or a number the response opened with)
+    # only when it is given as final ("So, ...", "Therefore, ..."); otherwise it is the explanation of that answer
+    later = [c for c in cands if c[0] >= start]
+    last_line = text.rstrip().splitlines()[-1]
+    on_last = start >= len(text.rstrip()) - len(last_line)
+    hashes = bool(cands) and text[max(cands)[0]:].lstrip().startswith("####")
+    alone = on_last and (_EQUATION_LINE.match(last_line.strip()) or hashes)
+    # ... or it is an equation alone on the last line ("12 + 1 = 13"), or the last line, after a "####"
+    # line ("#### 1" then "Lucas has a total of 18 balloons.")
+    return bool(not cands or later or _CONCLUDES.match(text[start:]) or alone)
 
 
 def _short_count(text: str, question: str | None) -> tuple[int, str] | None:
