@@ -17,7 +17,8 @@ from typer.testing import CliRunner
 
 from assay import compare
 from assay.cli import app
-from assay.cli.compare import parse_live_models, split_source
+from assay.cli.compare import parse_live_models
+from assay.data.sources import split_source
 from assay.errors import AssayInputError
 
 runner = CliRunner()
@@ -213,14 +214,14 @@ def test_a_bank_with_a_repeated_prompt_is_refused_live_and_with_run(tmp_path):
     from assay.compare.live import query_until_resolved
 
     models = {"a": _model("a", lambda i: i % 2 == 0), "b": _model("b", lambda i: i % 3 == 0)}
-    with pytest.raises(AssayInputError, match=r"same prompt for several questions \(ids q0, q7"):
+    with pytest.raises(AssayInputError, match=r"repeats a prompt .* for ids q0, q7\)"):
         query_until_resolved(models, _bank(repeat=7), scorer="numeric", budget=20, batch=10)
     # journaled answers, then scored from the journal against a bank that repeats a prompt
     j = tmp_path / "j.sqlite"
     query_until_resolved(models, _bank(), scorer="numeric", budget=30, batch=10, journal=j, run_id="c")
     _bank(repeat=7).to_csv(tmp_path / "rep.csv", index=False)
     r = run("--run", "c/a", "--run", "c/b", "--journal", j, "--bank", tmp_path / "rep.csv", "--scorer", "numeric")
-    assert r.exit_code == 2 and "repeats a prompt" in r.output and "rows 0, 7" in r.output
+    assert r.exit_code == 2 and "repeats a prompt" in r.output and "ids q0, q7" in r.output
 
 
 def test_every_count_printed_is_the_count_the_estimate_used(tmp_path):

@@ -46,11 +46,11 @@ def test_inspect_eval_zstd_and_json_agree():
     assert evals and jsons
     assert {i.compress_type for i in zipfile.ZipFile(evals[0]).infolist()} == {93}  # zstd members
     a, b = read_inspect(evals[0]), read_inspect(jsons[0])
-    key = ["item", "repeat", "metric"]
+    key = ["item", "epoch", "metric"]
     a, b = a.sort_values(key).reset_index(drop=True), b.sort_values(key).reset_index(drop=True)
     assert a[key + ["score"]].equals(b[key + ["score"]])
-    # ids mixed int and str in the dataset come out as strings; epochs as repeats
-    assert {"q1", "3"} <= set(a["item"]) and set(a["repeat"]) == {1, 2}
+    # ids mixed int and str in the dataset come out as strings; each epoch its own row
+    assert {"q1", "3"} <= set(a["item"]) and set(a["epoch"]) == {1, 2}
     assert set(a["metric"]) == {"match", "includes"} and a["score"].isin([0.0, 0.5, 1.0]).all()
     assert a["score_human"].isna().all() and (a["latency_s"] >= 0).all()
 
@@ -67,13 +67,13 @@ def test_inspect_human_edits_are_kept_apart():
     # epochs of one question are one example (averaged), not independent ones
     assert len(ae) == df.groupby(["model", "item"]).ngroups
     assert ae["loss_human"].notna().sum() == ed.groupby(["model", "item"]).ngroups
-    if df["repeat"].max() > 1:
+    if df["epoch"].max() > 1:
         assert "averaged" in ae.attrs["note"]
 
 
 def test_to_autoeval_averages_epochs_per_item():
     """q2 has 3 epochs, a person reviewed epoch 2 only; q1 has 2 epochs, none reviewed."""
-    df = pd.DataFrame({"model": "m", "item": ["q1", "q1", "q2", "q2", "q2"], "repeat": [1, 2, 1, 2, 3],
+    df = pd.DataFrame({"model": "m", "item": ["q1", "q1", "q2", "q2", "q2"], "epoch": [1, 2, 1, 2, 3],
                        "score_original": [1.0, 0.0, 1.0, 1.0, 0.0], "score_human": [np.nan, np.nan, np.nan, 0.0, np.nan]})
     ae = to_autoeval(df).set_index("item")
     assert list(ae.index) == ["q1", "q2"]
@@ -115,8 +115,8 @@ def test_helm_per_instance_stats():
     df = read_helm(mcqa)
     assert len(df) > 0 and df["item"].map(type).eq(str).all() and set(df["metric"]) == {"exact_match"}
     assert df["score"].between(0, 1).all() and (df["latency_s"] >= 0).all()  # inference_runtime: a PS-DME KPI
-    assert df["model"].iloc[0].startswith("simple/") and df["repeat"].min() == 1
-    assert not df.duplicated(["item", "repeat"]).any()
+    assert df["model"].iloc[0].startswith("simple/") and df["epoch"].min() == 1
+    assert not df.duplicated(["item", "epoch"]).any()
     # a suite folder: runs that do not compute the metric (the language-modelling run) are skipped ...
     both = read_helm(FIX / "helm")
     assert len(both) == len(df)

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from assay.models.scoring import make_scorer
+from assay.models.scoring import Asked, make_scorer
 
 CORPUS = Path(__file__).parent / "fixtures" / "live_corpus" / "math.jsonl"
 RECS = [json.loads(x) for x in CORPUS.read_text().splitlines() if x.strip()]
@@ -37,8 +37,8 @@ def test_the_math_scorer_agrees_with_the_blind_labels_on_the_held_out_half():
     logging.disable(logging.WARNING)
     sc = make_scorer("math")
     y = np.array([r["correct"] for r in TEST], float)
-    ours = np.array([sc(r["response"], r["reference"], cut_off=r["finish_reason"] == "length",
-                        question=r["prompt"]).score or 0.0 for r in TEST])
+    ours = np.array([sc(r["response"], r["reference"], Asked(r["prompt"], r["finish_reason"])).score or 0.0
+                     for r in TEST])
     alone = []
     for r in TEST:  # the library as leaderboards call it, on the whole response
         pred = parse(r["response"])

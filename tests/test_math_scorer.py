@@ -14,7 +14,7 @@ import pytest
 from assay.errors import AssayInputError
 from assay.models import mathverify
 from assay.models.extract import extract_math, extract_number, parse_number
-from assay.models.scoring import check_references, make_scorer, score_response
+from assay.models.scoring import Asked, check_references, make_scorer, score, score_response
 
 # the issue's table: answer, reference, right
 ISSUE = [("So x = \\frac{3}{4}.", "0.75", 1.0), ("The answer is 2.", "2\\pi", 0.0), ("\\boxed{50\\%}", "0.5", 1.0),
@@ -132,13 +132,13 @@ def test_assay_query_refuses_an_unreadable_reference_before_any_request(tmp_path
 
 def test_a_restatement_of_the_question_is_not_an_answer():
     sc = make_scorer("math")
-    assert sc("The answer is $0.5$.", "\\frac{1}{2}", question="What is $0.5$ written as a fraction?").score == 0.0
-    assert sc("So it is $\\sqrt{8}$.", "2\\sqrt{2}", question="Simplify $\\sqrt{8}$.").score == 0.0
-    assert sc("The answer is 0.1.", "10\\%", question="Write 0.1 as a percentage.").score == 0.0
-    assert sc("So it is $2\\sqrt{2}$.", "2\\sqrt{2}", question="Simplify $\\sqrt{8}$.").score == 1.0
+    assert sc("The answer is $0.5$.", "\\frac{1}{2}", Asked("What is $0.5$ written as a fraction?")).score == 0.0
+    assert sc("So it is $\\sqrt{8}$.", "2\\sqrt{2}", Asked("Simplify $\\sqrt{8}$.")).score == 0.0
+    assert sc("The answer is 0.1.", "10\\%", Asked("Write 0.1 as a percentage.")).score == 0.0
+    assert sc("So it is $2\\sqrt{2}$.", "2\\sqrt{2}", Asked("Simplify $\\sqrt{8}$.")).score == 1.0
     # the worked examples of a few-shot prompt are not the question
     shots = "Problem: What is $\\frac{1}{3} + \\frac{1}{6}$?\nSolution: ... $\\frac{1}{2}$.\n\nProblem: What is $2^{-1}$?"
-    assert sc("The final answer is $\\frac{1}{2}$.", "\\frac{1}{2}", question=shots).score == 1.0
+    assert sc("The final answer is $\\frac{1}{2}$.", "\\frac{1}{2}", Asked(shots)).score == 1.0
 
 
 def test_a_problem_the_model_makes_up_after_answering_is_not_read():
@@ -153,3 +153,39 @@ def test_alternatives_are_no_answer_and_solutions_are_a_set():
     assert extract_math("The answer is $82 \\%$ or $100 \\%$.") is None
     assert extract_math("So x = 2 or x = -2.") == "\\{2, -2\\}"
     assert make_scorer("math")("The answer is $x = 2$ or $x = -2$.", "\\{-2, 2\\}").score == 1.0
+
+
+def test_a_reference_in_words_is_refused_on_every_path_and_maths_is_not():
+    """`score(..., "see the figure", "math")` used to score the answer 0 (math-verify reads words as a product of
+    letters); a reference that is prose is refused, naming it, on every path. Every reference of the labelled corpus,
+    words inside \\text{}, variables and a lettered option stay accepted."""
+    import json
+    from pathlib import Path
+
+    with pytest.raises(AssayInputError, match="'see the figure' is words, not maths"):
+        score({"text": "The answer is 4."}, "see the figure", "math")
+    with pytest.raises(AssayInputError, match="row 'q2'.*is words, not maths"):
+        check_references("math", ["4", "no real solution"], ids=["q1", "q2"])
+    with pytest.raises(AssayInputError, match="is words"):
+        make_scorer("math")("4", "the answer is four")
+    corpus = Path(__file__).parent / "fixtures" / "live_corpus" / "math.jsonl"
+    refs = sorted({str(json.loads(line)["reference"]) for line in corpus.read_text().splitlines() if line.strip()})
+    assert len(refs) > 100
+    check_references("math", refs + ["\\text{Evelyn}", "x+y", "(C)", "x = 2 \\text{ or } x = -2",
+                                     "\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}", "\\text{no real solution}"])
+
+
+def test_one_contract_every_scorer_reads_what_it_needs_of_the_request():
+    """Every scorer is called as scorer(text, reference, asked): choice reads the prompt's options, numeric and math
+    whether the answer was cut off; a plain (text, reference) callable and one that takes the request work too."""
+    prompt = "Which is largest?\nA) 12\nB) 76\nC) 33"
+    assert make_scorer("choice")("The largest number is 76.", "B", Asked(prompt)).score == 1.0
+    assert make_scorer("choice")("The largest number is 76.", "B").status == "unparseable"  # no options without it
+    cut = "Jonas buys 3 boxes with 6 cards each. There are a total of 2 + 7 + 5 = 14 boxes with 1 card each and"
+    assert make_scorer("numeric")(cut, "14").score == 1.0
+    assert make_scorer("numeric")(cut, "14", Asked(finish_reason="length")).status == "unparseable"
+    plain = make_scorer(lambda text, ref: text.strip() == ref)
+    assert plain(" ok ", "ok", Asked("ignored")).score == 1.0
+    seen = []
+    aware = make_scorer(lambda text, ref, asked: seen.append(asked.finish_reason) or 1.0)
+    assert score_response("x", None, "y", aware, finish_reason="length").final_score == 1.0 and seen == ["length"]

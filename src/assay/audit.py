@@ -207,7 +207,7 @@ def sample(run: Any, n: int, *, seed: Any = 0, floor: float = DEFAULT_FLOOR, wei
     from .seeds import resolve_seed
 
     if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 1:
-        raise AssayInputError(f"--n must be a whole number >= 1; got {n!r}")
+        raise AssayInputError(f"n= must be a whole number >= 1; got {n!r}")
     try:
         floor, weight = float(floor), float(weight)
     except (TypeError, ValueError):
@@ -219,7 +219,7 @@ def sample(run: Any, n: int, *, seed: Any = 0, floor: float = DEFAULT_FLOOR, wei
     run = read_run(run)
     N = len(run)
     if n > N:
-        raise AssayInputError(f"--n {n} is larger than the run ({N} scored answers)")
+        raise AssayInputError(f"n={n} is larger than the run ({N} scored answers)")
     s = resolve_seed(seed)
     fl = flag(run, readers=readers)
     w = np.where(fl["flagged"].to_numpy(), weight, 1.0)

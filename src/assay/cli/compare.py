@@ -16,253 +16,14 @@ from ..errors import AssayInputError
 from ._common import app, emit as _emit, guard as _guard, out as _out
 
 
-def split_source(raw: str) -> tuple[str | None, Path]:
-    """``NAME=PATH`` -> (NAME, PATH); a path that exists, or that has no ``=``, is a path with no name."""
-    if Path(raw).exists() or "=" not in raw:
-        return None, Path(raw)
-    name, path = raw.split("=", 1)
-    name = name.strip()
-    if not name:
-        raise AssayInputError(f"{raw!r}: NAME=PATH needs a name before '='")
-    if not Path(path).exists():
-        raise AssayInputError(f"{path}: no such file or directory (from {raw!r}: NAME=PATH)")
-    return name, Path(path)
-
-
-def _choose(t, path: Path, wanted: list[str], task: str = "task"):
-    """One scorer per task of a log: an inspect scorer, an lm-eval (metric, filter) as ``METRIC,FILTER`` (``,none``
-    left out), an ``assay ingest`` table's metric. A task with one keeps it; with several, exactly one of the
-    ``--log-scorer`` values must pick one (a value matches a scorer's whole label, its metric or its filter); none
-    given, or none or two matching, is refused with the task's scorers named."""
-    import pandas as pd
-
-    flt = t["filter"].fillna("none").astype(str) if "filter" in t.columns else "none"
-    label = (t["metric"].astype(str) + "," + flt).str.replace(r",none$", "", regex=True)
-    t = t.assign(_choice=label)
-    keep = []
-    for name, g in t.groupby(task, sort=False):
-        offered = list(dict.fromkeys(g["_choice"]))
-        pick = [c for c in offered if any(w in (c, *c.split(",", 1)) for w in wanted)] if wanted else []
-        if len(offered) == 1 and len(pick) <= 1:
-            pick = offered
-        if len(pick) != 1:
-            said = ("choose one with --log-scorer (METRIC,FILTER, or a metric or filter that settles it; give it "
-                    "once per task that needs it)" if not wanted else
-                    f"--log-scorer {' / '.join(wanted)} matches {len(pick) or 'none'} of them")
-            raise AssayInputError(f"{path}: task {name!r} has {len(offered)} scorers ({'; '.join(offered)}); {said}")
-        keep.append(g[g["_choice"] == pick[0]].assign(metric=pick[0]))
-    return pd.concat(keep).drop(columns="_choice")
-
-
-def _unused_scorers(frames, wanted: list[str]) -> None:
-    """Every --log-scorer value must pick some task's scorer: one that matches none is a typo, refused, not ignored."""
-    offered: set[str] = set()
-    for f in frames:
-        if "scorer" in f.columns:
-            for label in f["scorer"].dropna().astype(str).unique():
-                offered.update((label, *label.split(",", 1)))
-    unused = [w for w in wanted if w not in offered]
-    if unused:
-        raise AssayInputError(f"--log-scorer {', '.join(unused)}: no task of these sources is scored that way (their "
-                              f"scorers: {', '.join(sorted(x for x in offered if ',' not in x)) or 'none'})")
-
-
-def _read_log(path: Path, fmt: str, log_scorer: list[str]):
-    """A tool log as compare's long table: model, task, item, score, epoch, hash, scorer, log."""
-    import pandas as pd
-
-    from ..data import logs
-
-    if fmt == "inspect":
-        t = _choose(logs.read_inspect(path), path, log_scorer)
-    elif fmt == "lmeval":
-        t = _choose(logs.read_lmeval(path, choices="all"), path, log_scorer)
-    else:
-        if len(log_scorer) > 1:
-            raise AssayInputError(f"{path}: a HELM run is read with one metric; got --log-scorer "
-                                  f"{', '.join(log_scorer)}")
-        t = logs.read_helm(path, metric=log_scorer[0] if log_scorer else "exact_match")
-    f = pd.DataFrame({"model": t["model"].astype(str).to_numpy(), "task": t["task"].astype(str).to_numpy(),
-                      "item": t["item"].astype(str).to_numpy(), "score": t["score"].to_numpy(),
-                      "epoch": t["repeat"].to_numpy(), "scorer": t["metric"].astype(str).to_numpy(),
-                      "log": t["log"].astype(str).to_numpy()})
-    if "item_hash" in t and t["item_hash"].notna().any():
-        f["hash"] = [None if h is None or h != h else f"{fmt}:{h}" for h in t["item_hash"]]
-    return f
-
-
-def _read_table(path: Path, *, model_col, item_col, score_col, cluster_col, epoch_col, task_col, log_scorer):
-    """A score table as compare's long table; ``task`` (or --task-col), ``epoch`` / ``repeat`` (or --epoch-col) and
-    an ``assay ingest`` table's ``metric`` / ``filter`` / ``item_hash`` are understood."""
-    from ..data import read_plain
-
-    t = read_plain(path, text_columns=tuple(c for c in (model_col, item_col, cluster_col, task_col) if c))
-    if task_col is None and "task" in t.columns:
-        task_col = "task"
-    if epoch_col is None:
-        epoch_col = next((c for c in ("epoch", "repeat") if c in t.columns), None)
-    cols = {"model": model_col, "item": item_col, "score": score_col}
-    for role, col in (("task", task_col), ("cluster", cluster_col), ("epoch", epoch_col)):
-        if col:
-            cols[role] = col
-    missing = [c for c in cols.values() if c not in t.columns]
-    if missing:
-        raise AssayInputError(f"{path}: no column {', '.join(map(repr, missing))}; its columns are "
-                              f"{', '.join(map(str, t.columns))} (map yours with --model-col, --item-col, "
-                              "--score-col, --task-col, --cluster-col, --epoch-col)")
-    if "metric" in t.columns:  # an assay ingest table: one scorer (metric, filter) per task
-        t = _choose(t.assign(_task=t[task_col].astype(str) if task_col else ""), path, log_scorer, "_task")
-    elif log_scorer:
-        raise AssayInputError(f"{path}: --log-scorer picks a scorer of a tool log (or of a table's 'metric' column); "
-                              "this table has no 'metric' column")
-    f = t[list(cols.values())].rename(columns={v: k for k, v in cols.items()})
-    if "item_hash" in t.columns and t["item_hash"].notna().any():
-        src = t["source"].astype(str) if "source" in t.columns else "table"
-        f["hash"] = [None if h is None or h != h else f"{s}:{h}" for s, h in zip(src, t["item_hash"])]
-    if "metric" in t.columns:
-        f["scorer"] = t["metric"].astype(str).to_numpy()
-    return f
-
-
-def read_scores(sources: list, *, model_col: str, item_col: str, score_col: str, cluster_col: Optional[str],
-                epoch_col: Optional[str], runs: list[str], journal: Optional[Path], bank: Optional[Path] = None,
-                scorer: str = "exact", task_col: Optional[str] = None, log_scorer: Optional[list] = None):
-    """One long table (model, item, score[, task][, cluster][, epoch][, hash]) from score files, tool logs and
-    journal runs. A source ``NAME=PATH`` names what it holds: one model -> NAME, several -> NAME/model. Two sources
-    that hold the same model on the same questions (two runs of one model) are refused until named."""
-    import pandas as pd
-
-    from ..data import logs
-
-    log_scorer = list(log_scorer or [])
-    frames = []
-    for raw in sources:
-        name, path = split_source(str(raw))
-        fmt = logs.detect_format(path)
-        if fmt in ("lmeval", "inspect", "helm"):
-            f = _read_log(path, fmt, log_scorer)
-            _one_run_per_model(f, path)
-        else:
-            f = _read_table(path, model_col=model_col, item_col=item_col, score_col=score_col,
-                            cluster_col=cluster_col, epoch_col=epoch_col, task_col=task_col, log_scorer=log_scorer)
-        if name is not None:
-            found = list(dict.fromkeys(f["model"].astype(str)))
-            f["model"] = name if len(found) == 1 else name + "/" + f["model"].astype(str)
-        f["source"] = str(raw)
-        frames.append(f)
-    _unused_scorers(frames, log_scorer)
-    if runs:
-        frames.append(_journal_scores(runs, journal, bank, scorer).assign(source="journal"))
-    if not frames:
-        raise AssayInputError("give at least one score file, log or --run RUN_ID")
-    _distinct_sources(frames)
-    table = pd.concat(frames, ignore_index=True, sort=False)
-    if "task" in table.columns:
-        table["task"] = table["task"].fillna("")
-    return table
-
-
-def _one_run_per_model(f, path: Path) -> None:
-    """Within one source, a model must not answer one question in two log files (two runs of one model)."""
-    if f["log"].nunique() < 2:
-        return
-    per = f.drop_duplicates(["model", "task", "item", "epoch", "log"]).groupby(
-        ["model", "task", "item", "epoch"])["log"].nunique()
-    twice = per[per > 1]
-    if len(twice):
-        model, task = twice.index[0][0], twice.index[0][1]
-        files = sorted(set(f[(f["model"] == model) & (f["task"] == task)]["log"]))
-        raise AssayInputError(f"{path}: model {model!r} answers task {task!r} in {len(files)} logs "
-                              f"({', '.join(Path(x).name for x in files[:3])}): two runs of one model. Give each run "
-                              "its own name: assay compare NAME1=LOG1 NAME2=LOG2 ...")
-
-
-def _distinct_sources(frames) -> None:
-    """Two sources holding the same model name on shared questions are two runs of one model: name them."""
-    seen: dict = {}
-    for f in frames:
-        src = str(f["source"].iloc[0])
-        for model, g in f.groupby("model", sort=False):
-            keys = set(zip(g["task"], g["item"])) if "task" in g else set(g["item"])
-            for other, okeys in seen.get(model, []):
-                if keys & okeys:
-                    raise AssayInputError(f"{other} and {src} both hold model {model!r} on the same questions (two "
-                                          f"runs of one model?): name them, e.g. assay compare A={other} B={src}")
-            seen.setdefault(model, []).append((src, keys))
-
-
-def _journal_scores(runs: list[str], journal: Optional[Path], bank: Optional[Path], scorer: str):
-    """Scores of journaled runs: each run's answers matched to the bank's questions by their prompt and scored
-    against the bank's references (each run is one model, named by its run id). A bank that repeats an id or a
-    prompt is refused (an answer could not be told apart); a prompt answered twice in one run is refused too."""
-    import collections
-
-    import pandas as pd
-
-    from ..data import read_plain
-    from ..models.journal import Journal, default_path
-    from ..models.scoring import score_response
-
-    if bank is None:
-        raise AssayInputError("--run needs --bank FILE: the questions the run asked (id, prompt, reference and "
-                              "optionally a scorer column) to score its answers against")
-    b = read_plain(bank, text_columns=("id",))
-    missing = [c for c in ("id", "prompt", "reference") if c not in b.columns]
-    if missing:
-        raise AssayInputError(f"{bank}: no column {', '.join(map(repr, missing))}; a bank has id, prompt, reference")
-    check_bank_unique(b, bank)
-    by_prompt = {str(p): i for i, p in enumerate(b["prompt"])}
-    j = Journal(journal or default_path())
-    try:
-        frames = []
-        for r in runs:
-            rec = j.records(r)
-            if rec.empty:
-                raise AssayInputError(f"run {r!r} has no records in the journal {j.path}")
-            rows = [(by_prompt.get(str(p)), t) for p, t in zip(rec["prompt"], rec.itertuples(index=False))]
-            rows = [(i, t) for i, t in rows if i is not None and t.error is None]
-            if not rows:
-                raise AssayInputError(f"none of run {r!r}'s prompts is a prompt of {bank}: give the bank it asked")
-            seen = collections.Counter(i for i, _ in rows)
-            if max(seen.values()) > 1:
-                twice = sorted(str(b["id"].iloc[i]) for i, c in seen.items() if c > 1)
-                raise AssayInputError(f"run {r!r} holds more than one answer to question(s) {', '.join(twice[:5])} "
-                                      f"of {bank}: one answer per question is compared")
-            out = []
-            for i, t in rows:
-                sc = b["scorer"].iloc[i] if scorer in b.columns else scorer
-                o = score_response(t.text, None, b["reference"].iloc[i], str(sc), outcome=t.outcome,
-                                   prompt=b["prompt"].iloc[i], finish_reason=t.finish_reason)
-                out.append({"model": r, "item": str(b["id"].iloc[i]), "score": o.final_score})
-            frames.append(pd.DataFrame(out))
-    finally:
-        j.close()
-    return pd.concat(frames, ignore_index=True)
-
-
-def check_bank_unique(b, where) -> None:
-    """A bank's ids and prompts must each be unique: a repeated prompt cannot tell its answers apart."""
-    from ..data.tables import describe_rows
-
-    for col in ("id", "prompt"):
-        dup = b[col].astype(str).duplicated(keep=False)
-        if dup.any():
-            rows = b.index[dup]
-            first = str(b[col][dup].iloc[0])
-            raise AssayInputError(f"{where}: the bank repeats a{'n' if col == 'id' else ''} {col} ({first[:60]!r} at "
-                                  f"{describe_rows(rows)}); each question needs its own {col}"
-                                  + (": the answers to a repeated prompt cannot be told apart" if col == "prompt"
-                                     else ""))
-
-
 def _print_compare(res, requires: list[tuple[bool, str]]) -> None:
-    from ..compare.api import _count, _epochs_line
+    from ..compare.api import epochs_line, plural
 
     p = res.params
     asked = res.models["n_asked"] if "n_asked" in res.models else None
     where = (f"asked {asked.min()}-{asked.max()} questions each of the bank's {res.info['bank_size']} (goal "
              f"{p['goal']}{'' if p.get('k') is None else ' k=' + str(p['k'])})" if asked is not None and "goal" in p
-             else f"on {_count(res.n, 'question')} every model answered")
+             else f"on {plural(res.n, 'question')} every model answered")
     _out.print(f"compare: {len(res.models)} models {where}; "
                f"{p['guarantee']} guarantee, delta = {res.level['delta']:g}"
                + (f", margin {p['margin']:g}" if p.get("margin") else "") + f", seed = {res.seed}", highlight=False)
@@ -270,7 +31,7 @@ def _print_compare(res, requires: list[tuple[bool, str]]) -> None:
         _out.print(f"source: {line}", highlight=False)
     if res.info.get("scorers"):
         _out.print("scorers: " + "; ".join(f"{k}: {v}" for k, v in res.info["scorers"].items()), highlight=False)
-    epochs = _epochs_line(res.info.get("epochs") or {})
+    epochs = epochs_line(res.info.get("epochs") or {})
     if epochs:
         _out.print(epochs, highlight=False)
     _out.print(f"estimand: {res.info['estimand']}", highlight=False)
@@ -347,7 +108,7 @@ def compare(
     run: Optional[List[str]] = typer.Option(None, "--run", help="A journal run of scored answers (several allowed)."),
     journal: Optional[Path] = typer.Option(None, "--journal", help="The journal of --run (default $ASSAY_JOURNAL or ~/.cache/assay/journal.sqlite)."),
     bank: Optional[Path] = typer.Option(None, "--bank", help="With --run: the questions asked (id, prompt, reference), to score the run's answers."),
-    scorer: str = typer.Option("exact", "--scorer", help="With --run or live: the scorer (exact, numeric, math, choice, label, contains) or a column of --bank naming each question's."),
+    scorer: Optional[str] = typer.Option(None, "--scorer", help="With --run or live: the scorer (exact, numeric, math, choice, label, contains) or a column of --bank naming each question's (--run default: what the run recorded, else exact; live default exact)."),
     model_col: str = typer.Option("model", "--model-col", help="Column naming the model."),
     item_col: str = typer.Option("item", "--item-col", help="Column naming the question."),
     score_col: str = typer.Option("score", "--score-col", help="Column with the score."),
@@ -374,6 +135,7 @@ def compare(
     history: Optional[str] = typer.Option(None, "--history", help="Live or --replay: a past 0/1 score table on the bank's question ids (CSV/Parquet, wide or model,item,score) or a shipped FAQ pack: questions are drawn where it predicts the open pairs disagree."),
     replay_table: Optional[Path] = typer.Option(None, "--replay", help="Replay a complete score table (models x question ids, CSV/Parquet, wide or model,item,score) as live models: what asking would cost, against uniform draws, before paying."),
     max_tokens: int = typer.Option(64, "--max-tokens", help="Live: completion tokens per answer."),
+    max_memory: float = typer.Option(4.0, "--max-memory", help="Live or --replay: refuse up front a run whose estimated peak memory is above this many GB (the finite guarantee keeps a grid of bets per pair)."),
     api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="Live: the NAME of the environment variable holding the key."),
     run_id: str = typer.Option("compare", "--run-id", help="Live: the journal run (rerun to resume; answers already paid for are read)."),
     policy: str = typer.Option("wrong", "--policy", help="Live: what an unparseable, too long or refused answer counts as: wrong or correct."),
@@ -397,16 +159,17 @@ def compare(
 
         rp = replay(replay_table, goal=goal, k=k, guarantee=guarantee or "finite", history=history, margin=margin,
                     delta=delta, batch=batch, budget=budget, seed=0 if seed is None else seed,
-                    low=bounds[0] if bounds else None, high=bounds[1] if bounds else None)
+                    low=bounds[0] if bounds else None, high=bounds[1] if bounds else None,
+                    max_memory=_gb(max_memory), progress=_progress)
         res = rp.result
         res.info["replay"]["asked_per_model"] = rp.asked.to_dict()
         res.info["replay"]["asked_uniform_per_model"] = rp.asked_uniform.to_dict()
     elif endpoint or model:
-        res = _live(endpoint or [], model or [], completions or [], system or [], bank=bank, scorer=scorer,
+        res = _live(endpoint or [], model or [], completions or [], system or [], bank=bank, scorer=scorer or "exact",
                     budget=100 if budget is None else budget, batch=batch, max_tokens=max_tokens,
                     api_key_env=api_key_env, journal=journal, run_id=run_id, delta=delta, margin=margin,
                     seed=0 if seed is None else seed, policy=policy, goal=goal, k=k,
-                    guarantee=guarantee or "finite", history=history)
+                    guarantee=guarantee or "finite", history=history, max_memory=_gb(max_memory))
     else:
         if adaptive_only or budget is not None:
             raise AssayInputError(f"{', '.join(adaptive_only + (['--budget'] if budget is not None else []))}: for "
@@ -414,34 +177,18 @@ def compare(
                                   "as it is")
         if system or completions:
             raise AssayInputError("--system and --completions are for asking models live (--endpoint, --model)")
-        table = read_scores(list(sources or []), model_col=model_col, item_col=item_col, score_col=score_col,
-                            cluster_col=cluster_col, epoch_col=epoch_col, runs=list(run or []), journal=journal,
-                            bank=bank, scorer=scorer, task_col=task_col, log_scorer=list(log_scorer or []))
-        res = cmp.evaluate(table, bounds=tuple(bounds) if bounds else (0.0, 1.0), guarantee=guarantee or "asymptotic",
-                           delta=delta,
-                           margin=margin, seed=seed, require_complete=require_complete, weight=weight)
-        _describe_sources(res, table)
+        columns = {role: col for role, col, default in (("model", model_col, "model"), ("item", item_col, "item"),
+                                                         ("score", score_col, "score"), ("task", task_col, None),
+                                                         ("cluster", cluster_col, None), ("epoch", epoch_col, None))
+                   if col is not None and col != default}
+        res = cmp.evaluate(list(sources or []), columns=columns, bounds=tuple(bounds) if bounds else (0.0, 1.0),
+                           guarantee=guarantee or "asymptotic", delta=delta, margin=margin, seed=seed,
+                           require_complete=require_complete, weight=weight, log_scorer=list(log_scorer or []),
+                           runs=list(run or []), journal=journal, bank=bank, scorer=scorer)
     checks = cmp.check_require(res, list(require or []))
     _emit(res, as_json, out, report, lambda: _print_compare(res, checks))
     if not all(ok for ok, _ in checks):
         raise typer.Exit(1)
-
-
-def _describe_sources(res, table) -> None:
-    """What each source held (its models as named) and which scorer each task was read with, for the header."""
-    lines = []
-    named = "source" in table.columns and (table["source"].nunique() > 1
-                                           or any(split_source(str(x))[0] for x in table["source"].unique()))
-    if named:
-        for src, g in table.groupby("source", sort=False):
-            models = list(dict.fromkeys(g["model"].astype(str)))
-            lines.append(f"{src}: {', '.join(models[:6])}" + (" ..." if len(models) > 6 else ""))
-    res.info["sources"] = lines
-    if "scorer" in table.columns and "task" in table.columns:
-        sc = table.dropna(subset=["scorer"]).drop_duplicates(["task", "scorer"])
-        if len(sc):
-            res.info["scorers"] = {str(t): ", ".join(sorted(set(g["scorer"].astype(str))))
-                                   for t, g in sc.groupby("task", sort=False)}
 
 
 def parse_live_models(models: list[str], systems: list[str]) -> tuple[dict[str, str], dict[str, str]]:
@@ -472,11 +219,25 @@ def parse_live_models(models: list[str], systems: list[str]) -> tuple[dict[str, 
     return served, prompts
 
 
+def _gb(x: float) -> float:
+    if not (isinstance(x, (int, float)) and x > 0):
+        raise AssayInputError(f"--max-memory takes a number of GB > 0; got {x!r}")
+    return float(x) * 1024**3
+
+
+def _progress(asked: int, total: int, unresolved: int) -> None:
+    """One line on stderr after each round of a live run or a replay."""
+    import sys
+
+    sys.stderr.write(f"compare: {asked}/{total} questions asked of the models in play, {unresolved} pair(s) the goal "
+                     "still needs\n")
+    sys.stderr.flush()
+
+
 def _live(endpoints: list[str], models: list[str], completions: list[str], systems: list[str], *, bank, scorer,
           budget, batch, max_tokens, api_key_env, journal, run_id, delta, margin, seed, policy, goal="all", k=None,
-          guarantee="finite", history=None):
+          guarantee="finite", history=None, max_memory=None):
     """``assay compare --endpoint ... --model A --model B --bank FILE``: ask until the goal is met."""
-    import sys
 
     from ..compare.live import query_until_resolved
     from ..models import OpenAIChatModel
@@ -505,14 +266,10 @@ def _live(endpoints: list[str], models: list[str], completions: list[str], syste
         made[name] = cls(model, base_url=url, api_key_env=api_key_env, max_tokens=max_tokens, temperature=0.0, **kw)
         check_model(made[name])
 
-    def progress(asked: int, total: int, unresolved: int) -> None:
-        sys.stderr.write(f"compare: {asked}/{total} questions asked of the models in play, {unresolved} pair(s) the "
-                         f"goal still needs\n")
-        sys.stderr.flush()
-
     from ..data import read_plain
 
     table = read_plain(bank, text_columns=("id",))
     return query_until_resolved(made, table, scorer=scorer, policy=policy, journal=journal or default_path(),
                                 run_id=run_id, delta=delta, margin=margin, budget=budget, batch=batch, seed=seed,
-                                progress=progress, goal=goal, k=k, guarantee=guarantee, history=history)
+                                progress=_progress, goal=goal, k=k, guarantee=guarantee, history=history,
+                                max_memory=max_memory)

@@ -10,45 +10,83 @@ import typer
 
 from ..errors import AssayError
 
-__all__ = ["guard", "masked_console", "cli_words"]
+__all__ = ["guard", "masked_console", "cli_words", "command_options"]
 
-# the library's error messages speak Python (parameter names); the CLI says the same in its own words
+# The library's error messages speak Python (argument names); the command line says the same with the options of the
+# command that is running, and never names an option that command does not have. The special forms below map a
+# library phrase to an option; ``name=`` and ``name=value`` map to ``--name`` when the command has it. A phrase in
+# "(from Python: ...)" holds arguments only Python has: it is said with the command's options when it has all of them,
+# and left out otherwise.
 _COLUMN_FLAGS = {"loss_human": "--human-col", "loss_judge": "--judge-col"}
-_PARAM_FLAGS = {"on_missing='drop-items'": "--drop-incomplete", "run_id=None": "no --run-id",
-                "give order=[...] or order_by=COLUMN": "give --order-by COLUMN",
-                "calibrator": "--calibrator-tau", "id_col": "--id-col", "prompt_col": "--prompt-col",
-                "reference_col": "--reference-col"}
+_PHRASES = {"on_missing='drop-items'": "--drop-incomplete", "run_id=None": "--run-id",
+            "give order=[...] or order_by=COLUMN": "--order-by"}
+_RENAMED = {"calibrator": "--calibrator-tau", "max_memory": "--max-memory", "log_scorer": "--log-scorer",
+            "runs": "--run"}
 
 
-#: library parameters that the CLI takes under a flag of the same name, when a message gives them a number
-_NUMERIC_FLAGS = {n: "--" + n.replace("_", "-") for n in (
-    "weight_decay", "k", "budget", "until_width", "min_queries", "n_boot", "reps", "score_fraction", "risk_target",
-    "batch", "top", "n0", "seed", "concurrency", "timeout", "max_retries", "rpm")}
-_NUMERIC_FLAGS.update({"temperature": "--temperature", "calibrator": "--calibrator-tau"})
+def command_options(command=None) -> dict[str, str] | None:
+    """The running command's options (each Python parameter name -> its long flag), or None outside a command."""
+    import click
+
+    if command is None:
+        ctx = click.get_current_context(silent=True)
+        if ctx is None:
+            return None
+        command = ctx.command
+    out = {}
+    for p in getattr(command, "params", []):
+        if isinstance(p, click.Option):
+            longs = [o for o in p.opts if o.startswith("--")] or list(p.opts)
+            out[p.name] = longs[0]
+            for o in p.opts:
+                out.setdefault(o.lstrip("-").replace("-", "_"), longs[0])
+    return out
 
 
-def cli_words(message: str) -> str:
-    """Translate a library error message into CLI terms: ``columns={'loss_judge': 'YOUR_COLUMN'}`` ->
-    ``--judge-col YOUR_COLUMN``, ``method='r-eval'`` -> ``--method r-eval``, ``on_missing='drop-items'`` ->
-    ``--drop-incomplete``, ``budget=`` -> ``--budget``."""
+def cli_words(message: str, options: dict[str, str] | None = None) -> str:
+    """Translate a library error message into the command's terms (``options``: :func:`command_options`; None: every
+    option assay's commands have, for a message said outside a command): ``columns={'loss_judge': 'YOUR_COLUMN'}`` ->
+    ``--judge-col YOUR_COLUMN``, ``method='r-eval'`` -> ``--method r-eval``, ``budget=`` -> ``--budget``; an argument
+    the command has no option for stays as Python says it."""
     import re
+
+    flags = set(options.values()) if options is not None else None
+
+    def has(flag: str) -> bool:
+        return flags is None or flag in flags
+
+    def flag_of(name: str) -> str | None:
+        f = _RENAMED.get(name) or (options or {}).get(name) or "--" + name.replace("_", "-")
+        return f if has(f) else None
 
     def columns(m: re.Match) -> str:
         pairs = re.findall(r"'([^']+)':\s*'YOUR_COLUMN'", m.group(0))
-        return " ".join(f"{_COLUMN_FLAGS.get(c, '--' + c.replace('_', '-') + '-col')} YOUR_COLUMN" for c in pairs)
+        said = [(_COLUMN_FLAGS.get(c, "--" + c.replace("_", "-") + "-col"), c) for c in pairs]
+        if all(has(f) for f, _ in said):
+            return " ".join(f"{f} YOUR_COLUMN" for f, _ in said)
+        return m.group(0)
 
-    out = re.sub(r"columns=\{[^}]*\}", columns, message)
-    for py, flag in _PARAM_FLAGS.items():
-        if "=" in py or "None" in py:
-            out = out.replace(py, flag)
-    out = re.sub(r"\b(calibrator|id_col|prompt_col|reference_col)=(?:'([^']*)'|([\w.-]+))?",
-                 lambda m: _PARAM_FLAGS[m.group(1)] + (f" {m.group(2) or m.group(3)}" if (m.group(2) or m.group(3)) else ""),
-                 out)
-    out = re.sub(r"\b(%s)=(-?[0-9][0-9.eE+-]*)" % "|".join(_NUMERIC_FLAGS),
-                 lambda m: f"{_NUMERIC_FLAGS[m.group(1)]} {m.group(2)}", out)
-    out = re.sub(r"\b(until_width|min_queries)\b(?!=)", lambda m: "--" + m.group(1).replace("_", "-"), out)
-    out = re.sub(r"\b([a-z][a-z_]*)='([^']*)'", lambda m: f"--{m.group(1).replace('_', '-')} {m.group(2)}", out)
-    out = re.sub(r"\b([a-z][a-z_]*)=(?=[\s,.;)]|$)", lambda m: f"--{m.group(1).replace('_', '-')}", out)
+    def from_python(m: re.Match) -> str:
+        names = re.findall(r"\b([a-z][a-z_]*)=", m.group(1))
+        if names and all(flag_of(n) for n in names):
+            return " (" + re.sub(r"\b([a-z][a-z_]*)=", lambda x: flag_of(x.group(1)), m.group(1)) + ")"
+        return ""
+
+    out = re.sub(r"\s*\(from Python: ([^)]*)\)", from_python, message)
+    out = re.sub(r"columns=\{[^}]*\}", columns, out)
+    for py, flag in _PHRASES.items():
+        if has(flag):
+            out = out.replace(py, {"--run-id": "no --run-id", "--order-by": "give --order-by COLUMN"}.get(flag, flag))
+
+    def named(m: re.Match) -> str:
+        f = flag_of(m.group(1))
+        if f is None:
+            return m.group(0)
+        value = m.group(2) if m.group(2) is not None else m.group(3)
+        return f + (f" {value}" if value else "")
+
+    out = re.sub(r"\b([a-z][a-z_]*)=(?:'([^']*)'|(-?[0-9][\w.+-]*)|(?=[\s,.;)/]|$))", named, out)
+    out = re.sub(r"\b(until_width|min_queries)\b(?!=)", lambda m: flag_of(m.group(1)) or m.group(0), out)
     return out
 
 
@@ -111,7 +149,7 @@ def guard(fn: Callable[..., Any]) -> Callable[..., Any]:
                 return fn(*args, **kwargs)
             except AssayError as exc:
                 # plain write: no wrapping, no markup interpretation of the message; never a secret
-                sys.stderr.write(f"error: {mask_secrets(cli_words(str(exc)))}\n")
+                sys.stderr.write(f"error: {mask_secrets(cli_words(str(exc), command_options()))}\n")
                 raise typer.Exit(code=exc.exit_code) from None
             finally:
                 seen: set[str] = set()
@@ -119,7 +157,7 @@ def guard(fn: Callable[..., Any]) -> Callable[..., Any]:
                     # assay's own advice is a UserWarning raised from its code; numpy's RuntimeWarnings are not shown
                     if not (issubclass(w.category, UserWarning) and _from_assay(w.filename)):
                         continue
-                    text = mask_secrets(cli_words(str(w.message)))
+                    text = mask_secrets(cli_words(str(w.message), command_options()))
                     if text not in seen:
                         seen.add(text)
                         sys.stderr.write(f"warning: {text}\n")

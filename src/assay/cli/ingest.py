@@ -28,7 +28,7 @@ def ingest(
     out: Optional[Path] = typer.Option(None, "-o", "--out", help="Write the tidy table: .parquet, .csv or .jsonl."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
 ) -> None:
-    """Read evaluation logs you already have into assay's tidy table (model, task, variant, item, repeat, metric, score)."""
+    """Read evaluation logs you already have into assay's tidy table (model, task, variant, item, epoch, metric, score)."""
     from ..data.logs import read_any
 
     kw = {"metric": metric, "filter": filt, "scorer": scorer, "split": split, "perturbation": perturbation,

@@ -67,12 +67,13 @@ or has an open pair with an undecided model.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import numpy as np
 
 from ..errors import AssayInputError
-from ..stats.sampling import bounds, fixed_weight_draws, increment, increment_terms, running_sums, uniform_draws
+from ..stats.sampling import (CELLS_PAIRS, bounds, fixed_weight_draws, increment, increment_terms, pair_terms, running_sums,
+                              uniform_draws)
 from ..stats.sequences import CELLS, AsymptoticCS, IncrementCS
 from . import core
 
@@ -86,6 +87,16 @@ BURN_IN = 30
 #: the share of every draw's probability spread uniformly over the questions left
 FLOOR = 0.5
 _EPS = 1e-9  # the decision points sit this far inside the nulls they reject ("> 0" is "> 1e-9 * range")
+#: the open pairs whose predicted disagreement sets the draw weights, at most (evenly spaced over the open pairs when
+#: there are more: 91 models have 4,095 pairs); the weights only shape the design, never the validity
+WEIGHT_PAIRS = 4096
+#: what a Python process running assay takes before any array of the run (numpy, scipy, pandas loaded)
+BASE_BYTES = 256 * 1024**2
+#: with a history, the pairs' increment bounds are exact (a pass over pairs x questions at every draw) up to this many
+#: cells (about 180 models on 1,000 questions); beyond, the asymptotic guarantee bounds each pair by its models'
+#: bounds, valid and about 1.6 times wider on a real leaderboard (with them everywhere, goal best with a history of
+#: the same families asked 0.49 of the baseline's questions where exact bounds ask 0.41: bench/compare_adaptive.py)
+EXACT_CELLS = 1 << 24
 #: the memory a run may take by default (bytes): :func:`check_memory` refuses a run whose estimate is above it
 MAX_MEMORY = 4 * 1024**3
 
@@ -197,15 +208,17 @@ def peak_bytes(K: int, N: int, *, guarantee: str, batch: int = 10, grid: int = 1
     K, N, B = int(K), int(N), int(batch)
     P = K * (K - 1) // 2
     C = K + P
-    total = K * N * 8 * (2 if history else 1) + K * K  # scores (and predictions); the certified-better closure
+    total = K * N * 8 + K * K  # the scores; the certified-better closure
     total += P * 8 * 12 + C * B * 8 * 14  # the goal's pair arrays; a round's increments, bounds and sums
     if guarantee == "finite":
         total += IncrementCS.state_bytes(K, grid) + IncrementCS.state_bytes(P, 2 * grid, 5) + IncrementCS.WORK_BYTES
     else:
         total += AsymptoticCS.state_bytes(C)
-    if history:
-        total += 8 * 8 * CELLS  # a slice of claims' predictions and their bounds
-    return int(total)
+    if history:  # the predictions and their pair-wise extremes (a slice of pairs at a time), the draw weights
+        total += K * N * 8 * 5 + 6 * 8 * CELLS_PAIRS + 4 * 8 * WEIGHT_PAIRS * N
+    # the interpreter and its libraries, and a tenth more for what the arrays' count leaves out (measured: a finite
+    # run of 427 models x 1,351 questions peaked at 3.997 GB where the arrays alone came to 4.0 GB)
+    return int(BASE_BYTES + 1.1 * total)
 
 
 def max_models(N: int, *, guarantee: str, limit: float = MAX_MEMORY, **kw) -> int:
@@ -345,56 +358,51 @@ class _Engine:
 
     def _plan_predicted(self, st: GoalStatus, play, claims, B: int, rng) -> _Round:
         """Draws where the history predicts the open pairs disagree (each question left keeping its floor), and each
-        claim's predictions' terms at every draw, in slices of claims."""
-        K, N = self.K, self.N
+        claim's predictions' terms at every draw (the models' directly, the pairs' by :func:`pair_terms`)."""
+        K, N, a, b = self.K, self.N, self.a, self.b
         Pm = np.zeros((K, N))
         Pm[play] = self.predictor.predict(play)
         known = self.predictor.known
-        a, b = self.a, self.b
         op = (np.flatnonzero(st.open_pairs & self.in_play[a] & self.in_play[b]) if self.eliminate
               else np.flatnonzero(~st.settled))
         h = self._weights(Pm, op, known)
         t = len(self.order)
         mean = self.sum_z[claims] / max(t, 1) if t else np.zeros(len(claims))
+        nm = len(play)
+        pr = claims[nm:] - K
+        Fm = np.where(known[None, :], Pm[play], mean[:nm, None] if t else 0.0)  # the models' predictions
+        fill = mean[nm:] if t else np.zeros(len(pr))  # a pair's where the history has none
         C = len(claims)
         items, q_at = np.empty(B, dtype=np.int64), np.empty(B)
         rest, lo_w, hi_w, f_at = (np.empty((C, B)) for _ in range(4))
-        step = max(1, CELLS // N)
-        cache = self._predictions(Pm, claims, known, mean, t) if C <= step else None
+        R = self.high - self.low
+        # the pairs' exact bounds cost O(pairs x questions) a draw; past EXACT_CELLS the asymptotic guarantee takes
+        # them from the models' own (valid, wider: they only set its variance floor and its certain bounds)
+        exact = self.guarantee == "finite" or len(pr) * N <= EXACT_CELLS
         for d in fixed_weight_draws(h[None, :], B, self.floor, known=known, left=(~self.asked)[None, :], rng=rng):
             s, j, q, left = d.t, int(d.items[0]), d.q[0], d.left[0]
             items[s], q_at[s] = j, q[j]
-            for c0 in range(0, C, step):
-                sl = slice(c0, c0 + step)
-                F = cache if cache is not None else self._predictions(Pm, claims[sl], known, mean[sl], t)
-                rest[sl, s], lo_w[sl, s], hi_w[sl, s] = increment_terms(F, q, left, self.zlo[claims[sl]],
-                                                                        self.zhi[claims[sl]])
-                f_at[sl, s] = F[:, j]
+            rest[:nm, s], lo_w[:nm, s], hi_w[:nm, s] = increment_terms(Fm, q, left, self.low, self.high)
+            f_at[:nm, s] = Fm[:, j]
+            rest[nm:, s], lo_w[nm:, s], hi_w[nm:, s] = pair_terms(Pm, a[pr], b[pr], q, left, -R, R, known=known,
+                                                                  fill=fill, exact=exact)
+            f_at[nm:, s] = Pm[a[pr], j] - Pm[b[pr], j] if known[j] else fill
         return _Round(np.asarray(play), claims, items, q_at, rest, lo_w, hi_w, f_at)
 
     def _weights(self, Pm, op, known) -> np.ndarray:
-        """h (N,): over the open pairs, each pair's predicted spread of its difference, sqrt(p_a (1 - p_a) + p_b
-        (1 - p_b)), normalised over the questions left that the history covers, summed."""
+        """h (N,): over the open pairs (at most :data:`WEIGHT_PAIRS` of them, evenly spaced, when there are more),
+        each pair's predicted spread of its difference, sqrt(p_a (1 - p_a) + p_b (1 - p_b)), normalised over the
+        questions left that the history covers, summed."""
         h = np.zeros(self.N)
         usable = known & ~self.asked
-        step = max(1, CELLS // self.N)
-        for c0 in range(0, len(op), step):
-            pa, pb = Pm[self.a[op[c0:c0 + step]]], Pm[self.b[op[c0:c0 + step]]]
-            spread = np.where(usable, np.sqrt(pa * (1 - pa) + pb * (1 - pb)), 0.0)
-            tot = spread.sum(axis=1, keepdims=True)
-            h += (spread / np.where(tot > 0, tot, 1.0)).sum(axis=0)
+        if len(op) > WEIGHT_PAIRS:
+            op = op[np.linspace(0, len(op) - 1, WEIGHT_PAIRS).round().astype(np.int64)]
+        pa, pb = Pm[self.a[op]], Pm[self.b[op]]
+        spread = np.where(usable, np.sqrt(pa * (1 - pa) + pb * (1 - pb)), 0.0)
+        tot = spread.sum(axis=1, keepdims=True)
+        if len(op):
+            h = (spread / np.where(tot > 0, tot, 1.0)).sum(axis=0)
         return h
-
-    def _predictions(self, Pm, claims, known, mean, t: int) -> np.ndarray:
-        """(len(claims), N) each claim's predictions: a model's p, a pair's p_a - p_b; where the history has none,
-        the claim's running mean (predictable)."""
-        K = self.K
-        F = np.empty((len(claims), self.N))
-        mod = claims < K
-        F[mod] = Pm[claims[mod]]
-        pr = claims[~mod] - K
-        F[~mod] = Pm[self.a[pr]] - Pm[self.b[pr]]
-        return np.where(known[None, :], F, mean[:, None] if t else 0.0)
 
     # -- what the answers add ---------------------------------------------------------------------------------
 

@@ -78,14 +78,14 @@ class CompareResult(Result):
                                  + (", may be the best" if r.may_be_best else "") + said, str(r.model), level))
         counts = p["verdict"].value_counts().to_dict()
         ordered = counts.get("a better", 0) + counts.get("b better", 0)
-        out.append(Statement(f"{_count(len(p), 'pair')}: {ordered} ordered, "
+        out.append(Statement(f"{plural(len(p), 'pair')}: {ordered} ordered, "
                              f"{counts.get('equivalent', 0)} equivalent within the margin, "
                              f"{counts.get('unresolved', 0)} unresolved; "
                              + (f"every claim at once, about {conf} (asymptotic)" if guarantee == "asymptotic"
                                 and "goal" in self.info else
                                 f"every pair claim at once, about {conf} (asymptotic)" if guarantee == "asymptotic"
                                 else f"every claim at once, at least {conf} (finite)")
-                             + (f" ({_count(live.get('questions'), 'question')} each, {live.get('stopped')})"
+                             + (f" ({plural(live.get('questions'), 'question')} each, {live.get('stopped')})"
                                 if live and "goal" not in self.info else ""),
                              "all", level))
         if "goal" in self.info:  # asked adaptively: which goal, whether it was met, who was asked how much
@@ -102,12 +102,12 @@ class CompareResult(Result):
         p = self.params
         where = (f"asked {self.models['n_asked'].min()}-{self.models['n_asked'].max()} questions each of the bank's "
                  f"{self.info.get('bank_size')} (goal {p.get('goal')})" if "goal" in self.info else
-                 f"on {_count(self.n, 'question')} every model answered")
+                 f"on {plural(self.n, 'question')} every model answered")
         lines = [f"compare (assay {self.version}): {len(self.models)} models {where}, {p['guarantee']} guarantee, "
                  f"delta {self.level['delta']:g}"
                  + (f", margin {p['margin']:g}" if p.get("margin") is not None else ""),
                  f"estimand: {self.info.get('estimand')}"]
-        epochs = _epochs_line(self.info.get("epochs") or {})
+        epochs = epochs_line(self.info.get("epochs") or {})
         if epochs:
             lines.append(epochs)
         lines.append(self.models.to_string(index=False, float_format=lambda x: f"{x:.4f}"))
@@ -123,12 +123,12 @@ class CompareResult(Result):
         return "\n".join(lines)
 
 
-def _count(n, noun: str) -> str:
+def plural(n, noun: str) -> str:
     """``1 pair``, ``3 pairs``."""
     return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
-def _epochs_line(epochs: dict) -> str:
+def epochs_line(epochs: dict) -> str:
     """How many epochs per question each model's scores average, when any has more than one."""
     if not epochs or all(abs(float(v) - 1.0) < 1e-9 for v in epochs.values()):
         return ""
@@ -256,7 +256,7 @@ def check_require(res: CompareResult, requires: Sequence[str]) -> list[tuple[boo
 
 
 def evaluate(
-    table: pd.DataFrame,
+    table: Any = None,
     *,
     columns: Mapping[str, str] | None = None,
     bounds: Sequence[float] = (0.0, 1.0),
@@ -267,6 +267,12 @@ def evaluate(
     n_boot: int = 4000,
     require_complete: bool = False,
     weight: str = "questions",
+    log_scorer: Sequence[str] = (),
+    runs: Sequence[str] = (),
+    journal: Any = None,
+    bank: Any = None,
+    scorer: Any = None,
+    policy: str | None = None,
 ) -> CompareResult:
     """Compare several models scored on the same questions: every model's mean and rank, every pair's difference,
     with the claims holding together (``guarantee`` says how surely).
@@ -276,7 +282,10 @@ def evaluate(
     table : long table, one row per (model, question[, epoch]): ``model``, ``item``, ``score`` and optionally
         ``task`` (a question is a (task, item): two tasks never share a question), ``cluster`` (questions sampled
         in groups), ``epoch`` (repeated answers, averaged per question first) and ``hash`` (the question's text
-        hash: a key whose hash differs between rows is refused); ``columns`` maps these names to the table's.
+        hash: a key whose hash differs between rows is refused); ``columns`` maps these names to the table's. Or
+        the sources to read it from (:func:`assay.data.sources.read_sources`): ``{"plain": "logs/a", "brief":
+        "logs/b"}``, a path, or a list of paths and ``NAME=PATH`` strings (score files, lm-eval / inspect / HELM
+        logs), as the command line reads them.
     bounds : the scores' range (default [0, 1]: 0/1 or fractional); a score outside it is an error.
     guarantee : ``"asymptotic"`` (the default: paired, cluster-robust; the pair claims, with the verdicts, rank
         intervals and tiers read off them, simultaneous by a studentized max-t, and the model intervals a second
@@ -290,6 +299,11 @@ def evaluate(
     weight : with several tasks, how the pooled comparison weighs them: ``"questions"`` (each question equally, the
         default: a task weighs as much as its questions) or ``"tasks"`` (each task equally). Either way the result
         also has a per-task view (``tasks``, ``task_pairs``), simultaneous over the tasks and their claims.
+    log_scorer : the scorer of each log task scored several ways (an inspect scorer, an lm-eval ``METRIC,FILTER``,
+        a metric or filter that settles it, a HELM metric).
+    runs, journal, bank, scorer, policy : journal runs to compare too (each one model, named by its run id; a parent
+        run id stands for the runs inside it), the journal, the bank they asked, and how their answers are scored
+        (default: what each run recorded, else ``exact`` and ``wrong``).
 
     Returns
     -------
@@ -320,6 +334,17 @@ def evaluate(
     if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 200:
         raise AssayInputError(f"n_boot must be an integer >= 200; got {n_boot!r}")
     seed = resolve_seed(seed)
+    read_from = None
+    if not isinstance(table, pd.DataFrame) or runs:
+        from ..data.sources import describe_sources, read_sources
+
+        table = read_sources(table, columns=columns, log_scorer=log_scorer, runs=runs, journal=journal, bank=bank,
+                             scorer=scorer, policy=policy)
+        read_from, columns = describe_sources(table), None
+    elif log_scorer:
+        raise AssayInputError("log_scorer= picks a scorer of a log: give the sources (paths, or {name: path}), not a "
+                              "table")
+    table, outcomes = _scored_only(table)
     design = prepare_compare(table, columns=columns, bounds=bounds, require_complete=require_complete)
     rng = seed.rng()
     T = design.n_tasks
@@ -330,7 +355,23 @@ def evaluate(
                    columns=dict(columns or {}), weight=weight)
     if T > 1:
         _per_task(res, design, guarantee, float(delta), rng, int(n_boot), margin)
+    if read_from is not None:
+        res.info.update(read_from)
+    if outcomes:
+        res.info["outcomes"] = outcomes
     return res
+
+
+def _scored_only(table: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
+    """A table whose rows say how each answer ended (``status``): each model's outcome counts, and the rows with no
+    score (a timeout, a failure under policy ``missing``) left out of the comparison, counted."""
+    if "status" not in table.columns:
+        return table, {}
+    from ..models.outcomes import OUTCOMES
+
+    counts = {str(m): {o: int((g["status"] == o).sum()) for o in OUTCOMES}
+              for m, g in table.groupby("model", sort=False)}
+    return table[table["score"].notna()], counts
 
 
 #: how several tasks are weighed in the pooled comparison
@@ -391,12 +432,12 @@ def _package(design: CompareDesign, out: core.CompareCore, *, guarantee, delta, 
     pool = params.pop("pool_phrase", f"the {design.n_items_any:,} questions in the data")
     over = np.isfinite(need) & (need > design.n_items_any)
     if over.any():
-        notes.append(f"{_count(int(over.sum()), 'unresolved pair')} would need more questions than {pool} to resolve "
+        notes.append(f"{plural(int(over.sum()), 'unresolved pair')} would need more questions than {pool} to resolve "
                      "a difference of the size observed (items_to_resolve is a planning estimate from the observed "
                      "effect)")
     if exact_m.any() or exact_d.any():
         shown = [str(m) for m in names[exact_m]] + [f"{x} / {y}" for x, y in zip(names[a][exact_d], names[b][exact_d])]
-        notes.append(f"{_count(len(shown), 'claim')} with fewer than {core.MIN_DIFFER} answers off the common value "
+        notes.append(f"{plural(len(shown), 'claim')} with fewer than {core.MIN_DIFFER} answers off the common value "
                      f"(a model almost always right or wrong, two models that almost always agree) "
                      f"{'gets' if len(shown) == 1 else 'get'} an exact binomial interval instead of a standard "
                      f"error: {', '.join(shown[:6])}"

@@ -22,20 +22,9 @@ from .. import checks
 from ..errors import AssayInputError
 from ..seeds import resolve_seed
 from . import adaptive, core
-from .api import CompareResult, _count, _meaning
+from .api import CompareResult, _meaning, plural
 
 __all__ = ["query_until_resolved", "replay", "Replay", "read_history"]
-
-
-def _unique_prompts(bank: pd.DataFrame, model: str) -> None:
-    """A bank whose prompts repeat cannot tell the answers of the repeated questions apart (the journal keys an
-    answer by its prompt): refused, naming the ids."""
-    dup = bank["prompt"].duplicated(keep=False)
-    if dup.any():
-        ids = list(bank.index[dup])
-        raise AssayInputError(f"the bank asks the same prompt for several questions (ids {', '.join(map(str, ids[:6]))}"
-                              + (" ..." if len(ids) > 6 else "") + f"; model {model!r}): each question needs its own "
-                              "prompt, or its answers cannot be told apart")
 
 
 def _positive(name: str, v: Any) -> int:
@@ -135,7 +124,7 @@ def _package(run: adaptive.AdaptiveRun, names: list[str], item_ids: list[str], *
             "best": "the best model certified", "top-k": f"the top {k} certified"}[goal]
     notes = []
     if implied.any():
-        notes.append(f"{_count(int(implied.sum()), 'pair')} ordered through other models (a > b and b > c give "
+        notes.append(f"{plural(int(implied.sum()), 'pair')} ordered through other models (a > b and b > c give "
                      "a > c, every claim holding at once) though its own interval contains 0: `implied` in pairs")
     if guarantee == "asymptotic":
         notes.append(f"asymptotic: confidence sequences from a martingale central limit theorem, reported after "
@@ -170,11 +159,12 @@ def _posterior(fm, item_ids, K: int):
 
 
 def _engine(ask, names, N, *, goal, k, guarantee, margin, delta, budget, batch, seed, fm, item_ids, floor,
-            progress, record=None):
+            progress, record=None, max_memory=adaptive.MAX_MEMORY):
     K = len(names)
     pred = _posterior(fm, item_ids, K)
     return adaptive.run(ask, K, N, goal=goal, k=k, guarantee=guarantee, margin=margin, delta=delta, budget=budget,
-                        batch=batch, rng=seed.rng(), predictor=pred, floor=floor, progress=progress, record=record)
+                        batch=batch, rng=seed.rng(), predictor=pred, floor=floor, progress=progress, record=record,
+                        max_memory=max_memory)
 
 
 def query_until_resolved(
@@ -200,6 +190,7 @@ def query_until_resolved(
     banks: Mapping[str, Any] | None = None,
     run_ids: Mapping[str, str] | None = None,
     floor: float = adaptive.FLOOR,
+    max_memory: float | None = adaptive.MAX_MEMORY,
 ) -> CompareResult:
     """Ask ``models`` (name -> :class:`~assay.models.Model`) questions of ``bank`` until the goal is met.
 
@@ -218,10 +209,13 @@ def query_until_resolved(
     scorer, policy : how each answer is scored (:func:`assay.models.scoring.score`); policy ``"wrong"`` or
         ``"correct"`` (every question needs a score).
     journal, run_id : every request is journaled under ``run_id/<model>``, every round's draws (items and their
-        probabilities) under ``run_id``: the same call resumes, reading every answer already paid for.
+        probabilities) as a note of ``run_id``: the same call resumes, reading every answer already paid for. The
+        runs record the scorer, the policy and the bank's fingerprint, which :func:`assay.data.sources.read_sources`
+        reads them back with.
     progress : called as ``progress(questions asked, budget, pairs the goal still needs)`` after each round.
     banks : optional per model (name -> table), the same questions with that model's own prompts;
         ``run_ids``: optional per model journal runs (default ``run_id/<model>``).
+    max_memory : refuse up front a run whose estimated peak memory is above it (bytes; None: no limit).
 
     Returns
     -------
@@ -229,9 +223,7 @@ def query_until_resolved(
     questions asked per round and model) and ``draws`` (every draw's question and probability);
     ``info["stopped"]`` says why the run stopped and ``info["goal_met"]`` whether the goal was met.
     """
-    from ..models import run_prompts
     from ..models.journal import open_journal
-    from ..models.scoring import make_scorer, score
 
     if not isinstance(models, Mapping) or len(models) < 2:
         raise AssayInputError("compare needs at least 2 models (a mapping name -> model)")
@@ -242,103 +234,25 @@ def query_until_resolved(
     goal, kk = _check_common(goal, k, guarantee, margin, len(names), floor)
     k = kk if goal == "top-k" else None
     delta = checks.level(delta)
-    by_column = isinstance(scorer, str) and isinstance(bank, pd.DataFrame) and scorer in bank.columns
-    b = read_bank(bank, scorer_col=scorer if by_column else None)
-    scorers = ({name: make_scorer(name) for name in b["scorer"].unique()} if by_column else None)
-    one = None if by_column else make_scorer(scorer)
-    from ..models.scoring import check_references
-
-    check_references([scorers[x] for x in b["scorer"]] if by_column else one, b["reference"].tolist(), b.index)
-    prompts_of = {}
-    for name in models:
-        own = b if banks is None or name not in banks else read_bank(banks[name])
-        if list(own.index) != list(b.index):
-            raise AssayInputError(f"the bank of model {name!r} does not hold the same questions, in the same order")
-        _unique_prompts(own, name)
-        prompts_of[str(name)] = own["prompt"]
-    N = len(b)
-    if N < 2:
-        raise AssayInputError("the bank needs at least 2 questions")
-    item_ids = [str(i) for i in b.index]
+    asker = _Asker(models, names, bank, banks, scorer, policy, run_id, run_ids, concurrency, timeout)
+    N, item_ids = len(asker.bank), [str(i) for i in asker.bank.index]
     fm = None if history is None else read_history(history, item_ids)
     budget = min(budget, N)
     seed = resolve_seed(seed)
-    model_list = [models[n] for n in models]
-    counts: dict[str, dict[str, int]] = {n: {} for n in names}
-    requests = {n: 0 for n in names}
-    runs = {n: (run_ids or {}).get(n, f"{run_id}/{n}") for n in names}
     # what decides the draws and the verdicts (the budget only where the run stops: a rerun may ask further, or read
     # a shorter run back from the journal)
     settings = {"goal": goal, "k": k, "guarantee": guarantee, "margin": margin, "delta": float(delta),
                 "batch": batch, "seed": seed.recorded, "floor": float(floor),
-                "history": None if fm is None else fm.fingerprint(), "models": names, "bank": len(b)}
+                "history": None if fm is None else fm.fingerprint(), "models": names, "bank": N}
     j, own_j = open_journal(journal)
     try:
-        if j is not None:
-            if j.has_run(run_id):
-                stored = j.run(run_id)["meta"].get("compare")
-                if stored is not None and stored != settings:
-                    diff = [x for x in sorted(set(stored) | set(settings)) if stored.get(x) != settings.get(x)]
-                    raise AssayInputError(
-                        f"run {run_id} was started with other compare settings ("
-                        + "; ".join(f"{x}: started with {stored.get(x)!r}, now {settings.get(x)!r}" for x in diff)
-                        + "); resuming would draw other questions: repeat them, or give another run_id")
-            j.start_run(run_id, meta={"compare": settings})
-        async def gather(play, ids):
-            async def one_model(m):
-                name = names[m]
-                res = await run_prompts(model_list[m], [prompts_of[name][i] for i in ids], journal=j,
-                                        run_id=runs[name], concurrency=concurrency, timeout=timeout, seed=0)
-                return m, res
-
-            try:
-                return await asyncio.gather(*[one_model(int(m)) for m in play])
-            finally:
-                for m in play:
-                    aclose = getattr(model_list[int(m)], "aclose", None)
-                    if aclose is not None:
-                        await aclose()
-
-        def record(r, play, items, q):
-            """The round's draws and their probabilities, journaled before any of its questions is asked."""
-            if j is None:
-                return
-            key = f"draws/{r + 1}"
-            rec = {"round": r + 1, "models": [names[int(m)] for m in play], "items": [item_ids[i] for i in items],
-                   "q": [float(x) for x in q]}
-            old = j.get(run_id, key)
-            if old is not None and old.get("items") != rec["items"]:
-                raise AssayInputError(f"round {r + 1} of run {run_id} drew other questions before; the journal's "
-                                      "answers would mix two runs: start a new run_id")
-            j.put(run_id, key, rec, rec)
-
-        def ask(play, items):
-            ids = [b.index[i] for i in items]
-            out = np.empty((len(play), len(items)))
-            for m, res in asyncio.run(gather(play, ids)):
-                name = names[m]
-                requests[name] += int(res.stats.get("requests", 0))
-                row = list(play).index(m)
-                for col, (i, resp) in enumerate(zip(ids, res.responses)):
-                    sc = scorers[b.at[i, "scorer"]] if scorers else one
-                    o = score(resp, b.at[i, "reference"], sc, policy=policy, prompt=prompts_of[name][i])
-                    if o.final_score is None:
-                        raise AssayInputError(f"question {i!r} of model {name!r} has no score ({o.status})")
-                    out[row, col] = o.final_score
-                    counts[name][o.status] = counts[name].get(o.status, 0) + 1
-            return out
-
-        ar = _engine(ask, names, N, goal=goal, k=k, guarantee=guarantee, margin=margin, delta=float(delta),
+        asker.journal = j
+        _start(j, run_id, settings)
+        ar = _engine(asker.ask, names, N, goal=goal, k=k, guarantee=guarantee, margin=margin, delta=float(delta),
                      budget=budget, batch=batch, seed=seed, fm=fm, item_ids=item_ids, floor=floor, progress=progress,
-                     record=record)
+                     record=asker.record, max_memory=max_memory)
+        asker.finish(ar)
         if j is not None:
-            draws = {"q": [float(x) for x in ar.q], "items": [item_ids[i] for i in ar.order]}
-            j.put(run_id, "draws/probabilities", {"what": "every draw's probability"}, draws)
-            for m, name in enumerate(names):
-                j.start_run(runs[name], meta={"compare": {"left_round": int(ar.left_round[m]),
-                                                          "left_reason": ar.left_reason[m],
-                                                          "n_asked": int(ar.n_asked[m])}})
-                j.finish_run(runs[name], status="settled" if ar.left_reason[m] == "settled" else "done")
             j.finish_run(run_id, status="done")
     finally:
         if own_j and j is not None:
@@ -346,9 +260,114 @@ def query_until_resolved(
     res = _package(ar, names, item_ids, goal=goal, k=k, guarantee=guarantee, delta=float(delta), margin=margin,
                    seed=seed, budget=budget, batch=batch, N=N, history=None if fm is None else
                    getattr(fm, "pack_", None) or "a score table", scorer=str(scorer), policy=policy, run_id=run_id)
-    res.info["live"] = {"requests": requests, "outcomes": counts, "questions": int(len(ar.order)),
+    res.info["live"] = {"requests": asker.requests, "outcomes": asker.counts, "questions": int(len(ar.order)),
                         "stopped": _stopped_phrase(ar, goal, k)}
     return res
+
+
+def _start(j: Any, run_id: str, settings: dict) -> None:
+    """Start (or resume) the run in the journal; a run started with other settings would draw other questions:
+    refused, saying which differ."""
+    if j is None:
+        return
+    if j.has_run(run_id):
+        stored = j.run(run_id)["meta"].get("compare")
+        if stored is not None and stored != settings:
+            diff = [x for x in sorted(set(stored) | set(settings)) if stored.get(x) != settings.get(x)]
+            raise AssayInputError(
+                f"run {run_id} was started with other compare settings ("
+                + "; ".join(f"{x}: started with {stored.get(x)!r}, now {settings.get(x)!r}" for x in diff)
+                + "); resuming would draw other questions: repeat them, or give another run_id")
+    j.start_run(run_id, meta={"compare": settings})
+
+
+class _Asker:
+    """The models behind the engine's ``ask(models, items)``: each round's questions asked of every model in play
+    (concurrently, through the journal), scored against the bank, with each model's requests and outcomes counted;
+    the round's draws kept as a note of the run before they are asked."""
+
+    def __init__(self, models, names, bank, banks, scorer, policy, run_id, run_ids, concurrency, timeout) -> None:
+        from ..data.bank import check_bank
+        from ..data.sources import bank_fingerprint
+        from ..models.scoring import check_references
+
+        by_column = isinstance(scorer, str) and isinstance(bank, pd.DataFrame) and scorer in bank.columns
+        b = read_bank(bank, scorer_col=scorer if by_column else None)
+        self.scorers = b["scorer"].tolist() if by_column else [scorer] * len(b)
+        check_references(self.scorers, b["reference"].tolist(), b.index)
+        self.prompts: dict[str, pd.Series] = {}
+        for name in models:
+            own = b if banks is None or name not in banks else read_bank(banks[name])
+            if list(own.index) != list(b.index):
+                raise AssayInputError(f"the bank of model {name!r} does not hold the same questions, in the same order")
+            check_bank(own, f"the bank of model {name!r}" if own is not b else "the bank")
+            self.prompts[str(name)] = own["prompt"]
+        if len(b) < 2:
+            raise AssayInputError("the bank needs at least 2 questions")
+        self.bank, self.names, self.models = b, names, [models[n] for n in models]
+        self.policy, self.run_id, self.concurrency, self.timeout = policy, run_id, concurrency, timeout
+        self.runs = {n: (run_ids or {}).get(n, f"{run_id}/{n}") for n in names}
+        self.counts: dict[str, dict[str, int]] = {n: {} for n in names}
+        self.requests = {n: 0 for n in names}
+        self.journal = None
+        self.meta = {"scorer": str(scorer), "policy": policy, "bank": bank_fingerprint(b)}
+
+    def record(self, r, play, items, q) -> None:
+        """The round's draws and their probabilities, kept before any of its questions is asked."""
+        if self.journal is None:
+            return
+        self.journal.set_note(self.run_id, f"draws/{r + 1}", {
+            "round": r + 1, "models": [self.names[int(m)] for m in play],
+            "items": [str(self.bank.index[i]) for i in items], "q": [float(x) for x in q]})
+
+    def ask(self, play, items) -> np.ndarray:
+        from ..models.scoring import score_rows
+
+        ids = [self.bank.index[i] for i in items]
+        out = np.empty((len(play), len(items)))
+        for m, res in asyncio.run(self._gather(play, ids)):
+            name = self.names[m]
+            self.requests[name] += int(res.stats.get("requests", 0))
+            prompts = [self.prompts[name][i] for i in ids]
+            outs = score_rows([r.text for r in res.responses], self.bank.loc[ids, "reference"].tolist(),
+                              [self.scorers[i] for i in items], self.policy,
+                              outcomes=[r.outcome for r in res.responses], prompts=prompts,
+                              finish_reasons=[r.finish_reason for r in res.responses],
+                              errors=[r.error for r in res.responses])
+            row = list(play).index(m)
+            for col, (i, o) in enumerate(zip(ids, outs)):
+                if o.final_score is None:
+                    raise AssayInputError(f"question {i!r} of model {name!r} has no score ({o.status})")
+                out[row, col] = o.final_score
+                self.counts[name][o.status] = self.counts[name].get(o.status, 0) + 1
+        return out
+
+    async def _gather(self, play, ids):
+        from ..models import run_prompts
+
+        async def one_model(m):
+            name = self.names[m]
+            res = await run_prompts(self.models[m], [self.prompts[name][i] for i in ids], journal=self.journal,
+                                    run_id=self.runs[name], concurrency=self.concurrency, timeout=self.timeout,
+                                    seed=0)
+            return m, res
+
+        try:
+            return await asyncio.gather(*[one_model(int(m)) for m in play])
+        finally:
+            for m in play:
+                aclose = getattr(self.models[int(m)], "aclose", None)
+                if aclose is not None:
+                    await aclose()
+
+    def finish(self, ar: adaptive.AdaptiveRun) -> None:
+        """Each model's run records how it was scored and where it left the play."""
+        if self.journal is None:
+            return
+        for m, name in enumerate(self.names):
+            self.journal.start_run(self.runs[name], meta={**self.meta, "compare": {
+                "left_round": int(ar.left_round[m]), "left_reason": ar.left_reason[m], "n_asked": int(ar.n_asked[m])}})
+            self.journal.finish_run(self.runs[name], status="settled" if ar.left_reason[m] == "settled" else "done")
 
 
 def _stopped_phrase(ar: adaptive.AdaptiveRun, goal: str, k: int | None) -> str:
@@ -405,13 +424,16 @@ def _replay_matrix(table: Any) -> tuple[np.ndarray, list[str], list[str]]:
 def replay(table: Any, *, goal: str = "all", k: int | None = None, guarantee: str = "finite", history: Any = None,
            margin: float | None = None, delta: float = 0.05, batch: int = 10, budget: int | None = None,
            seed: Any = 0, floor: float = adaptive.FLOOR, low: float | None = None,
-           high: float | None = None) -> Replay:
+           high: float | None = None, max_memory: float | None = adaptive.MAX_MEMORY,
+           progress: Callable[[int, int, int], None] | None = None) -> Replay:
     """Replay a complete score table (models x questions) as live models through the adaptive engine.
 
     Plans a live comparison before paying for it: the result is what :func:`query_until_resolved` would return had
     the models answered as in the table, and ``asked_uniform`` what the same engine asks with uniform draws and no
     history. ``budget`` (questions per model) defaults to the whole bank; scores are in [low, high] (default: the
-    table's own range, at least [0, 1]).
+    table's own range, at least [0, 1]). A run whose estimated peak memory is above ``max_memory`` bytes is refused
+    before it starts (:func:`assay.compare.adaptive.check_memory`: the finite guarantee keeps a grid of bets per pair,
+    the asymptotic one a few numbers); ``progress`` as for :func:`query_until_resolved`, for the adaptive run.
     """
     M, names, item_ids = _replay_matrix(table)
     K, N = M.shape
@@ -430,12 +452,13 @@ def replay(table: Any, *, goal: str = "all", k: int | None = None, guarantee: st
     def ask(play, items):
         return M[np.ix_(play, items)]
 
-    def engine(fm_, eliminate=True):
+    def engine(fm_, report=None):
         pred = _posterior(fm_, item_ids, K)
         return adaptive.run(ask, K, N, goal=goal, k=k, guarantee=guarantee, margin=margin, delta=float(delta),
-                            budget=budget, batch=batch, rng=seed.rng(), predictor=pred, floor=floor, low=lo, high=hi)
+                            budget=budget, batch=batch, rng=seed.rng(), predictor=pred, floor=floor, low=lo, high=hi,
+                            max_memory=max_memory, progress=report)
 
-    ar = engine(fm)
+    ar = engine(fm, progress)
     uni = ar if fm is None else engine(None)
     res = _package(ar, names, item_ids, goal=goal, k=k, guarantee=guarantee, delta=float(delta), margin=margin,
                    seed=seed, budget=budget, batch=batch, N=N,

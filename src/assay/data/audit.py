@@ -5,7 +5,6 @@ person fills and the draws' plan beside it, written once and read back. The meth
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
@@ -17,110 +16,76 @@ from ..errors import AssayInputError
 __all__ = ["read_run", "plan_path", "write_sheet", "read_sheet", "read_plan"]
 
 
-def _prompt_text(p: Any) -> str:
-    """A journal's prompt (a string, or chat messages as JSON) as the text of its last user message."""
-    if isinstance(p, str):
-        s = p.strip()
-        if s.startswith("["):
-            try:
-                msgs = json.loads(s)
-            except ValueError:
-                return p
-            users = [m.get("content") for m in msgs if isinstance(m, dict) and m.get("role") == "user"]
-            if users and isinstance(users[-1], str):
-                return users[-1]
-        return p
-    return "" if p is None else str(p)
-
-
 def read_run(run: Any, *, bank: Any = None, scorer: str | None = None, journal: Any = None,
              policy: str = "wrong") -> pd.DataFrame:
     """The run to audit, one row per scored answer: ``id``, ``prompt``, ``reference``, ``response``, ``score`` (the
     grader's, 0 or 1), ``finish_reason``, ``status`` and ``scorer``.
 
     ``run`` is a scored table (a DataFrame or a file with ``id``, ``response`` (or ``text``), ``reference`` unless
-    ``bank`` gives it, and ``score`` unless ``scorer`` is named), or the id of a journal run (with ``bank``: its
-    questions are matched to the run's answers by prompt, and ``scorer`` scores them; default the bank's ``scorer``
-    column, else ``exact``). Answers whose request failed (timeout, transport) are not part of the run's accuracy
-    and are left out; every other answer needs a score of 0 or 1.
+    ``bank`` gives it, and ``score`` unless ``scorer`` is named), or the id of a journal run, read against ``bank``
+    by :func:`assay.data.sources.read_journal_answers` (the one rule for matching an answer to its question; the
+    scorer defaults to the one the run recorded, then the bank's ``scorer`` column, then ``exact``). Answers whose
+    request failed (timeout, transport) are not part of the run's accuracy and are left out; every other answer
+    needs a score of 0 or 1.
     """
-    from . import read_table
-    from .bank import read_bank
-    from ..models.scoring import make_scorer, score_response
-
-    b = None
-    if bank is not None:
-        raw = bank if isinstance(bank, pd.DataFrame) else read_table(bank, text_columns=("id",))
-        has_scorer = "scorer" in raw.columns
-        b = read_bank(raw, scorer_col="scorer" if has_scorer else None)
     if isinstance(run, pd.DataFrame) or (isinstance(run, (str, Path)) and Path(run).exists()):
-        t = run.copy() if isinstance(run, pd.DataFrame) else read_table(run, text_columns=("id",))
-        dup = t.columns[t.columns.duplicated()]
-        if len(dup):
-            raise AssayInputError(f"the run has the column {dup[0]!r} twice")
-        if "response" not in t.columns and "text" in t.columns:
-            t = t.rename(columns={"text": "response"})
-        if "id" not in t.columns or "response" not in t.columns:
-            raise AssayInputError("the run needs columns 'id' and 'response' (or 'text'); columns: "
-                                  f"{', '.join(map(str, t.columns))}")
-        t["id"] = t["id"].astype(str)
-        if t["id"].duplicated().any():
-            raise AssayInputError(f"the run repeats the id {t['id'][t['id'].duplicated()].iloc[0]!r}")
-        if b is not None:
-            missing = [i for i in t["id"] if i not in b.index]
-            if missing:
-                raise AssayInputError(f"{len(missing)} ids of the run are not in the bank, e.g. {missing[0]!r}")
-            t["reference"] = b.loc[t["id"], "reference"].to_numpy()
-            if "prompt" not in t.columns:
-                t["prompt"] = b.loc[t["id"], "prompt"].to_numpy()
-            if "scorer" in b.columns and "scorer" not in t.columns:
-                t["scorer"] = b.loc[t["id"], "scorer"].to_numpy()
+        t = _table_run(run, bank)
     else:
-        if b is None:
-            raise AssayInputError(f"{run!r} is neither a file nor a DataFrame; for a journal run give --bank (its "
-                                  "questions and references)")
-        from ..models.journal import default_path, open_journal
+        from .sources import read_journal_answers
 
-        j, own = open_journal(journal if journal is not None else default_path())
-        if j is None:
-            raise AssayInputError("no journal to read the run from (give --journal)")
-        try:
-            recs = j.records(str(run))
-        finally:
-            if own:
-                j.close()
-        recs = recs.assign(question=[_prompt_text(p) for p in recs["prompt"]]).drop_duplicates("question", keep="last")
-        by_prompt = recs.set_index("question")
-        rows = []
-        for i, row in b.iterrows():
-            if row["prompt"] in by_prompt.index:
-                r = by_prompt.loc[row["prompt"]]
-                rows.append({"id": str(i), "prompt": row["prompt"], "reference": row["reference"],
-                             "response": r["text"], "finish_reason": r["finish_reason"], "error": r["error"],
-                             "outcome": r["outcome"], **({"scorer": row["scorer"]} if "scorer" in b.columns else {})})
-        if not rows:
-            raise AssayInputError(f"no answer of journal run {run!r} is to a question of the bank (matched by prompt)")
-        t = pd.DataFrame(rows)
+        if bank is None:
+            raise AssayInputError(f"{run!r} is neither a file nor a DataFrame; for a journal run give its bank (bank=: "
+                                  "its questions and references)")
+        t = read_journal_answers(str(run), bank=bank, journal=journal, scorer=scorer)
+        scorer = t["scorer"].tolist()
     for col in ("prompt", "finish_reason", "status"):
         if col not in t.columns:
             t[col] = None
     if "reference" not in t.columns:
-        raise AssayInputError("the run has no 'reference' column: give --bank")
+        raise AssayInputError("the run has no 'reference' column: give its bank (bank=)")
     if scorer is not None or "score" not in t.columns:
-        names = t["scorer"].astype(str) if ("scorer" in t.columns and scorer is None) else pd.Series(
-            [scorer or "exact"] * len(t))
-        scorers = {n: make_scorer(n) for n in names.unique()}
-        def cell(col: str, k: int) -> str | None:
-            v = t[col].iloc[k] if col in t.columns else None
-            return None if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
+        from ..models.scoring import score_table
 
-        outs = [score_response(cell("response", k), cell("error", k), t["reference"].iloc[k], scorers[names.iloc[k]],
-                               policy, outcome=cell("outcome", k), prompt=t["prompt"].iloc[k],
-                               finish_reason=cell("finish_reason", k))
-                for k in range(len(t))]
-        t["score"] = [o.final_score for o in outs]
-        t["status"] = [o.status for o in outs]
-        t["scorer"] = names.to_numpy()
+        names = scorer if isinstance(scorer, list) else (
+            t["scorer"].astype(str).tolist() if ("scorer" in t.columns and scorer is None) else [scorer or "exact"] * len(t))
+        got = score_table(t, names, policy)
+        t = t.assign(score=got["score"].to_numpy(), status=got["status"].to_numpy(), scorer=names)
+    return _scored(t)
+
+
+def _table_run(run: Any, bank: Any) -> pd.DataFrame:
+    """A scored table's answers, their references (and prompts, scorers) from the bank where given."""
+    from . import read_table
+    from .bank import read_bank
+
+    t = run.copy() if isinstance(run, pd.DataFrame) else read_table(run, text_columns=("id", "reference"))
+    dup = t.columns[t.columns.duplicated()]
+    if len(dup):
+        raise AssayInputError(f"the run has the column {dup[0]!r} twice")
+    if "response" not in t.columns and "text" in t.columns:
+        t = t.rename(columns={"text": "response"})
+    if "id" not in t.columns or "response" not in t.columns:
+        raise AssayInputError("the run needs columns 'id' and 'response' (or 'text'); columns: "
+                          f"{', '.join(map(str, t.columns))}")
+    t["id"] = t["id"].astype(str)
+    if t["id"].duplicated().any():
+        raise AssayInputError(f"the run repeats the id {t['id'][t['id'].duplicated()].iloc[0]!r}")
+    if bank is not None:
+        raw = bank if isinstance(bank, pd.DataFrame) else read_table(bank, text_columns=("id", "prompt", "reference"))
+        b = read_bank(raw, scorer_col="scorer" if "scorer" in raw.columns else None)
+        missing = [i for i in t["id"] if i not in b.index]
+        if missing:
+            raise AssayInputError(f"{len(missing)} ids of the run are not in the bank, e.g. {missing[0]!r}")
+        t["reference"] = b.loc[t["id"], "reference"].to_numpy()
+        if "prompt" not in t.columns:
+            t["prompt"] = b.loc[t["id"], "prompt"].to_numpy()
+        if "scorer" in b.columns and "scorer" not in t.columns:
+            t["scorer"] = b.loc[t["id"], "scorer"].to_numpy()
+    return t
+
+
+def _scored(t: pd.DataFrame) -> pd.DataFrame:
+    """The answers with a grader's score (the others' requests failed), each 0 or 1."""
     t = t[t["score"].notna()].reset_index(drop=True)
     s = pd.to_numeric(t["score"], errors="coerce")
     bad = ~s.isin([0, 1])

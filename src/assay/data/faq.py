@@ -492,7 +492,7 @@ def read_answers(path: str | Path, what: str = "answers"):
     Returns
     -------
     DataFrame
-        A long table (``model``, ``item``, ``score``; for a log, its first repeat, items keyed ``task/item`` when it
+        A long table (``model``, ``item``, ``score``; for a log, its first epoch, items keyed ``task/item`` when it
         holds several tasks) or a wide one (indexed by model id as text, one column per item).
 
     Raises
@@ -507,8 +507,9 @@ def read_answers(path: str | Path, what: str = "answers"):
     path = Path(path)
     table = read_table(path, text_columns=("model", "item"))
     if "source" in table.columns and {"model", "item", "score", "task"} <= set(table.columns):
-        # an lm-eval / inspect / HELM log read by assay.ingest: first repeat, items keyed by task when several
-        t = table[table["repeat"] == table["repeat"].min()] if "repeat" in table.columns else table
+        # an lm-eval / inspect / HELM log read by assay.ingest: first epoch, items keyed by task when several
+        ep = "epoch" if "epoch" in table.columns else "repeat" if "repeat" in table.columns else None
+        t = table[table[ep] == table[ep].min()] if ep else table
         if "metric" in t.columns and t["metric"].nunique() > 1:
             t = t[t["metric"] == t["metric"].iloc[0]]
         item = t["item"] if t["task"].nunique() == 1 else t["task"] + "/" + t["item"]

@@ -2,7 +2,7 @@
 
 Output columns (one row per scored unit; ids are strings, missing stays missing):
 
-``model, task, variant, item, repeat, metric, score`` plus, where the source has them, ``filter`` and
+``model, task, variant, item, epoch, metric, score`` plus, where the source has them, ``filter`` and
 ``item_hash`` (a hash of the question: lm-eval's ``doc_hash``, the sha256 of inspect's sample input),
 ``score_original`` / ``score_human`` / ``editor`` (inspect: the judge's or scorer's original value and a human edit
 kept apart), ``latency_s`` (inspect ``total_time``, HELM ``inference_runtime``), ``source`` (the tool), ``log`` (the
@@ -15,13 +15,13 @@ file the row came from).
   ``item_hash`` = ``doc_hash`` (identity across runs). ``variant`` = the task name with its few-shot count
   (``task@5shot``), or a label you pass.
 * inspect-ai logs: ``.eval`` (zip; zstd-compressed members are read with ``zstandard``) or ``.json``. ``item`` =
-  the sample ``id`` (ints and strings mixed in one dataset become strings), ``repeat`` = ``epoch``; one row per
+  the sample ``id`` (ints and strings mixed in one dataset become strings), ``epoch`` = its epoch; one row per
   scorer (or the ``scorer`` you pick); ``model`` from the log unless you name it. Values: C = 1, P = 0.5, I = 0,
   N = 0, yes/true = 1, no/false = 0, numbers as they are. A score edited by a person (an entry with ``provenance``
   in the score's history) gives ``score_human`` (the edited value) while ``score_original`` keeps the first value:
   the human vs judge split of R-AutoEval+ (``to_autoeval``).
 * HELM ``per_instance_stats.json`` (a run directory or the file): ``metric`` by name (default ``exact_match``),
-  unperturbed instances unless ``perturbation`` is given, ``repeat`` = ``train_trial_index``,
+  unperturbed instances unless ``perturbation`` is given, ``epoch`` = ``train_trial_index`` + 1,
   ``inference_runtime`` as ``latency_s`` (a PS-DME KPI).
 * Generic CSV / Parquet / JSONL, wide (one column per item) or long: :func:`assay.data.read_table`.
 """
@@ -186,7 +186,7 @@ def read_lmeval(path, *, metric: str | None = None, filter: str | None = None, m
             doc_hash = rec.get("doc_hash")
             for m in (found if choices == "all" else found[:1]):
                 rows.append({"model": str(mname), "task": task, "variant": var, "item": str(rec.get("doc_id")),
-                             "item_hash": doc_hash, "repeat": 1, "metric": m,
+                             "item_hash": doc_hash, "epoch": 1, "metric": m,
                              "filter": flt, "score": float(rec[m]), "source": "lm-eval", "log": str(f)})
     df = pd.DataFrame(rows)
     if df.empty:
@@ -325,7 +325,7 @@ def read_inspect(path, *, scorer: str | None = None, variant: str | None = None,
                 original = score_value(hist[0].get("value")) if hist else score_value(sc.get("value"))
                 human = score_value(sc.get("value")) if edits else math.nan
                 rows.append({"model": model or str(spec.get("model")), "task": str(spec.get("task")), "variant": var,
-                             "item": str(s.get("id")), "item_hash": ihash, "repeat": _epoch(f, s), "metric": name,
+                             "item": str(s.get("id")), "item_hash": ihash, "epoch": _epoch(f, s), "metric": name,
                              "score": score_value(sc.get("value")), "score_original": original, "score_human": human,
                              "editor": (edits[-1]["provenance"].get("author") if edits else None),
                              "latency_s": s.get("total_time"), "source": "inspect", "log": str(f)})
@@ -471,7 +471,7 @@ def read_helm(path, *, metric: str = "exact_match", split: str | None = None, pe
                 elif nm.get("name") == "inference_runtime" and st.get("count", 1):
                     lat = float(st.get("mean", math.nan))
             rows.append({"model": str(mname), "task": str(task), "variant": str(task), "item": str(inst.get("instance_id")),
-                         "repeat": int(inst.get("train_trial_index", 0)) + 1, "metric": metric, "score": val,
+                         "epoch": int(inst.get("train_trial_index", 0)) + 1, "metric": metric, "score": val,
                          "latency_s": lat, "source": "helm", "log": str(f)})
         if metric not in seen_metrics:  # this run does not compute the metric: skipped (an error if none does)
             rows = [r for r in rows if not (r["task"] == str(task) and r["model"] == str(mname))]

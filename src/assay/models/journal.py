@@ -32,12 +32,10 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import math
 import os
 import secrets as _secrets
 import sqlite3
 import threading
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
@@ -47,12 +45,14 @@ if TYPE_CHECKING:  # pandas is imported where used: a runner that only gets / pu
     from .base import RequestJournal
 
 from ..errors import AssayInputError
+from .records import (Bump, Claim, Finish, Operation, Prepared, Put, Release, _as_str, _canonical, _checked_record,
+                      _dumps, _first_choice, _float_or_none, _outcome_of, _text_of, request_key)
 from .secrets import mask_secrets, scrub
 
 __all__ = ["DEFAULT_PATH", "default_path", "request_key", "Journal", "open_journal", "Put", "Finish", "Claim",
            "Release", "Bump", "Prepared", "RECORD_COLUMNS", "SCHEMA", "SCHEMA_VERSION"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 #: The journal's schema, all of it. One SQLite file; four tables:
 #:
@@ -65,7 +65,11 @@ SCHEMA_VERSION = 2
 #:   on resume and replaced by the first answer; a completed answer is never overwritten;
 #: * ``claims`` (v2): which live process holds a key it is asking (owner ``host:pid:token``, lease expiry), so two
 #:   processes on one run never pay twice for it;
-#: * ``counters`` (v2): per run, requests sent, and answers paid for but thrown away (timeouts, duplicates).
+#: * ``counters`` (v2): per run, requests sent, and answers paid for but thrown away (timeouts, duplicates);
+#: * ``notes`` (v3): a run's own records, by name: what a method keeps beside its requests (a live comparison's
+#:   settings and each round's draws, a query's scorer and bank), JSON, secrets masked (:meth:`Journal.note`).
+#:   Journals of schema 2 kept a live comparison's draws as request/response rows keyed ``draws/...``; they are read
+#:   as notes, and left out of :meth:`Journal.records`.
 #:
 #: :data:`RECORD_COLUMNS` are the columns of :meth:`Journal.records` (and ``assay runs export``).
 SCHEMA: tuple[str, ...] = (
@@ -84,7 +88,13 @@ SCHEMA: tuple[str, ...] = (
     "CREATE TABLE IF NOT EXISTS counters ("
     " run_id TEXT NOT NULL, name TEXT NOT NULL, value INTEGER NOT NULL DEFAULT 0,"
     " PRIMARY KEY (run_id, name))",
+    "CREATE TABLE IF NOT EXISTS notes ("
+    " run_id TEXT NOT NULL, name TEXT NOT NULL, created TEXT NOT NULL, value TEXT NOT NULL,"
+    " PRIMARY KEY (run_id, name))",
 )
+
+#: a request record (not a schema-2 note: a live comparison kept its draws as rows keyed ``draws/1``, ...)
+_REQUEST_KEY = "key NOT GLOB 'draws/*'"
 
 
 def default_path() -> Path:
@@ -104,74 +114,6 @@ def default_path() -> Path:
 
 
 DEFAULT_PATH: Path = default_path()
-
-# -- canonical JSON and the request key ------------------------------------------------------------------
-
-
-def _default(o: Any) -> Any:
-    # numpy scalars / arrays, sets, paths: anything a caller may reasonably pass as a parameter
-    if hasattr(o, "tolist"):
-        return o.tolist()
-    if hasattr(o, "item"):
-        return o.item()
-    if isinstance(o, (set, frozenset)):
-        return sorted(o, key=repr)
-    if isinstance(o, (bytes, bytearray)):
-        return o.decode("utf-8", "replace")
-    if isinstance(o, (_dt.datetime, _dt.date)):
-        return o.isoformat()
-    return str(o)
-
-
-def _canonical(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_default)
-
-
-def _dumps(obj: Any) -> str:
-    return mask_secrets(_canonical(scrub(obj)))
-
-
-def request_key(model: str, prompt: Any, params: Mapping[str, Any] | None) -> str:
-    """sha256 hex of the canonical JSON of ``{"model", "prompt", "params"}``, secrets dropped from params.
-
-    Canonical: ``sort_keys=True``, ``separators=(",", ":")``, ``ensure_ascii=False``; so the key does
-    not depend on dict order, and tuples and lists hash alike.
-
-    Parameters
-    ----------
-    model : str
-        The model's name.
-    prompt : str or list
-        The prompt (text or chat messages).
-    params : mapping, optional
-        The request parameters (None counts as ``{}``).
-
-    Returns
-    -------
-    str
-        64 hex characters.
-
-    Raises
-    ------
-    AssayInputError
-        When ``params`` is not a mapping.
-
-    Examples
-    --------
-    >>> request_key("m", "Hi", {"temperature": 0, "api_key": "x"}) == request_key("m", "Hi", {"temperature": 0})
-    True
-    >>> request_key("m", ["a", "b"], None) == request_key("m", ("a", "b"), {})
-    True
-    """
-    import hashlib
-
-    if params is None:
-        params = {}
-    if not isinstance(params, Mapping):
-        raise AssayInputError(f"request params must be a mapping, got {type(params).__name__}")
-    payload = {"model": model, "prompt": prompt, "params": scrub(params)}
-    return hashlib.sha256(_canonical(payload).encode("utf-8")).hexdigest()
-
 
 # -- helpers ------------------------------------------------------------------------------------------------
 
@@ -241,70 +183,6 @@ def _new_run_id() -> str:
     return _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d-%H%M%S-") + _secrets.token_hex(3)
 
 
-def _int_or_none(v: Any) -> int | None:
-    try:
-        if v is None or isinstance(v, bool):
-            return None
-        f = float(v)
-        return int(f) if math.isfinite(f) else None
-    except (TypeError, ValueError):
-        return None
-
-
-def _float_or_none(v: Any) -> float | None:
-    try:
-        if v is None or isinstance(v, bool):
-            return None
-        f = float(v)
-        return f if math.isfinite(f) else None
-    except (TypeError, ValueError):
-        return None
-
-
-def _first_choice(response: Mapping) -> Mapping:
-    choices = response.get("choices")
-    if isinstance(choices, list) and choices and isinstance(choices[0], Mapping):
-        return choices[0]
-    return {}
-
-
-def _response_fields(response: Mapping) -> dict[str, Any]:
-    usage = response.get("usage") if isinstance(response.get("usage"), Mapping) else {}
-    err = response.get("error")
-    if err is not None and not isinstance(err, str):
-        err = _canonical(err)
-    latency = response.get("latency_s", response.get("latency"))
-    return {
-        "latency_s": _float_or_none(latency),
-        "prompt_tokens": _int_or_none(usage.get("prompt_tokens", response.get("prompt_tokens"))),
-        "completion_tokens": _int_or_none(usage.get("completion_tokens", response.get("completion_tokens"))),
-        "error": (mask_secrets(err) if err else None),
-    }
-
-
-def _text_of(response: Mapping) -> Any:
-    if "text" in response:
-        return response["text"]
-    ch = _first_choice(response)
-    msg = ch.get("message")
-    if isinstance(msg, Mapping) and "content" in msg:
-        return msg["content"]
-    return ch.get("text")
-
-
-def _outcome_of(response: Mapping, error: Any) -> str | None:
-    """How the request ended before scoring (:func:`assay.models.outcomes.of_response`), ``None`` for text to score."""
-    from .outcomes import of_response
-
-    return of_response({"text": _text_of(response), "error": error, "outcome": response.get("outcome")})
-
-
-def _as_str(v: Any) -> str | None:
-    if v is None:
-        return None
-    return v if isinstance(v, str) else _canonical(v)
-
-
 _UPSERT_HEAD = ("INSERT INTO records (run_id, key, created, request, response, latency_s, prompt_tokens,"
                 " completion_tokens, error) VALUES ")
 _UPSERT_TAIL = (" ON CONFLICT(run_id, key) DO UPDATE SET created = excluded.created, request = excluded.request,"
@@ -336,77 +214,6 @@ RECORD_COLUMNS = [
 ]
 
 
-
-# -- the write operations of Journal.batch ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Put:
-    """Record an answer. Result ``"stored"``, or ``"duplicate"`` when a completed answer was there already: the first
-    completed answer wins (the new one, paid for, is thrown away and counted); a stored error may be replaced."""
-    run_id: str
-    key: str
-    request: Mapping[str, Any]
-    response: Mapping[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class Finish(Put):
-    """The runner's :class:`Put`: also adds the request's counters (``requests``, ``timeouts``) and, when the response
-    is an error, releases ``owner``'s claim on the key (a claim on an answered key is spent: it yields ``"done"``, and
-    :meth:`Journal.finish_run` deletes it)."""
-    counts: Mapping[str, int] = field(default_factory=dict)
-    owner: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Claim:
-    """Take ``key`` for ``owner`` for ``ttl_s`` seconds, so two processes on one run never pay twice for it. Result
-    ``"claimed"``, ``"done"`` (answered already) or ``"busy"`` (another live owner holds it). A claim whose owner is a
-    dead process on this host, or whose lease expired, is taken over."""
-    run_id: str
-    key: str
-    owner: str
-    ttl_s: float
-
-
-@dataclass(frozen=True, slots=True)
-class Release:
-    """Give back ``owner``'s claim on ``key``."""
-    run_id: str
-    key: str
-    owner: str
-
-
-@dataclass(frozen=True, slots=True)
-class Bump:
-    """Add ``counts`` (counter name -> n) to the run's counters."""
-    run_id: str
-    counts: Mapping[str, int]
-
-
-@dataclass(frozen=True, slots=True)
-class Prepared:
-    """A :class:`Put` or :class:`Finish` with its record serialised (:meth:`Journal.prepare`): the row to write and
-    whether it is a completed answer (not an error)."""
-    op: Put
-    row: tuple
-    ok: bool
-
-
-Operation = Put | Claim | Release | Bump | Prepared
-
-
-def _checked_record(key: Any, request: Any, response: Any) -> tuple[dict, dict]:
-    """Refuse a malformed record (empty key, non-mapping request or response); return the response with secrets
-    scrubbed and its typed fields (latency, tokens, error)."""
-    if not isinstance(key, str) or not key:
-        raise AssayInputError(f"record key must be a non-empty string (see request_key), got {key!r}")
-    if not isinstance(request, Mapping) or not isinstance(response, Mapping):
-        raise AssayInputError("request and response must be mappings (dicts), got "
-                              f"{type(request).__name__} and {type(response).__name__}")
-    clean = scrub(dict(response))
-    return clean, _response_fields(clean)
 
 class Journal:
     """A SQLite journal of model requests and responses (WAL mode, one commit per answer).
@@ -656,7 +463,6 @@ class Journal:
         operating system's hands), and :meth:`sync` makes them survive a power loss too, one fsync for every commit
         before it. The runner commits on the event loop (a write, no wait for the disk), gives the answer's slot
         back at once, and syncs on a thread of its own, and always before ``run()`` returns."""
-        import socket
         import time
 
         if not ops:
@@ -673,94 +479,112 @@ class Journal:
             raise
         try:
             now_t, now = time.time(), _now()
-            # -- answers ---------------------------------------------------------------------------------
-            puts = [(i, p) for i, p in enumerate(ops) if isinstance(p, Prepared)]
-            if puts:
-                by_run: dict[str, list] = {}
-                for i, p in puts:
-                    by_run.setdefault(p.op.run_id, []).append((i, p))
-                counts: dict[str, dict[str, int]] = {}
-                for run_id, items in by_run.items():
-                    rows, release = [], []
-                    for i, p in items:
-                        rows.append(p.row[:2] + (now,) + p.row[3:])
-                        if not p.ok and isinstance(p.op, Finish) and p.op.owner is not None:
-                            release.append((run_id, p.op.key, p.op.owner))
-                    if run_id not in self._known_runs:
-                        c.execute("INSERT OR IGNORE INTO runs (run_id, created, updated, meta, status) "
-                                  "VALUES (?, ?, ?, '{}', 'running')", (run_id, now, now))
-                    written = self._upsert(c, run_id, rows)
-                    seen: set = set()
-                    cnt = counts.setdefault(run_id, {})
-                    for i, p in items:
-                        key, ok = p.op.key, p.ok
-                        # a completed answer that changed no row met one stored before it (or earlier in this
-                        # batch): paid for, thrown away, counted
-                        dup = ok and (key not in written or key in seen)
-                        if ok:
-                            seen.add(key)
-                        if isinstance(p.op, Finish):
-                            for name, n in p.op.counts.items():
-                                cnt[name] = cnt.get(name, 0) + int(n)
-                        if dup:
-                            cnt["duplicates"] = cnt.get("duplicates", 0) + 1
-                        out[i] = "duplicate" if dup else "stored"
-                    # the run's 'updated' stamp at most once a second (finish_run sets the last one)
-                    if now_t - self._touched.get(run_id, 0.0) >= 1.0:
-                        c.execute("UPDATE runs SET updated = ? WHERE run_id = ?", (now, run_id))
-                        self._touched[run_id] = now_t
-                    if release:
-                        c.executemany("DELETE FROM claims WHERE run_id = ? AND key = ? AND owner = ?", release)
-                self._bump_all(c, counts)
-            # -- claims ----------------------------------------------------------------------------------
-            claims = [(i, op) for i, op in enumerate(ops) if isinstance(op, Claim)]
-            if claims:
-                host = socket.gethostname()
-                by_run = {}
-                for i, op in claims:
-                    by_run.setdefault(op.run_id, []).append((i, op))
-                for run_id, items in by_run.items():
-                    keys = [op.key for _, op in items]
-                    done = self._completed(c, run_id, keys)
-                    held = self._claims(c, run_id, keys)
-                    grant = []
-                    for i, op in items:
-                        key, owner, ttl = op.key, op.owner, op.ttl_s
-                        if key in done:
-                            out[i] = "done"
-                            continue
-                        row = held.get(key)
-                        if row and row[0] != owner and row[1] > now_t:
-                            o_host, _, rest = row[0].partition(":")
-                            pid_s = rest.split(":")[0]
-                            pid = int(pid_s) if pid_s.isdigit() else -1
-                            stale = o_host == host and pid != os.getpid() and not _pid_alive(pid)
-                            if not stale:
-                                out[i] = "busy"
-                                continue
-                        grant.append((run_id, key, owner, now_t + float(ttl)))
-                        held[key] = (owner, now_t + float(ttl))
-                        out[i] = "claimed"
-                    if grant:
-                        _many(c, "INSERT OR REPLACE INTO claims (run_id, key, owner, expires) VALUES ", "", grant)
-            # -- releases and counters ---------------------------------------------------------------------
-            rel = [(op.run_id, op.key, op.owner) for op in ops if isinstance(op, Release)]
-            if rel:
-                c.executemany("DELETE FROM claims WHERE run_id = ? AND key = ? AND owner = ?", rel)
-            bumps: dict[str, dict[str, int]] = {}
-            for op in ops:
-                if isinstance(op, Bump):
-                    cnt = bumps.setdefault(op.run_id, {})
-                    for name, n in op.counts.items():
-                        cnt[name] = cnt.get(name, 0) + int(n)
-            self._bump_all(c, bumps)
+            self._store_answers(c, ops, out, now_t, now)
+            self._grant_claims(c, ops, out, now_t)
+            self._release_and_bump(c, ops)
         except BaseException:
             try:
                 c.execute("ROLLBACK")
             finally:
                 self._wlock.release()
             raise
-        runs = {p.op.run_id for p in ops if isinstance(p, Prepared)}
+        return out, self._committer(c, {p.op.run_id for p in ops if isinstance(p, Prepared)})
+
+    def _store_answers(self, c: sqlite3.Connection, ops: list, out: list, now_t: float, now: str) -> None:
+        """The batch's answers (:class:`Prepared` puts), one upsert per run; each gets "stored" or "duplicate", and
+        the runs' counters (requests, timeouts, duplicates) and claims follow."""
+        puts = [(i, p) for i, p in enumerate(ops) if isinstance(p, Prepared)]
+        if not puts:
+            return
+        by_run: dict[str, list] = {}
+        for i, p in puts:
+            by_run.setdefault(p.op.run_id, []).append((i, p))
+        counts: dict[str, dict[str, int]] = {}
+        for run_id, items in by_run.items():
+            rows, release = [], []
+            for i, p in items:
+                rows.append(p.row[:2] + (now,) + p.row[3:])
+                if not p.ok and isinstance(p.op, Finish) and p.op.owner is not None:
+                    release.append((run_id, p.op.key, p.op.owner))
+            if run_id not in self._known_runs:
+                c.execute("INSERT OR IGNORE INTO runs (run_id, created, updated, meta, status) "
+                          "VALUES (?, ?, ?, '{}', 'running')", (run_id, now, now))
+            written = self._upsert(c, run_id, rows)
+            seen: set = set()
+            cnt = counts.setdefault(run_id, {})
+            for i, p in items:
+                key, ok = p.op.key, p.ok
+                # a completed answer that changed no row met one stored before it (or earlier in this batch): paid
+                # for, thrown away, counted
+                dup = ok and (key not in written or key in seen)
+                if ok:
+                    seen.add(key)
+                if isinstance(p.op, Finish):
+                    for name, n in p.op.counts.items():
+                        cnt[name] = cnt.get(name, 0) + int(n)
+                if dup:
+                    cnt["duplicates"] = cnt.get("duplicates", 0) + 1
+                out[i] = "duplicate" if dup else "stored"
+            # the run's 'updated' stamp at most once a second (finish_run sets the last one)
+            if now_t - self._touched.get(run_id, 0.0) >= 1.0:
+                c.execute("UPDATE runs SET updated = ? WHERE run_id = ?", (now, run_id))
+                self._touched[run_id] = now_t
+            if release:
+                c.executemany("DELETE FROM claims WHERE run_id = ? AND key = ? AND owner = ?", release)
+        self._bump_all(c, counts)
+
+    def _grant_claims(self, c: sqlite3.Connection, ops: list, out: list, now_t: float) -> None:
+        """The batch's :class:`Claim` operations: "done" (answered already), "busy" (another live owner holds the
+        key) or "claimed" (a dead owner's or an expired lease is taken over)."""
+        import socket
+
+        claims = [(i, op) for i, op in enumerate(ops) if isinstance(op, Claim)]
+        if not claims:
+            return
+        host = socket.gethostname()
+        by_run: dict[str, list] = {}
+        for i, op in claims:
+            by_run.setdefault(op.run_id, []).append((i, op))
+        for run_id, items in by_run.items():
+            keys = [op.key for _, op in items]
+            done = self._completed(c, run_id, keys)
+            held = self._claims(c, run_id, keys)
+            grant = []
+            for i, op in items:
+                key, owner, ttl = op.key, op.owner, op.ttl_s
+                if key in done:
+                    out[i] = "done"
+                    continue
+                row = held.get(key)
+                if row and row[0] != owner and row[1] > now_t:
+                    o_host, _, rest = row[0].partition(":")
+                    pid_s = rest.split(":")[0]
+                    pid = int(pid_s) if pid_s.isdigit() else -1
+                    stale = o_host == host and pid != os.getpid() and not _pid_alive(pid)
+                    if not stale:
+                        out[i] = "busy"
+                        continue
+                grant.append((run_id, key, owner, now_t + float(ttl)))
+                held[key] = (owner, now_t + float(ttl))
+                out[i] = "claimed"
+            if grant:
+                _many(c, "INSERT OR REPLACE INTO claims (run_id, key, owner, expires) VALUES ", "", grant)
+
+    def _release_and_bump(self, c: sqlite3.Connection, ops: list) -> None:
+        """The batch's :class:`Release` and :class:`Bump` operations."""
+        rel = [(op.run_id, op.key, op.owner) for op in ops if isinstance(op, Release)]
+        if rel:
+            c.executemany("DELETE FROM claims WHERE run_id = ? AND key = ? AND owner = ?", rel)
+        bumps: dict[str, dict[str, int]] = {}
+        for op in ops:
+            if isinstance(op, Bump):
+                cnt = bumps.setdefault(op.run_id, {})
+                for name, n in op.counts.items():
+                    cnt[name] = cnt.get(name, 0) + int(n)
+        self._bump_all(c, bumps)
+
+    def _committer(self, c: sqlite3.Connection, runs: set) -> Callable[[], None]:
+        """The ``commit()`` of :meth:`batch_start`: COMMIT once, release the writer, remember the runs created."""
         state = {"open": True}
 
         def commit() -> None:
@@ -780,7 +604,7 @@ class Journal:
             finally:
                 self._wlock.release()
 
-        return out, commit
+        return commit
 
     def _upsert(self, c: sqlite3.Connection, run_id: str, rows: list[tuple]) -> set:
         """Insert ``rows`` (first completed answer wins; a stored error may be replaced) and return the keys whose
@@ -857,6 +681,50 @@ class Journal:
         return {k: int(v) for k, v in self._query("SELECT name, value FROM counters WHERE run_id = ? ORDER BY name",
                                                   (run_id,))}
 
+    # -- a run's own records --------------------------------------------------------------------------------
+
+    def set_note(self, run_id: str, name: str, value: Any) -> None:
+        """Keep ``value`` (anything JSON can hold; secrets masked) as the run's record ``name``: a method's own record
+        beside its requests (settings, a plan, a round's draws). A name is written once: the same value again is a
+        no-op, another value is refused (the run would mix two plans); a run id never started is created."""
+        self._check_id(run_id)
+        if not isinstance(name, str) or not name:
+            raise AssayInputError(f"a note's name must be a non-empty string, got {name!r}")
+        old = self.note(run_id, name)
+        new = json.loads(_dumps(value))
+        if old is not None:
+            if old != new:
+                raise AssayInputError(f"run {run_id!r} already keeps another {name!r}: its records would mix two runs; "
+                                      "start a new run id")
+            return
+        now = _now()
+        self._write([("INSERT OR IGNORE INTO runs (run_id, created, updated, meta, status) VALUES (?, ?, ?, '{}', "
+                      "'running')", (run_id, now, now)),
+                     ("INSERT INTO notes (run_id, name, created, value) VALUES (?, ?, ?, ?)",
+                      (run_id, name, now, _canonical(new)))])
+
+    def note(self, run_id: str, name: str) -> Any:
+        """The run's record ``name`` (:meth:`set_note`), or None; a schema-2 journal's record kept as a request row
+        under that key is read too."""
+        rows = self._query("SELECT value FROM notes WHERE run_id = ? AND name = ?", (run_id, name))
+        if rows:
+            return json.loads(rows[0][0])
+        rows = self._query(f"SELECT response FROM records WHERE run_id = ? AND key = ? AND NOT ({_REQUEST_KEY})",
+                           (run_id, name))
+        return json.loads(rows[0][0]) if rows else None
+
+    def notes(self, run_id: str) -> dict[str, Any]:
+        """Every record the run keeps (:meth:`set_note`), by name, in the order they were written."""
+        legacy = self._query(f"SELECT key, response FROM records WHERE run_id = ? AND NOT ({_REQUEST_KEY}) "
+                             "ORDER BY rowid", (run_id,))
+        rows = self._query("SELECT name, value FROM notes WHERE run_id = ? ORDER BY rowid", (run_id,))
+        return {k: json.loads(v) for k, v in legacy + rows}
+
+    def answer_count(self, run_id: str) -> int:
+        """The completed answers the run holds (its notes and failed requests not counted)."""
+        return int(self._query(f"SELECT count(*) FROM records WHERE run_id = ? AND error IS NULL AND {_REQUEST_KEY}",
+                               (run_id,))[0][0])
+
     def finish_run(self, run_id: str, status: str = "done") -> None:
         """Mark a run finished (``status``: e.g. ``done``, ``failed``, ``interrupted``)."""
         self._require_run(run_id)
@@ -874,7 +742,8 @@ class Journal:
             "SELECT r.run_id, r.created, r.updated, r.status, r.meta,"
             " COUNT(c.key), COALESCE(SUM(c.error IS NOT NULL), 0),"
             " COALESCE(SUM(c.prompt_tokens), 0), COALESCE(SUM(c.completion_tokens), 0)"
-            " FROM runs r LEFT JOIN records c ON c.run_id = r.run_id " + where +
+            " FROM runs r LEFT JOIN records c ON c.run_id = r.run_id AND "
+            + _REQUEST_KEY.replace("key", "c.key") + " " + where +
             " GROUP BY r.run_id ORDER BY r.created, r.run_id", args)
         counts: dict[str, dict[str, int]] = {}
         for rid, name, value in self._query("SELECT run_id, name, value FROM counters"):
@@ -916,7 +785,7 @@ class Journal:
         self._require_run(run_id)
         rows = self._query(
             "SELECT run_id, key, created, request, response, latency_s, prompt_tokens, completion_tokens, error"
-            " FROM records WHERE run_id = ? ORDER BY rowid", (run_id,))
+            f" FROM records WHERE run_id = ? AND {_REQUEST_KEY} ORDER BY rowid", (run_id,))
         data = []
         for rid, key, created, req_s, resp_s, lat, pt, ct, err in rows:
             req = json.loads(req_s)

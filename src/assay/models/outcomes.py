@@ -32,11 +32,14 @@ Ollama, OpenAI and LiteLLM. :func:`headline` is the one sentence every command p
 from __future__ import annotations
 
 import re
+from dataclasses import asdict, dataclass
 from typing import Any, Iterable, Mapping
+
+from ..errors import AssayInputError
 
 __all__ = ["ANSWERED", "UNPARSEABLE", "TOO_LONG", "REFUSED", "TIMEOUT", "TRANSPORT", "OUTCOMES", "MODEL_FAILURES",
            "ENDPOINT_FAILURES", "POLICIES", "DEFAULT_POLICY", "LABELS", "is_context_length", "of_response",
-           "headline", "counts_of"]
+           "headline", "counts_of", "Outcome", "check_policy"]
 
 ANSWERED = "answered"
 UNPARSEABLE = "unparseable"
@@ -207,3 +210,80 @@ def headline(counts: Mapping[str, int], policy: str) -> str:
     if endpoint:
         line += "; " + ", ".join(f"{n} {LABELS[k]}" for k, n in endpoint) + ": missing (not answers)"
     return line
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The result of scoring one response.
+
+    Parameters
+    ----------
+    score : float or None
+        The scorer's score in [0, 1] when ``status == "answered"``; ``None`` otherwise.
+    status : str
+        One of the outcomes: ``"answered"``, ``"unparseable"``, ``"too_long"``, ``"refused"``, ``"timeout"``,
+        ``"transport"`` (:mod:`assay.models.outcomes`).
+    extracted : str or None
+        The answer the scorer extracted (``None`` when nothing was extracted).
+    detail : str or None
+        Why: the model layer's error message, the reason extraction failed, etc.
+    policy : str or None
+        The failure policy applied by :func:`score_response` (``None`` until one is applied).
+    final_score : float or None
+        The score after the policy: ``score`` for answered outcomes; for model failures ``0.0`` / ``None`` /
+        ``1.0`` under ``"wrong"`` / ``"missing"`` / ``"correct"``; ``None`` for timeouts and transport errors.
+    """
+
+    score: float | None
+    status: str
+    extracted: str | None = None
+    detail: str | None = None
+    policy: str | None = None
+    final_score: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.status not in OUTCOMES:
+            raise AssayInputError(
+                f"Outcome status {self.status!r} is not one of {', '.join(map(repr, OUTCOMES))}"
+            )
+        if self.status == ANSWERED:
+            object.__setattr__(self, "score", _check_score(self.score, "score"))
+        elif self.score is not None:
+            raise AssayInputError(
+                f"an Outcome with status {self.status!r} has no score; got score={self.score!r} "
+                "(use status 'answered' for a scored response)"
+            )
+        if self.policy is not None:
+            check_policy(self.policy)
+        if self.final_score is not None:
+            object.__setattr__(self, "final_score", _check_score(self.final_score, "final_score"))
+
+    @property
+    def ok(self) -> bool:
+        """True when the response was scored (status ``answered``)."""
+        return self.status == ANSWERED
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict (JSON-serialisable) of all fields."""
+        return asdict(self)
+
+
+def _check_score(value: Any, name: str) -> float:
+    if isinstance(value, bool):
+        value = float(value)
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise AssayInputError(f"Outcome {name} must be a number in [0, 1]; got {value!r}") from None
+    if not (0.0 <= x <= 1.0):  # also rejects NaN
+        raise AssayInputError(f"Outcome {name} must be a number in [0, 1]; got {value!r}")
+    return x
+
+
+def check_policy(policy: Any) -> str:
+    if not isinstance(policy, str) or policy not in POLICIES:
+        raise AssayInputError(
+            f"unknown failure policy {policy!r}; accepted: 'wrong' (unparseable, too long and refused answers "
+            "count as 0, the default), 'missing' (they are left out), 'correct' (they count as 1)"
+        )
+    return policy

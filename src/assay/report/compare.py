@@ -7,7 +7,7 @@ import html
 
 import numpy as np
 
-from ..compare.api import _epochs_line
+from ..compare.api import epochs_line
 from ..results import Result
 from ._common import _open, _svg, _table_html
 
@@ -131,8 +131,8 @@ def _compare_section(result: Result, heading: bool = True) -> str:
         + f"; {counts.get('a better', 0) + counts.get('b better', 0)} of {len(pairs)} pairs ordered, "
         f"{counts.get('equivalent', 0)} equivalent, {counts.get('unresolved', 0)} unresolved; seed {result.seed}.</p>",
         f"<p class='meta'>Estimand: {html.escape(str(i.get('estimand')))}.</p>",
-        *([f"<p class='meta'>{html.escape(_epochs_line(i.get('epochs') or {}))}.</p>"]
-          if _epochs_line(i.get("epochs") or {}) else []),
+        *([f"<p class='meta'>{html.escape(epochs_line(i.get('epochs') or {}))}.</p>"]
+          if epochs_line(i.get("epochs") or {}) else []),
         *([f"<p class='meta'>Scorers: {html.escape('; '.join(f'{k}: {v}' for k, v in i['scorers'].items()))}.</p>"]
           if i.get("scorers") else []),
         f"<figure>{compare_figure(result)}<figcaption>Left: each model's mean score with its interval; the guarantee: "

@@ -42,7 +42,10 @@ from typing import Iterator, NamedTuple
 import numpy as np
 
 __all__ = ["floored", "draw", "uniform_draws", "fixed_weight_draws", "Draw", "increment", "increment_terms", "bounds",
-           "running_sums"]
+           "running_sums", "pair_terms"]
+
+#: the largest number of (pair x question) cells :func:`pair_terms` works on at once (32 MB a float array)
+CELLS_PAIRS = 1 << 22
 
 
 def floored(h: np.ndarray, left: np.ndarray | None, floor: float, *, n_left=None,
@@ -277,3 +280,82 @@ def bounds(before, rest, lo_w, hi_w, N: int):
     [0.35, 0.75]
     """
     return (before + rest + lo_w) / N, (before + rest + hi_w) / N
+
+
+def pair_terms(X: np.ndarray, a: np.ndarray, b: np.ndarray, q: np.ndarray, left: np.ndarray, low: float,
+               high: float, *, known: np.ndarray | None = None, fill=None, exact: bool = True):
+    """:func:`increment_terms` for claims on pairs, whose prediction is a difference of two rows, F_p = X[a_p] -
+    X[b_p] (``fill``, (P,), where ``known`` is False), worked a slice of pairs at a time.
+
+    ``exact=False`` gives valid but wider bounds in O(K N) instead of O(P N): (low - F_p(j)) / q(j) = A_a(j) + B_b(j)
+    with A_a = (low / 2 - X_a) / q and B_b = (low / 2 + X_b) / q, so its minimum over R is at least min A_a + min B_b
+    (the maximum likewise at most). On a real leaderboard's predictions the range is about 1.6 times the exact one;
+    what needs the exact bounds (betting) should not use it. ``rest`` is then the difference of the rows' sums (the
+    same up to rounding).
+
+    Parameters
+    ----------
+    X : ndarray
+        (K, N) the rows' predictions.
+    a, b : ndarray
+        (P,) the pairs' rows.
+    q : ndarray
+        (N,) the draw's probabilities.
+    left : ndarray
+        (N,) booleans, R.
+    low, high : float
+        The range of a pair's values.
+    known : ndarray, optional
+        (N,) booleans: where the rows predict (default everywhere); elsewhere a pair predicts ``fill``.
+    fill : ndarray, optional
+        (P,) the pairs' prediction where ``known`` is False.
+    exact : bool
+        The exact extremes (default), or the bounds from the rows' own extremes.
+
+    Returns
+    -------
+    tuple of ndarray
+        (rest, lo_w, hi_w), (P,) each.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.random((6, 200)); a, b = np.triu_indices(6, 1); q = rng.random(200); q /= q.sum()
+    >>> left = rng.random(200) < 0.8
+    >>> exact = pair_terms(X, a, b, q, left, -1.0, 1.0)
+    >>> all(np.array_equal(e, s) for e, s in zip(exact, increment_terms(X[a] - X[b], q, left, -1.0, 1.0)))
+    True
+    >>> wide = pair_terms(X, a, b, q, left, -1.0, 1.0, exact=False)
+    >>> bool(np.all(wide[1] <= exact[1]) and np.all(wide[2] >= exact[2]))
+    True
+    """
+    a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
+    P = len(a)
+    known = np.ones(X.shape[1], bool) if known is None else np.asarray(known, bool)
+    kl = np.flatnonzero(left & known)
+    lo_w, hi_w, rest = np.full(P, np.inf), np.full(P, -np.inf), np.zeros(P)
+    if exact:  # as increment_terms computes them, on every question: the same numbers
+        step = max(1, CELLS_PAIRS // X.shape[1])
+        for s in range(0, P, step):
+            F = X[a[s:s + step]] - X[b[s:s + step]]
+            if fill is not None and not known.all():
+                F = np.where(known[None, :], F, np.asarray(fill, dtype=float)[s:s + step, None])
+            rest[s:s + step], lo_w[s:s + step], hi_w[s:s + step] = increment_terms(F, q, left, low, high)
+        return rest, lo_w, hi_w
+    if len(kl):
+        Xk, Q = X[:, kl], q[kl]
+        rows = Xk.sum(axis=1)
+        rest = rows[a] - rows[b]
+        lo_w = ((low / 2.0 - Xk) / Q).min(axis=1)[a] + ((low / 2.0 + Xk) / Q).min(axis=1)[b]
+        hi_w = ((high / 2.0 - Xk) / Q).max(axis=1)[a] + ((high / 2.0 + Xk) / Q).max(axis=1)[b]
+        # a sum rounds otherwise than the difference it stands for: widened by far more than that rounding
+        lo_w, hi_w = lo_w - 1e-12 * np.abs(lo_w), hi_w + 1e-12 * np.abs(hi_w)
+    ul = np.flatnonzero(left & ~known)
+    if len(ul):  # where there is no prediction the pair predicts its fill: the extremes sit at the smallest q
+        fill = np.asarray(fill, dtype=float)
+        rest = rest + len(ul) * fill
+        qmin = q[ul].min()
+        lo_w = np.minimum(lo_w, (low - fill) / qmin)
+        hi_w = np.maximum(hi_w, (high - fill) / qmin)
+    return rest, lo_w, hi_w
