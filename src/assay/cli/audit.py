@@ -18,7 +18,7 @@ from ._common import app, guard as _guard, out as _out
 def audit(
     run: str = typer.Argument(..., help="The run: a scored table (CSV/Parquet/JSONL with id, response, reference, score) or a journal run id (with --bank)."),
     bank: Optional[Path] = typer.Option(None, "--bank", help="The questions (id, prompt, reference, optional scorer): a journal run's answers are matched to them by prompt; a table's references and prompts come from it."),
-    scorer: Optional[str] = typer.Option(None, "--scorer", help="Score the run with this scorer (default: the table's score column, else the bank's scorer column, else exact)."),
+    scorer: Optional[str] = typer.Option(None, "--scorer", help="Score the run with this scorer (default: a table's score column; a journal run: the scorer it was scored with, else the bank's scorer column, else exact)."),
     journal: Optional[Path] = typer.Option(None, "--journal", help="SQLite journal of a journal run (default $ASSAY_JOURNAL or ~/.cache/assay/journal.sqlite)."),
     n: Optional[int] = typer.Option(None, "--n", help="How many answers to draw for a person to check."),
     seed: int = typer.Option(0, "--seed", help="Seed of the draws."),

@@ -213,7 +213,7 @@ def run_sample(c: Campaign, *, bank: pd.DataFrame | None = None, journal=None,
     """
     from ..models import run as run_model
     from ..models.journal import default_path
-    from ..models.scoring import score
+    from ..models.scoring import score_rows
 
     bank = load_bank(c) if bank is None else bank
     ids = uniform_sample(list(bank.index), sample_count(c.bank.sample, len(bank)), c.seed)
@@ -232,8 +232,9 @@ def run_sample(c: Campaign, *, bank: pd.DataFrame | None = None, journal=None,
             raise AssayBackendError(f"{len(failed)} of {len(prompts)} requests to model {m.name!r} failed after "
                                     f"retries ({failed[0].error}); the answers obtained are in the journal: rerun the "
                                     "same campaign to ask only the missing ones")
-        outs = [score(r, ref, sc, policy=c.bank.policy, prompt=p)
-                for r, ref, sc, p in zip(res.responses, sub["reference"], sub["scorer"], prompts)]
+        outs = score_rows([r.text for r in res.responses], sub["reference"].tolist(), sub["scorer"].tolist(),
+                          c.bank.policy, outcomes=[r.outcome for r in res.responses], prompts=prompts,
+                          finish_reasons=[r.finish_reason for r in res.responses])
         rows = pd.DataFrame([r.to_dict() for r in res.responses])
         frames.append(pd.DataFrame({
             "model": m.name, "item": ids, "question": sub["prompt"].astype(str).to_numpy(),

@@ -30,7 +30,8 @@ from .. import checks
 from ..errors import AssayInputError
 from ..results import Result, Statement, build, fmt, level_alias
 from ..seeds import resolve_seed
-from .core import FAQEstimate, FAQParams, _check_alpha, _check_flag, _params, check_stopping, estimate, plain_words
+from .core import FAQEstimate, FAQParams, check_stopping, estimate, plain_words
+from .params import _check_alpha, _check_flag, _params
 from .factor import FactorModel
 from .fit import _expectation, _factors, _learnt, _unobserved_note, default_factor_model  # noqa: F401
 

@@ -142,7 +142,7 @@ class LiveAnswerer:
 
     def __call__(self, item_id: str) -> int:
         from ..models import run
-        from ..models.scoring import score
+        from ..models.scoring import score_rows
 
         item_id = str(item_id)
         if item_id not in self.bank.index:
@@ -159,7 +159,8 @@ class LiveAnswerer:
             raise AssayBackendError(f"item {item_id!r}: the endpoint failed after retries ({resp.error}); answers so far "
                                     f"are in the journal, resume with run id {self.run_id}")
         scorer = self.scorer if self.scorer is not None else self.scorers[row["scorer"]]
-        out = score(resp, row["reference"], scorer, policy=self.policy, prompt=row["prompt"])
+        out = score_rows([resp.text], [row["reference"]], [scorer], self.policy, outcomes=[resp.outcome],
+                         prompts=[row["prompt"]], finish_reasons=[resp.finish_reason])[0]
         self.outcomes[item_id] = out.to_dict()
         statuses = [o["status"] for o in self.outcomes.values()]
         if len(statuses) >= TOO_LONG_STOP and all(st == "too_long" for st in statuses):

@@ -27,7 +27,8 @@ from ..results import Result, build, level_alias
 from ..seeds import resolve_seed
 from . import baselines as bl
 from .api import resolve_budget
-from .core import FAQParams, _check_alpha, _check_flag, _params, interval, plain_words, run_faq
+from .core import FAQParams, interval, plain_words, run_faq
+from .params import _check_alpha, _check_flag, _params
 from .factor import FactorModel, default_groups
 from .fit import _expectation, _factors, _learnt, check_k, fit_factors
 
