@@ -13,7 +13,7 @@ import time
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
-__all__ = ["progress_reporter", "interactive"]
+__all__ = ["progress_reporter", "interactive", "stderr_console"]
 
 
 def interactive() -> bool:
@@ -67,7 +67,7 @@ def progress_reporter(label: str, *, enabled: bool = True, every: float = 5.0) -
 
         with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                       TimeElapsedColumn(), TextColumn("{task.fields[info]}"), transient=True,
-                      console=_stderr_console()) as bar:
+                      console=stderr_console()) as bar:
             task = bar.add_task(label, total=None, info="")
 
             def update(done: int, total: int, info: str = "") -> None:
@@ -89,7 +89,8 @@ def progress_reporter(label: str, *, enabled: bool = True, every: float = 5.0) -
     yield update
 
 
-def _stderr_console():
+def stderr_console():
+    """A rich console on stderr (progress, live tables: stdout stays the result's)."""
     from rich.console import Console
 
     return Console(stderr=True)

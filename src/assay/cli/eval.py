@@ -68,9 +68,9 @@ class _Display:
         if interactive:
             from rich.live import Live
 
-            from ..progress import _stderr_console
+            from ..progress import stderr_console
 
-            self.live = Live(self._table(), console=_stderr_console(), refresh_per_second=4, transient=False)
+            self.live = Live(self._table(), console=stderr_console(), refresh_per_second=4, transient=False)
 
     def __enter__(self) -> "_Display":
         import threading

@@ -22,7 +22,7 @@ import pandas as pd
 
 from ..errors import AssayInputError
 
-__all__ = ["FAQMatrix", "FAQAnswers", "FAQProtocolData", "as_matrix", "align_items", "prepare_answers", "int8_bytes",
+__all__ = ["FAQMatrix", "scan_blocks", "FAQAnswers", "FAQProtocolData", "as_matrix", "align_items", "prepare_answers", "int8_bytes",
            "prepare_protocol", "read_answers", "history_items", "to_codes", "observed", "MISSING"]
 
 #: the int8 code of a missing answer in a history held as codes (0, 1, MISSING)
@@ -132,7 +132,7 @@ class _Scan(NamedTuple):
     empty_rows: np.ndarray  # bool per row: no observed cell
 
 
-def _scan(shape: tuple[int, int], block) -> _Scan:
+def scan_blocks(shape: tuple[int, int], block) -> _Scan:
     """Validate and convert a models x items table given as ``block(i0, i1) -> float64 rows i0:i1``, a block of rows
     at a time: only one block of float64 rows is alive at once."""
     m, n = shape
@@ -335,7 +335,7 @@ def _missing_codes(C: np.ndarray):
 def _scanned_codes(what: str, shape: tuple[int, int], block, rows: list[str], items: list[str]):
     """A wide table or array scanned a block of rows at a time into codes (a value other than 0 / 1 / NaN refused),
     with its missing count, first missing cell and rows without an observed answer."""
-    sc = _scan(shape, block)
+    sc = scan_blocks(shape, block)
     if sc.bad is not None:
         i, j, v = sc.bad
         raise AssayInputError(f"{what}: cell (model {rows[i]!r}, item {items[j]!r}) = {np.float64(v)!r}; values "

@@ -12,7 +12,7 @@ import pandas as pd
 from ..errors import AssayInputError, describe_rows
 from .tables import check_scores, check_unique, format_budget, map_columns, parse_budget
 
-__all__ = ["SirenDesign", "prepare", "siren_design", "SIREN_COLUMNS"]
+__all__ = ["SirenDesign", "prepare", "siren_design", "SIREN_COLUMNS", "score_array"]
 
 SIREN_COLUMNS = ("system", "budget", "artifact", "item", "score")
 
@@ -234,7 +234,7 @@ def prepare(
     raise AssayInputError(f"cannot evaluate a {type(table).__name__}: give a tidy DataFrame, a dict of arrays or an array")
 
 
-def _score_array(Z: Any) -> np.ndarray:
+def score_array(Z: Any) -> np.ndarray:
     """A cell's scores without a float64 copy of compact storage: float and integer arrays are kept as given (0/1
     scores held as int8 take an eighth of the memory of float64), bool is viewed as uint8 (no copy), anything else
     is converted to float64. SIREN's estimator converts a block of items at a time."""
@@ -257,7 +257,7 @@ def _design_from_arrays(table: Mapping[Any, Any]) -> SirenDesign:
         system, budget = key if isinstance(key, tuple) else (key, 1.0)
         budget = parse_budget(budget)
         try:
-            Z = _score_array(Z)
+            Z = score_array(Z)
         except (TypeError, ValueError) as exc:
             raise AssayInputError(f"cell {key!r}: scores must be numbers in [0, 1] ({exc})") from None
         if Z.ndim == 1:

@@ -653,7 +653,7 @@ def _as_history(history):
     A DataFrame or array (0 / 1 / NaN) is validated and converted a block of rows at a time (no models x items
     float64 copy); an :class:`~assay.data.faq.FAQMatrix` (validated by ``as_matrix``; values float with NaN or int8
     codes) is taken with its ids."""
-    from ..data.faq import FAQMatrix, _scan, to_codes
+    from ..data.faq import FAQMatrix, scan_blocks, to_codes
 
     if isinstance(history, FAQMatrix):
         C = to_codes(history.values)
@@ -705,7 +705,7 @@ def _as_history(history):
         raise AssayInputError(f"history needs at least 2 models (rows) and 1 item (column), got shape {shape}")
     rows = list(range(m)) if rows is None else rows
     cols = list(range(n)) if cols is None else cols
-    sc = _scan(shape, block)
+    sc = scan_blocks(shape, block)
     if sc.bad is not None:
         i, j, v = sc.bad
         raise AssayInputError(

@@ -4,9 +4,11 @@
 expressions with sympy and decides whether two answers are equal by value. Its own timeouts use ``SIGALRM``, which
 only the main thread of a process may set, and some inputs make sympy run for minutes (``10^{10^{10}}``, deep towers
 of roots: the library's public issues). So every call here goes to one helper process per assay process, started on
-first use (``spawn``: safe in a threaded parent), where it runs in that process's main thread with math-verify's own
-timeouts on, and the parent waits at most ``timeout`` seconds plus a margin for the reply; a helper that does not
-reply is killed (a C-level loop of sympy ignores signals) and the next call starts a new one. A timeout reads as
+first use as a plain subprocess (``python -m assay.models.mathverify``, reading requests on its stdin: it works from any
+thread, from daemonic worker processes and from scripts without a ``__main__`` guard, where multiprocessing's
+``spawn`` fails), where it runs in that process's main thread with math-verify's own timeouts on, and the parent waits
+at most ``timeout`` seconds plus a margin for the reply (read by a thread into a queue, so the wait is bounded on any
+platform); a helper that does not reply is killed (a C-level loop of sympy ignores signals) and the next call starts a new one. A timeout reads as
 "could not be parsed" (:data:`TIMEOUT`), never as wrong or right.
 
 Calls are serialised by a lock (one helper); each is a few milliseconds, the round trip a fraction of one.

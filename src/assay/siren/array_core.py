@@ -25,7 +25,7 @@ from typing import Any, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
-from ..data.siren import _score_array
+from ..data.siren import score_array
 from .. import checks
 from ..errors import AssayInputError
 from ..stats import bootstrap as boot
@@ -124,7 +124,7 @@ class SirenEstimate(NamedTuple):
 
 
 def _cell_arrays(scores: Any) -> tuple[list[np.ndarray], list[str] | None]:
-    """Cells as a list of (M, K_c) arrays, compact dtypes kept (:func:`_score_array`), and their names when given as
+    """Cells as a list of (M, K_c) arrays, compact dtypes kept (:func:`score_array`), and their names when given as
     a mapping."""
     names = None
     if isinstance(scores, Mapping):
@@ -134,7 +134,7 @@ def _cell_arrays(scores: Any) -> tuple[list[np.ndarray], list[str] | None]:
         scores = list(scores)
     elif isinstance(scores, np.ndarray):
         scores = [scores]
-    Zs = [_score_array(Z) for Z in scores]
+    Zs = [score_array(Z) for Z in scores]
     Zs = [Z[:, None] if Z.ndim == 1 else Z for Z in Zs]
     if not Zs:
         raise AssayInputError("no cells given")
