@@ -318,3 +318,10 @@ def test_query_scores_resumes_and_lists_runs(tmp_path, monkeypatch):
     listing = run(["runs", "list", "--journal", str(journal), "--json"])
     assert listing.exit_code == 0 and "cli1" in listing.stdout
     assert b"sk-test-secret-999" not in journal.read_bytes()
+    # the run recorded how it was scored and against what: read back without naming either (issue 52)
+    from assay.audit import read_run
+
+    back = read_run("cli1", journal=journal)
+    assert len(back) == 12 and set(back["scorer"]) == {"numeric"} and back["score"].eq(1.0).all()
+    r = run(["audit", "cli1", "--journal", str(journal), "--n", "3", "-o", str(tmp_path / "s.csv")])
+    assert r.exit_code == 0, r.output

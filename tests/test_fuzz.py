@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from assay import autoeval, compare, faq, psdme, siren
+from assay import audit, autoeval, compare, faq, psdme, siren
 from assay.cli import app
 from assay.errors import AssayError
 
@@ -514,3 +514,116 @@ def test_autoeval_near_valid(df, method):
        failures=st.sampled_from(["error", "worst"]))
 def test_psdme_near_valid(df, band, failures):
     call(psdme.bands, df, select="top:2", band=band, failures=failures, seed=0, tradeoff_points=3)
+
+
+# -- the one reader of every source, and --replay (issue 52) ----------------------------------------------------------
+
+LOGS = Path(__file__).parent / "fixtures" / "compare_logs"
+LOG_DIRS = [LOGS / "inspect" / "smollm2-default", LOGS / "inspect" / "smollm2-two-scorers",
+            LOGS / "inspect" / "gemma3-completions", LOGS / "lmeval" / "smollm2-default", LOGS / "lmeval" / "gemma3"]
+
+
+@FUZZ
+@given(df=st.one_of(tables(["model", "item", "score", "task", "epoch", "repeat", "metric", "filter", "item_hash",
+                            "m", "q", "s"], max_rows=8),
+                    plausible(["model", "item", "score", "task"], {"model": ["a", "b"], "item": ["1", "2", "3"],
+                                                                    "task": ["t", "u"]}, SCORE)),
+       fmt=st.sampled_from(["csv", "jsonl", "parquet"]),
+       names=st.lists(st.sampled_from(["", "A", "A", "B", "x=y", "=", "A/B"]), min_size=1, max_size=3),
+       logs=st.lists(st.sampled_from(range(len(LOG_DIRS))), max_size=2),
+       columns=st.sampled_from([None, {"model": "m"}, {"item": "q", "score": "s"}, {"cluster": "task"},
+                                {"nonsense": "x"}, {"epoch": "repeat"}]),
+       log_scorer=st.lists(st.sampled_from(["includes", "match", "exact_match", "exact_match,strict-match",
+                                            "flexible-extract", "nope", ""]), max_size=2),
+       as_mapping=st.booleans())
+def test_sources_any_mix(df, fmt, names, logs, columns, log_scorer, as_mapping):
+    """Score files of any shape, real tool logs, named or not (repeated, empty, odd names), any column roles and scorer
+    choices: read by the one reader, from Python (a mapping or a list) and from the command line."""
+    from assay.data.sources import read_sources
+
+    with tempfile.TemporaryDirectory() as d:
+        f = Path(d) / f"t.{fmt}"
+        try:
+            {"csv": lambda: df.to_csv(f, index=False), "jsonl": lambda: df.to_json(f, orient="records", lines=True),
+             "parquet": lambda: df.astype(str).to_parquet(f)}[fmt]()
+        except Exception:  # noqa: BLE001 - a table pandas cannot write is not an input
+            return
+        paths = [f, *[LOG_DIRS[i] for i in logs]]
+        given_as = [f"{n}={p}" if n else str(p) for n, p in zip(names + [""] * len(paths), paths)]
+        if as_mapping:
+            mapping = {(n or f"s{i}"): p for i, (n, p) in enumerate(zip(names + [""] * len(paths), paths))}
+            call(read_sources, mapping, columns=columns, log_scorer=log_scorer)
+        else:
+            call(read_sources, given_as, columns=columns, log_scorer=log_scorer)
+        call(compare.evaluate, given_as, columns=columns, log_scorer=log_scorer, seed=0, n_boot=200)
+        cli(["compare", *given_as, *[a for s in log_scorer for a in ("--log-scorer", s)], "--seed", "0"])
+
+
+def _fuzz_journal(d: Path) -> Path:
+    """A journal with a live comparison (a parent run and two model runs, scored with numeric) and a chat run."""
+    import asyncio
+
+    from assay.compare.live import query_until_resolved
+    from assay.models import CallableModel, run_prompts
+    from assay.models.journal import Journal
+
+    bank = pd.DataFrame({"id": [f"q{i}" for i in range(12)], "prompt": [f"What is {i} + 1?" for i in range(12)],
+                         "reference": [str(i + 1) for i in range(12)]})
+    models = {"a": CallableModel(lambda p: f"It is {int(p.split()[2]) + 1}.", name="a"),
+              "b": CallableModel(lambda p: "Maybe 3, or 4", name="b")}
+    path = d / "j.sqlite"
+    query_until_resolved(models, bank, scorer="numeric", budget=12, batch=6, journal=path, run_id="live")
+    with Journal(path) as j:
+        chats = [[{"role": "user", "content": p}] for p in bank["prompt"][:4]]
+        asyncio.run(run_prompts(CallableModel(lambda p: "4", name="c"), chats, journal=j, run_id="chat"))
+    return path
+
+
+@FUZZ
+@given(bank=st.one_of(tables(["id", "prompt", "reference", "scorer", "kind"], max_rows=8),
+                      plausible(["id", "prompt", "reference", "kind"],
+                                {"id": ["q0", "q1", "q1", "q3", 3], "prompt": ["What is 0 + 1?", "What is 1 + 1?",
+                                                                               "What is 3 + 1?", ""],
+                                 "kind": ["numeric", "exact", "math", "nope", None]}, SCORE)),
+       runs=st.lists(st.sampled_from(["live", "live/a", "live/b", "chat", "nope", "", "live/"]), min_size=1,
+                     max_size=3),
+       scorer=st.sampled_from([None, "numeric", "math", "kind", "reference", "choice", "x"]),
+       policy=st.sampled_from([None, "wrong", "missing", "correct", "x"]))
+def test_journal_runs_against_any_bank(bank, runs, scorer, policy):
+    """Journal runs (parents, children, unknown ids) read against banks with holes, repeats, numbers as references
+    and scorer columns with holes, by any scorer and policy: compare and audit read them or refuse them."""
+    from assay.data.sources import read_sources
+
+    with tempfile.TemporaryDirectory() as d:
+        j = _fuzz_journal(Path(d))
+        call(read_sources, runs=runs, journal=j, bank=bank, scorer=scorer, policy=policy)
+        call(audit.read_run, runs[0], bank=bank, journal=j, scorer=scorer)
+        try:
+            bank.to_csv(Path(d) / "b.csv", index=False)
+        except Exception:  # noqa: BLE001
+            return
+        cli(["compare", *[a for r in runs for a in ("--run", r)], "--journal", j, "--bank", Path(d) / "b.csv",
+             *(["--scorer", scorer] if scorer else [])])
+        cli(["audit", runs[0], "--journal", j, "--bank", Path(d) / "b.csv", "--n", "2", "-o", Path(d) / "s.csv",
+             *(["--scorer", scorer] if scorer else [])])
+
+
+@FUZZ
+@given(df=st.one_of(tables(["model", "item", "score"], max_rows=8),
+                    st.lists(st.lists(st.sampled_from([0.0, 1.0] * 20 + [0.5, 2.0, float("nan")]), min_size=6,
+                                      max_size=6), min_size=1, max_size=5).map(
+                        lambda rows: pd.DataFrame(rows, index=[f"m{i}" for i in range(len(rows))],
+                                                  columns=[f"q{j}" for j in range(6)]))),
+       extra=st.lists(st.sampled_from(["--guarantee", "finite", "asymptotic", "--max-memory", "0.000001", "-1", "4",
+                                       "--history", "nope.csv", "--goal", "best", "top-k", "--k", "2", "--batch", "0",
+                                       "--budget", "3", "--margin", "0.1", "--seed", "x"]), max_size=5))
+def test_cli_replay(df, extra):
+    """`assay compare --replay FILE` on any table with any options: a comparison, or one error line (the memory a run
+    would take among them)."""
+    with tempfile.TemporaryDirectory() as d:
+        f = Path(d) / "t.csv"
+        try:
+            df.to_csv(f, index=not {"model", "item", "score"} <= set(df.columns))
+        except Exception:  # noqa: BLE001
+            return
+        cli(["compare", "--replay", f, *extra])

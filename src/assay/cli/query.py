@@ -57,7 +57,7 @@ def query(
                   timeout)
     rows, summary = _rows(result, table, ids, prompt_col, reference_col, row_scorers, scorer, policy, model, llm)
     if row_scorers is not None:  # the run says how it was scored: read back with the same scorer (assay audit, compare)
-        _record_scoring(journal, result.run_id, scorer, policy, prompts, table, ids, prompt_col, reference_col)
+        _record_scoring(journal, result.run_id, scorer, policy, prompts, table, ids, prompt_col, reference_col, id_col)
     if output is not None:
         from .. import data as d
 
@@ -160,7 +160,7 @@ def _rows(result, table, ids, prompt_col, reference_col, row_scorers, scorer, po
 
 
 def _record_scoring(journal, run_id: str, scorer: str, policy: str, prompts: Path, table, ids, prompt_col,
-                    reference_col) -> None:
+                    reference_col, id_col) -> None:
     """The run's scorer, policy and bank (the file and its fingerprint) in its journal meta."""
     import pandas as pd
 
@@ -173,7 +173,9 @@ def _record_scoring(journal, run_id: str, scorer: str, policy: str, prompts: Pat
     with Journal(journal or default_path()) as j:
         status = j.run(run_id)["status"]
         j.start_run(run_id, meta={"scorer": scorer, "policy": policy, "bank": bank_fingerprint(bank),
-                                  "bank_file": str(prompts)})
+                                  "bank_file": str(Path(prompts).resolve()),
+                                  "bank_columns": {"id": id_col if id_col in table.columns else None,
+                                                   "prompt": prompt_col, "reference": reference_col}})
         j.finish_run(run_id, status=status)
 
 

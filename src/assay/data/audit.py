@@ -33,9 +33,6 @@ def read_run(run: Any, *, bank: Any = None, scorer: str | None = None, journal: 
     else:
         from .sources import read_journal_answers
 
-        if bank is None:
-            raise AssayInputError(f"{run!r} is neither a file nor a DataFrame; for a journal run give its bank (bank=: "
-                                  "its questions and references)")
         t = read_journal_answers(str(run), bank=bank, journal=journal, scorer=scorer)
         scorer = t["scorer"].tolist()
     for col in ("prompt", "finish_reason", "status"):

@@ -123,7 +123,6 @@ def as_reference(r: Any) -> Any:
 def check_bank(b: pd.DataFrame, where: Any = "the bank") -> None:
     """A bank's ids and prompts must each be unique: the answers to a repeated prompt cannot be told apart (an answer
     is matched to its question by its prompt). Refused naming the rows."""
-    from .tables import describe_rows
 
     for col, values in (("id", pd.Series(b.index.astype(str))), ("prompt", b["prompt"].astype(str))):
         dup = values.duplicated(keep=False).to_numpy()

@@ -20,7 +20,8 @@ chat messages, the text of the last user message (so a run asked with a system p
 per question: a run holding two answers to one question (asked twice with other settings) is refused, naming it. A
 run id with no answers of its own that is the parent of others (``live1`` of ``live1/plain``, ``live1/boxed``)
 stands for those runs. A run scored by assay records its scorer and policy (and its bank's fingerprint); they are the
-defaults here, so a run is read back as it was scored. Each answer keeps its outcome and finish reason.
+defaults here, so a run is read back as it was scored, against the bank file it recorded when none is given. Each
+answer keeps its outcome and finish reason.
 """
 
 from __future__ import annotations
@@ -256,6 +257,8 @@ def read_sources(sources: Any = None, *, columns: Mapping[str, str] | None = Non
         fmt = detect_format(path)
         f = (read_log(path, fmt, log_scorer) if fmt in LOG_FORMATS
              else read_scores_file(path, columns=columns, log_scorer=log_scorer))
+        if f.empty:
+            raise AssayInputError(f"{given}: holds no scores (no rows)")
         if name is not None:
             found = list(dict.fromkeys(f["model"].astype(str)))
             f["model"] = name if len(found) == 1 else name + "/" + f["model"].astype(str)
@@ -352,15 +355,29 @@ def journal_runs(runs: Sequence[str], journal: Any) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def _recorded_bank(j: Any, runs: Sequence[str]) -> Any:
+    """The bank the runs recorded (``assay query`` records its prompts file and its columns), when they agree on one
+    that still exists, its columns named ``id``, ``prompt``, ``reference``; else the error asking for the bank."""
+    from . import read_table
+
+    kept = {json.dumps([(j.run(r).get("meta") or {}).get(k) for k in ("bank_file", "bank_columns")]) for r in runs}
+    file, cols = json.loads(next(iter(kept))) if len(kept) == 1 else (None, None)
+    if file and cols and Path(file).exists():
+        t = read_table(file, text_columns=tuple(c for c in cols.values() if c))
+        if all(c is None or c in t.columns for c in cols.values()):
+            ids = t[cols["id"]] if cols.get("id") else pd.Series(range(len(t))).astype(str)
+            return pd.DataFrame({"id": ids.astype(str).to_numpy(), "prompt": t[cols["prompt"]].to_numpy(),
+                                 "reference": t[cols["reference"]].to_numpy()})
+    raise AssayInputError("a journal run needs its bank (bank=): the questions it asked (id, prompt, reference "
+                          "and optionally a scorer column), to score its answers against")
+
+
 def _bank_of(bank: Any) -> pd.DataFrame:
     """The bank, its ids, prompts and references read as text, checked (unique ids and prompts), with every other
     column of the table kept (a column may name each question's scorer)."""
     from . import read_table
     from .bank import check_bank, read_bank
 
-    if bank is None:
-        raise AssayInputError("a journal run needs its bank (bank=): the questions it asked (id, prompt, reference "
-                              "and optionally a scorer column), to score its answers against")
     raw = bank if isinstance(bank, pd.DataFrame) else read_table(bank, text_columns=("id", "prompt", "reference"))
     b = read_bank(raw)
     check_bank(b, bank if not isinstance(bank, pd.DataFrame) else "the bank")
@@ -383,20 +400,21 @@ def _scorer_of(scorer: Any, meta: dict, b: pd.DataFrame) -> tuple[Any, list | No
     return name, None
 
 
-def read_journal_answers(run: str, *, bank: Any, journal: Any = None, scorer: Any = None) -> pd.DataFrame:
+def read_journal_answers(run: str, *, bank: Any = None, journal: Any = None, scorer: Any = None) -> pd.DataFrame:
     """One journal run's answers matched to its bank's questions (module docstring): one row per question answered,
     ``id, prompt, reference, response, finish_reason, outcome, error, scorer`` in bank order (``scorer``: the one
     given, the one the run recorded, the bank's ``scorer`` column, else ``exact``; a name that is a column of the
-    bank gives each question its own), and the run's recorded settings in ``attrs["meta"]``."""
+    bank gives each question its own), and the run's recorded settings in ``attrs["meta"]``. Without ``bank``, the
+    bank file the run recorded (``assay query`` records its prompts file)."""
     from ..models.journal import default_path, open_journal
 
-    b = _bank_of(bank)
     j, own = open_journal(journal if journal is not None else default_path())
     try:
         names = journal_runs([str(run)], j)
         if names != [str(run)]:
             raise AssayInputError(f"run {run!r} holds no answers of its own; it holds the runs "
                                   f"{', '.join(names[:8])}{' ...' if len(names) > 8 else ''}: name one of them")
+        b = _bank_of(bank if bank is not None else _recorded_bank(j, names))
         ans = _answers(j, str(run), b)
     finally:
         if own:
@@ -442,7 +460,7 @@ def _recorded(meta: dict, what: str):
     return None
 
 
-def read_journal_scores(runs: Sequence[str], *, bank: Any, journal: Any = None, scorer: Any = None,
+def read_journal_scores(runs: Sequence[str], *, bank: Any = None, journal: Any = None, scorer: Any = None,
                         policy: str | None = None) -> pd.DataFrame:
     """Journal runs as compare's long table: each run is one model named by its run id (a parent run id stands for
     the runs inside it), each answer scored against the bank (``scorer`` and ``policy`` default to what the run
@@ -451,11 +469,12 @@ def read_journal_scores(runs: Sequence[str], *, bank: Any, journal: Any = None, 
     from ..models.journal import default_path, open_journal
     from ..models.scoring import score_table
 
-    b = _bank_of(bank)
     j, own = open_journal(journal if journal is not None else default_path())
     try:
         frames = []
-        for r in journal_runs([str(x) for x in runs], j):
+        names = journal_runs([str(x) for x in runs], j)
+        b = _bank_of(bank if bank is not None else _recorded_bank(j, names))
+        for r in names:
             ans = _answers(j, r, b)
             meta = ans.attrs.get("meta", {})
             name, per_row = _scorer_of(scorer, meta, b.loc[ans["id"]])
