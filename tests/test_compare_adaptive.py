@@ -361,3 +361,31 @@ def test_peeking_at_a_fixed_sample_interval_orders_a_tie_the_sequences_do_not():
     se = np.sqrt(delta * (1 - delta) / reps)
     assert naive / reps > delta + 2 * se, naive
     assert engine / reps <= delta + 2 * se, engine
+
+
+def test_a_run_too_big_for_memory_is_refused_up_front_naming_what_fits(tmp_path):
+    """`--replay` of the 755-model MMLU-Pro math matrix asked numpy for 43.5 GiB (pairs x batch x grid) and died.
+    The engine estimates its peak before the first round: the finite guarantee on 450 models is refused at once,
+    naming the largest number that fits; the asymptotic one runs the same table; the command line says the same."""
+    from typer.testing import CliRunner
+
+    from assay.cli import app
+
+    K, N = 450, 40
+    rng = np.random.default_rng(0)
+    S = (rng.random((K, N)) < rng.uniform(0.2, 0.8, (K, 1))).astype(float)
+    table = pd.DataFrame(S, index=[f"m{i}" for i in range(K)], columns=[f"q{j}" for j in range(N)])
+    most = adaptive.max_models(N, guarantee="finite")
+    assert 300 < most < K and adaptive.peak_bytes(most + 1, N, guarantee="finite") > adaptive.MAX_MEMORY
+    with pytest.raises(AssayInputError, match=rf"450 models on 40 questions would take about .* GB with guarantee="
+                                              rf"'finite'.*compare at most {most} models at once"):
+        replay(table, guarantee="finite")
+    assert adaptive.peak_bytes(755, 1351, guarantee="asymptotic", history=True) < 2 * 1024**3
+    rp = replay(table, guarantee="asymptotic", budget=20, seed=0)
+    assert rp.result.params["queried"] == 20 and len(rp.result.pairs) == K * (K - 1) // 2
+    table.to_csv(tmp_path / "t.csv")
+    r = CliRunner().invoke(app, ["compare", "--replay", str(tmp_path / "t.csv")])
+    assert r.exit_code == 2 and f"compare at most {most} models at once" in r.output and "--max-memory" in r.output
+    r = CliRunner().invoke(app, ["compare", "--replay", str(tmp_path / "t.csv"), "--guarantee", "finite",
+                                 "--max-memory", "0.001"])
+    assert r.exit_code == 2 and "above the limit of 0.0 GB" in r.output

@@ -242,7 +242,7 @@ def check_memory(K: int, N: int, *, guarantee: str, limit: float | None = MAX_ME
         raise AssayInputError(
             f"{K} models on {N} questions would take about {need / 1024**3:.1f} GB with guarantee={guarantee!r} "
             f"(above the limit of {limit / 1024**3:.1f} GB): compare at most {most} models at once{other}, or raise "
-            "the limit (max_memory)")
+            "the limit (max_memory=)")
     return need
 
 
