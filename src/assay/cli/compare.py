@@ -266,10 +266,7 @@ def _live(endpoints: list[str], models: list[str], completions: list[str], syste
         made[name] = cls(model, base_url=url, api_key_env=api_key_env, max_tokens=max_tokens, temperature=0.0, **kw)
         check_model(made[name])
 
-    from ..data import read_plain
-
-    table = read_plain(bank, text_columns=("id",))
-    return query_until_resolved(made, table, scorer=scorer, policy=policy, journal=journal or default_path(),
+    return query_until_resolved(made, bank, scorer=scorer, policy=policy, journal=journal or default_path(),
                                 run_id=run_id, delta=delta, margin=margin, budget=budget, batch=batch, seed=seed,
                                 progress=_progress, goal=goal, k=k, guarantee=guarantee, history=history,
                                 max_memory=max_memory)

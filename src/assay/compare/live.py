@@ -291,7 +291,11 @@ class _Asker:
         from ..data.sources import bank_fingerprint
         from ..models.scoring import check_references
 
-        by_column = isinstance(scorer, str) and isinstance(bank, pd.DataFrame) and scorer in bank.columns
+        if not isinstance(bank, pd.DataFrame):  # a file: its ids, prompts and references as text
+            from ..data import read_table
+
+            bank = read_table(bank, text_columns=("id", "prompt", "reference"))
+        by_column = isinstance(scorer, str) and scorer in bank.columns
         b = read_bank(bank, scorer_col=scorer if by_column else None)
         self.scorers = b["scorer"].tolist() if by_column else [scorer] * len(b)
         check_references(self.scorers, b["reference"].tolist(), b.index)
