@@ -335,6 +335,9 @@ def evaluate(
         raise AssayInputError(f"n_boot must be an integer >= 200; got {n_boot!r}")
     seed = resolve_seed(seed)
     read_from = None
+    if isinstance(table, pd.DataFrame) and runs:
+        raise AssayInputError("runs= reads journal runs as sources: give the other sources as paths ({name: path}) "
+                              "beside them, not a table")
     if not isinstance(table, pd.DataFrame) or runs:
         from ..data.sources import describe_sources, read_sources
 
