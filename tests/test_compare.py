@@ -78,7 +78,7 @@ def test_models_are_compared_on_shared_questions_and_require_complete_refuses():
     assert (res.pairs["n_items"] == 350).all()
     assert res.models.set_index("model")["answered"].to_dict() == {"m0": 400, "m1": 400, "m2": 350}
     assert any("350 of 400 questions" in w and "uses those 350" in w for w in res.warnings)
-    with pytest.raises(AssayInputError, match="require-complete"):
+    with pytest.raises(AssayInputError, match="require_complete="):
         compare.evaluate(partial, require_complete=True)
 
 

@@ -306,8 +306,12 @@ def test_wording(tmp_path):
     res = compare.evaluate(t, seed=0)
     assert res.statements()[-1].startswith("1 pair:")
     t.loc[3, "score"] = 7.0
-    with pytest.raises(AssayInputError, match="--bounds LOW HIGH"):
+    with pytest.raises(AssayInputError, match=r"bounds=\(low, high\) \(it is \[0, 1\] now\)") as e:
         compare.evaluate(t)
+    assert "--" not in str(e.value)
+    t.to_csv(tmp_path / "t.csv", index=False)
+    r = run(tmp_path / "t.csv")
+    assert r.exit_code == 2 and "--bounds LOW HIGH (it is [0, 1] now)" in r.output
     broken = tmp_path / "cut.eval"
     broken.write_bytes(one(INS / "smollm2-default", "arith").read_bytes()[:5000])
     r = run(broken, INS / "gemma3-completions")

@@ -19,7 +19,7 @@ __all__ = ["guard", "masked_console", "cli_words", "command_options"]
 # and left out otherwise.
 _COLUMN_FLAGS = {"loss_human": "--human-col", "loss_judge": "--judge-col"}
 _PHRASES = {"on_missing='drop-items'": "--drop-incomplete", "run_id=None": "--run-id",
-            "give order=[...] or order_by=COLUMN": "--order-by"}
+            "give order=[...] or order_by=COLUMN": "--order-by", "bounds=(low, high)": "--bounds"}
 _RENAMED = {"calibrator": "--calibrator-tau", "max_memory": "--max-memory", "log_scorer": "--log-scorer",
             "runs": "--run"}
 
@@ -76,7 +76,8 @@ def cli_words(message: str, options: dict[str, str] | None = None) -> str:
     out = re.sub(r"columns=\{[^}]*\}", columns, out)
     for py, flag in _PHRASES.items():
         if has(flag):
-            out = out.replace(py, {"--run-id": "no --run-id", "--order-by": "give --order-by COLUMN"}.get(flag, flag))
+            out = out.replace(py, {"--run-id": "no --run-id", "--order-by": "give --order-by COLUMN",
+                                   "--bounds": "--bounds LOW HIGH"}.get(flag, flag))
 
     def named(m: re.Match) -> str:
         f = flag_of(m.group(1))

@@ -209,7 +209,7 @@ def parse_require(text: str, models: Sequence[str]) -> Requirement:
     """
     m = _REQ.match(str(text))
     if not m:
-        raise AssayInputError(f"--require {text!r}: write A>B (A certified better than B) or A>=B-0.01 (A not worse "
+        raise AssayInputError(f"require={text!r}: write A>B (A certified better than B) or A>=B-0.01 (A not worse "
                               "than B by more than 0.01)")
     a, op, rhs = m.group("a"), m.group("op"), m.group("rhs")
     b, margin = rhs, 0.0
@@ -219,9 +219,9 @@ def parse_require(text: str, models: Sequence[str]) -> Requirement:
             b, margin = mm.group("b"), float(mm.group("m"))
     for name in (a, b):
         if name not in models:
-            raise AssayInputError(f"--require {text!r}: no model {name!r}; the models are {', '.join(models)}")
+            raise AssayInputError(f"require={text!r}: no model {name!r}; the models are {', '.join(models)}")
     if a == b:
-        raise AssayInputError(f"--require {text!r}: a model is compared with another one")
+        raise AssayInputError(f"require={text!r}: a model is compared with another one")
     return Requirement(text, a, b, margin, strict=op == ">")
 
 

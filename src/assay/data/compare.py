@@ -159,8 +159,8 @@ def prepare_compare(table: pd.DataFrame, *, columns: Mapping[str, str] | None = 
     keys = (["task"] if has_task else []) + ["item"]
     df["score"] = check_scores(df, "score", low=low, high=high, what="score",
                                missing_hint="a score must be a number; drop the rows of questions not answered",
-                               range_hint=(f"Give the scores' range with --bounds LOW HIGH (bounds=(low, high) from "
-                                           f"Python; it is [{low:g}, {high:g}] now), or rescale the scores."))
+                               range_hint=(f"Give the scores' range with bounds=(low, high) (it is [{low:g}, {high:g}] "
+                                           "now), or rescale the scores."))
     dup = df.duplicated(subset=["model"] + keys + (["epoch"] if has_epoch else []), keep=False)
     if dup.any():
         rows = df.index[dup]
@@ -170,8 +170,8 @@ def prepare_compare(table: pd.DataFrame, *, columns: Mapping[str, str] | None = 
             f"duplicate scores: model {first['model']!r} has more than one score for question {key!r}"
             + (f" in epoch {first['epoch']}" if has_epoch else "")
             + f" ({describe_rows(rows)}): two runs of one model, a log with several scorers, or repeated answers. "
-            "Name each run (assay compare NAME=PATH ...), choose a scorer (--log-scorer), or number the repeats "
-            "(--epoch-col)")
+            "Name each run (NAME=PATH sources, or {name: path}), choose a scorer (log_scorer=), or number the repeats "
+            "(columns={'epoch': 'YOUR_COLUMN'})")
     if "hash" in df.columns:
         _check_hashes(df, keys)
     if has_cluster:
@@ -213,7 +213,7 @@ def prepare_compare(table: pd.DataFrame, *, columns: Mapping[str, str] | None = 
         if require_complete:
             raise AssayInputError(f"{len(lacking)} model(s) lack questions others answered ({', '.join(lacking[:5])}): "
                                   f"{int(full.sum())} of {present.shape[1]} questions are answered by every model "
-                                  "(--require-complete refuses this; drop it to compare on the shared questions)")
+                                  "(require_complete= refuses this; drop it to compare on the shared questions)")
         notes.append(f"{int(full.sum())} of {present.shape[1]} questions are answered by every model, and every "
                      f"estimate uses those {int(full.sum())}; model(s) that lack some (questions answered): "
                      f"{', '.join(lacking[:5])}" + (" ..." if len(lacking) > 5 else ""))

@@ -646,7 +646,7 @@ def _run_meta(run_id: str, journal: str | Path | None) -> dict:
 
     jpath = Path(journal) if journal is not None else default_path()
     if not jpath.exists():
-        raise AssayInputError(f"no journal at {jpath}: pass the journal the campaign used (--journal)")
+        raise AssayInputError(f"no journal at {jpath}: pass the journal the campaign used (journal=)")
     with Journal(jpath) as j:
         if not j.has_run(run_id):
             raise AssayInputError(f"run {run_id!r} is not in the journal {jpath}; `assay runs list` shows its runs")

@@ -653,7 +653,7 @@ def list_models(model: OpenAIChatModel, timeout: float = 10.0) -> list[str] | No
         body = None
     if status in (401, 403):
         raise AssayBackendError(f"the endpoint refused the API key (HTTP {status} on GET {shown}): set the "
-                                f"environment variable named by --api-key-env ({model.api_key_env})")
+                                f"environment variable named by api_key_env= ({model.api_key_env})")
     if status >= 400:
         if isinstance(body, Mapping) and ("error" in body or "detail" in body):
             return None  # an OpenAI-style API without /models: the model name cannot be checked
