@@ -138,6 +138,39 @@ def prepare_compare(table: pd.DataFrame, *, columns: Mapping[str, str] | None = 
     ['A', 'B'] ['q1', 'q2', 'q3'] [[1.0, 1.0, 0.0], [0.0, 1.0, 0.0]]
     """
     low, high = _bounds(bounds)
+    df = _validated(table, columns, low, high)
+    keys = (["task"] if "task" in df.columns else []) + ["item"]
+    if "hash" in df.columns:
+        _check_hashes(df, keys)
+    if "cluster" in df.columns:
+        _check_clusters(df, keys)
+    has_task = "task" in df.columns
+    df["_key"] = df["task"] + "\x1f" + df["item"] if has_task else df["item"]
+    g = df.groupby(["model", "_key"], sort=False)["score"]
+    mean, counts = g.mean(), g.size()
+    models = list(dict.fromkeys(df["model"]))
+    if len(models) < 2:
+        raise AssayInputError(f"compare needs at least 2 models; the table has {len(models)} ({', '.join(models)})")
+    wide = mean.unstack("_key").reindex(models)
+    present = wide.notna().to_numpy()
+    shared = _shared(present, models, has_task)
+    full, answered, notes = _complete(present, models, require_complete)
+    cols = wide.columns[full]
+    if len(cols) < 2:
+        raise AssayInputError(f"only {len(cols)} question(s) are answered by every model: compare needs at least 2")
+    S = wide.loc[:, full].to_numpy(dtype=np.float64)
+    first = df.drop_duplicates("_key").set_index("_key")
+    items, tasks, task_labels, clusters, labels = _labels(first, cols, has_task, "cluster" in df.columns)
+    per_model = counts.groupby(level="model").mean()
+    epochs = {m: float(per_model[m]) for m in models} if "epoch" in df.columns else {}
+    return CompareDesign(models=models, items=items, S=S, clusters=clusters, cluster_labels=labels, shared=shared,
+                         n_items_any=int(present.shape[1]), epochs=epochs, low=low, high=high, notes=notes,
+                         tasks=tasks, task_labels=task_labels, answered=answered)
+
+
+def _validated(table: pd.DataFrame, columns, low: float, high: float) -> pd.DataFrame:
+    """The table under compare's column names, keys as text, scores checked in [low, high], no duplicate
+    (model, question[, epoch])."""
     mapping = dict(columns or {})
     unknown = set(mapping) - set(COMPARE_COLUMNS)
     if unknown:
@@ -155,7 +188,6 @@ def prepare_compare(table: pd.DataFrame, *, columns: Mapping[str, str] | None = 
             raise AssayInputError(f"column {c!r} is missing at {describe_rows(rows)}: every score needs a {c}")
         df[c] = df[c].astype(str)
     has_epoch = "epoch" in df.columns
-    has_cluster = "cluster" in df.columns
     keys = (["task"] if has_task else []) + ["item"]
     df["score"] = check_scores(df, "score", low=low, high=high, what="score",
                                missing_hint="a score must be a number; drop the rows of questions not answered",
@@ -172,30 +204,27 @@ def prepare_compare(table: pd.DataFrame, *, columns: Mapping[str, str] | None = 
             + f" ({describe_rows(rows)}): two runs of one model, a log with several scorers, or repeated answers. "
             "Name each run (NAME=PATH sources, or {name: path}), choose a scorer (log_scorer=), or number the repeats "
             "(columns={'epoch': 'YOUR_COLUMN'})")
-    if "hash" in df.columns:
-        _check_hashes(df, keys)
-    if has_cluster:
-        if df["cluster"].isna().any():
-            rows = df.index[df["cluster"].isna()]
-            raise AssayInputError(f"column 'cluster' is missing at {describe_rows(rows)}: give every question its "
-                                  "cluster, or leave the column out (each question is then its own cluster)")
-        df["cluster"] = df["cluster"].astype(str)
-        if has_task:  # a cluster never crosses tasks: its label is read within its task
-            df["cluster"] = df["task"] + "\x1f" + df["cluster"]
-        per_item = df.groupby(keys)["cluster"].nunique()
-        split = per_item[per_item > 1]
-        if len(split):
-            shown = ", ".join(repr("/".join(k) if isinstance(k, tuple) else k) for k in split.index[:3])
-            raise AssayInputError(f"question(s) {shown} are in more than one cluster; a question belongs to one cluster")
-    df["_key"] = df["task"] + "\x1f" + df["item"] if has_task else df["item"]
-    g = df.groupby(["model", "_key"], sort=False)["score"]
-    mean = g.mean()
-    counts = g.size()
-    models = list(dict.fromkeys(df["model"]))
-    if len(models) < 2:
-        raise AssayInputError(f"compare needs at least 2 models; the table has {len(models)} ({', '.join(models)})")
-    wide = mean.unstack("_key").reindex(models)
-    present = wide.notna().to_numpy()
+    return df
+
+
+def _check_clusters(df: pd.DataFrame, keys: list[str]) -> None:
+    """Every question has a cluster, and one: cluster labels are read within their task (in place)."""
+    if df["cluster"].isna().any():
+        rows = df.index[df["cluster"].isna()]
+        raise AssayInputError(f"column 'cluster' is missing at {describe_rows(rows)}: give every question its "
+                              "cluster, or leave the column out (each question is then its own cluster)")
+    df["cluster"] = df["cluster"].astype(str)
+    if "task" in df.columns:  # a cluster never crosses tasks: its label is read within its task
+        df["cluster"] = df["task"] + "\x1f" + df["cluster"]
+    per_item = df.groupby(keys)["cluster"].nunique()
+    split = per_item[per_item > 1]
+    if len(split):
+        shown = ", ".join(repr("/".join(k) if isinstance(k, tuple) else k) for k in split.index[:3])
+        raise AssayInputError(f"question(s) {shown} are in more than one cluster; a question belongs to one cluster")
+
+
+def _shared(present: np.ndarray, models: list[str], has_task: bool) -> np.ndarray:
+    """Models x models, the questions each pair both answered; a pair with none is refused."""
     shared = present.astype(np.int64) @ present.T.astype(np.int64)
     K = len(models)
     for a in range(K):
@@ -205,6 +234,12 @@ def prepare_compare(table: pd.DataFrame, *, columns: Mapping[str, str] | None = 
                                       "comparison needs questions both answered"
                                       + (" (a question is a task and an item: are they scored on the same tasks?)"
                                          if has_task else ""))
+    return shared
+
+
+def _complete(present: np.ndarray, models: list[str], require_complete: bool):
+    """The questions every model answered, each model's count, and the note when some lack questions (refused with
+    ``require_complete``)."""
     full = present.all(axis=0)
     answered = {m: int(row.sum()) for m, row in zip(models, present)}
     notes = []
@@ -217,11 +252,11 @@ def prepare_compare(table: pd.DataFrame, *, columns: Mapping[str, str] | None = 
         notes.append(f"{int(full.sum())} of {present.shape[1]} questions are answered by every model, and every "
                      f"estimate uses those {int(full.sum())}; model(s) that lack some (questions answered): "
                      f"{', '.join(lacking[:5])}" + (" ..." if len(lacking) > 5 else ""))
-    cols = wide.columns[full]
-    if len(cols) < 2:
-        raise AssayInputError(f"only {len(cols)} question(s) are answered by every model: compare needs at least 2")
-    S = wide.loc[:, full].to_numpy(dtype=np.float64)
-    first = df.drop_duplicates("_key").set_index("_key")
+    return full, answered, notes
+
+
+def _labels(first: pd.DataFrame, cols, has_task: bool, has_cluster: bool):
+    """The shared questions' shown ids (``task/item`` with tasks), task codes and labels, cluster codes and labels."""
     tasks = task_labels = None
     if has_task:
         tcodes, tuniq = pd.factorize(first["task"].reindex(cols), sort=False)
@@ -236,11 +271,7 @@ def prepare_compare(table: pd.DataFrame, *, columns: Mapping[str, str] | None = 
         if len(labels) < 2:
             raise AssayInputError("every shared question is in one cluster: a cluster-robust comparison needs at "
                                   "least 2 clusters")
-    per_model = counts.groupby(level="model").mean()
-    epochs = {m: float(per_model[m]) for m in models} if has_epoch else {}
-    return CompareDesign(models=models, items=items, S=S, clusters=clusters, cluster_labels=labels, shared=shared,
-                         n_items_any=int(present.shape[1]), epochs=epochs, low=low, high=high, notes=notes,
-                         tasks=tasks, task_labels=task_labels, answered=answered)
+    return items, tasks, task_labels, clusters, labels
 
 
 def read_score_table(obj: Any, what: str) -> Any:
