@@ -65,6 +65,9 @@ def read_bank(bank: Any, *, id_col: str = "id", prompt_col: str = "prompt", refe
         bank = read_table(bank, text_columns=(id_col, prompt_col, reference_col))
     if not isinstance(bank, pd.DataFrame):
         raise AssayInputError(f"the item bank must be a table with {id_col}, {prompt_col}, {reference_col} columns")
+    dup = bank.columns[bank.columns.duplicated()]
+    if len(dup):
+        raise AssayInputError(f"the item bank has the column {dup[0]!r} twice")
     missing = [c for c in (id_col, prompt_col, reference_col) if c not in bank.columns]
     if missing:
         raise AssayInputError(f"the item bank has no column(s) {', '.join(map(repr, missing))}; columns: "

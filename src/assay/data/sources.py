@@ -92,8 +92,17 @@ def choose_scorers(t: pd.DataFrame, where: Any, wanted: Sequence[str], task: str
     out), an ``assay ingest`` table's metric. A task with one keeps it; with several, exactly one of ``wanted``
     must pick one (a value matches a scorer's whole label, its metric or its filter); none given, or none or two
     matching, is refused with the task's scorers named. The rows kept have ``metric`` = the chosen label."""
-    flt = t["filter"].fillna("none").astype(str) if "filter" in t.columns else "none"
-    label = (t["metric"].astype(str) + "," + flt).str.replace(r",none$", "", regex=True)
+    if t.empty:
+        return t
+    metric, flt = _text_or_none(t["metric"]), (_text_or_none(t["filter"]) if "filter" in t.columns else None)
+    if None in metric:
+        from .tables import describe_rows
+
+        raise AssayInputError(f"{where}: the 'metric' column is empty at "
+                              f"{describe_rows(t.index[[m is None for m in metric]])}: every score needs its metric")
+    flt = ["none" if f is None else f for f in (flt or ["none"] * len(t))]
+    label = pd.Series([f"{m},{f}" for m, f in zip(metric, flt)], index=t.index).str.replace(r",none$", "",
+                                                                                          regex=True)
     t = t.assign(_choice=label)
     keep = []
     for name, g in t.groupby(task, sort=False):
@@ -164,6 +173,9 @@ def read_scores_file(path: Any, *, columns: Mapping[str, str] | None = None,
         raise AssayInputError(f"unknown column role(s) {sorted(unknown)}; accepted: {', '.join(ROLES)}")
     cols.update(given)
     t = read_plain(path, text_columns=tuple(cols[r] for r in ("model", "item", "cluster", "task") if r in cols))
+    dup = t.columns[t.columns.duplicated()]
+    if len(dup):
+        raise AssayInputError(f"{path}: the column {dup[0]!r} appears more than once")
     if "task" not in cols and "task" in t.columns:
         cols["task"] = "task"
     if "epoch" not in cols:
@@ -260,8 +272,9 @@ def read_sources(sources: Any = None, *, columns: Mapping[str, str] | None = Non
         if f.empty:
             raise AssayInputError(f"{given}: holds no scores (no rows)")
         if name is not None:
-            found = list(dict.fromkeys(f["model"].astype(str)))
-            f["model"] = name if len(found) == 1 else name + "/" + f["model"].astype(str)
+            found = list(dict.fromkeys(str(m) for m in f["model"]))
+            f["model"] = name if len(found) == 1 else [None if m is None else f"{name}/{m}"
+                                                       for m in _text_or_none(f["model"])]
         f["source"] = given
         frames.append(f)
     _check_scorers_used(frames, log_scorer)
@@ -277,6 +290,11 @@ def read_sources(sources: Any = None, *, columns: Mapping[str, str] | None = Non
     return table
 
 
+def _text_or_none(models: pd.Series) -> list:
+    """Each row's value as text, a missing one kept missing (refused later, naming the row)."""
+    return [None if m is None or (isinstance(m, float) and m != m) or m is pd.NA else str(m) for m in models]
+
+
 def describe_sources(table: pd.DataFrame) -> dict:
     """What each source held (its models as named) and which scorer each task was read with: ``{"sources": [lines],
     "scorers": {task: scorers}}`` for a result's header."""
@@ -285,13 +303,13 @@ def describe_sources(table: pd.DataFrame) -> dict:
                                            or any("=" in str(x) for x in table["source"].unique()))
     if named:
         for src, g in table.groupby("source", sort=False):
-            models = list(dict.fromkeys(g["model"].astype(str)))
+            models = list(dict.fromkeys(str(m) for m in g["model"]))
             lines.append(f"{src}: {', '.join(models[:6])}" + (" ..." if len(models) > 6 else ""))
     out: dict = {"sources": lines}
     if "scorer" in table.columns and "task" in table.columns:
         sc = table.dropna(subset=["scorer"]).drop_duplicates(["task", "scorer"])
         if len(sc):
-            out["scorers"] = {str(t): ", ".join(sorted(set(g["scorer"].astype(str))))
+            out["scorers"] = {str(t): ", ".join(sorted({str(x) for x in g["scorer"]}))
                               for t, g in sc.groupby("task", sort=False)}
     return out
 
