@@ -195,8 +195,8 @@ def read_scores_file(path: Any, *, columns: Mapping[str, str] | None = None,
                               "this table has no 'metric' column")
     f = t[list(cols.values())].rename(columns={v: k for k, v in cols.items()})
     if "item_hash" in t.columns and t["item_hash"].notna().any():
-        src = t["source"].astype(str) if "source" in t.columns else "table"
-        f["hash"] = [None if h is None or h != h else f"{s}:{h}" for s, h in zip(src, t["item_hash"])]
+        src = _text_or_none(t["source"]) if "source" in t.columns else [None] * len(t)
+        f["hash"] = [None if h is None or h != h else f"{s or 'table'}:{h}" for s, h in zip(src, t["item_hash"])]
     if "metric" in t.columns:
         f["scorer"] = t["metric"].astype(str).to_numpy()
     return f
