@@ -39,7 +39,12 @@ def _wilson(p, n, delta):
 @pytest.mark.slow
 @pytest.mark.parametrize("n", [50, 100, 200])
 def test_the_interval_covers_the_true_accuracy_and_the_graders_wilson_interval_misses(n):
-    reps, delta = 1000, 0.05
+    # 400 runs: tolerance 0.05 + 3 * 0.011; the interval missed in none of them (nor of 1,000). The check still fails
+    # the interval shrunk towards the estimate by 70% (n=50), 60% (100) or 55% (200): at 1,000 runs, 70%, 60%, 50%
+    # (the finite-sample interval is wide: shrunk 30% it still covers). The unweighted mean of the checked answers
+    # (the draw probabilities ignored) fails the bias check below (bias 0.02, 1.6 to 2.8 times its tolerance); the
+    # grader's Wilson interval misses in about 95% of the runs
+    reps, delta = 400, 0.05
     rng = np.random.default_rng([48, n])
     flagged, y, f = _worlds(rng, reps)
     w = np.where(flagged, a.DEFAULT_WEIGHT, 1.0)
@@ -151,12 +156,14 @@ def test_flags_steer_the_draws_and_every_answer_keeps_its_floor():
 
 @pytest.mark.slow
 def test_a_real_run_audited_with_blind_labels(tmp_path):
-    """SmolLM2 and Gemma's maths answers (``tests/fixtures/live_corpus/math.jsonl``), scored by the math scorer and
-    audited with the blind labels as the person's checks: the corrected interval holds the labelled accuracy."""
+    """SmolLM2 and Gemma's maths answers (``tests/fixtures/live_corpus/math.jsonl``, its held-out half: 1,308
+    answers, the ones the math scorer was not tuned on), scored by the math scorer and audited with the blind labels as
+    the person's checks: the corrected interval holds the labelled accuracy."""
     from pathlib import Path
 
     corpus = Path(__file__).parent / "fixtures" / "live_corpus" / "math.jsonl"
     recs = [json.loads(x) for x in corpus.read_text().splitlines() if x.strip()]
+    recs = [r for r in recs if r["half"] == "test"]  # each answer is scored and read by the flags' readers: ~9 ms
     run = pd.DataFrame({"id": [r["id"] for r in recs], "prompt": [r["prompt"] for r in recs],
                         "reference": [r["reference"] for r in recs], "response": [r["response"] for r in recs],
                         "finish_reason": [r["finish_reason"] for r in recs], "scorer": "math"})

@@ -237,12 +237,15 @@ def _mc_se(p, n):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("guarantee, trials", [("asymptotic", 400), ("finite", 200)])
+@pytest.mark.parametrize("guarantee, trials", [("asymptotic", 200), ("finite", 200)])
 def test_every_claim_holds_at_once_on_a_real_matrix(guarantee, trials):
     """8 real models, 300 questions drawn with replacement from the 1,351 (so the truth is each model's mean over
     the bank): the 28 pair intervals with the order claims and the rank intervals (one family), and the 8 model
     intervals (the asymptotic guarantee's second family; the finite guarantee's same family: all at once) hold in at
-    least 95% of the trials, less 3 Monte Carlo standard errors."""
+    least 95% of the trials, less 3 Monte Carlo standard errors.
+
+    200 asymptotic trials (floor 0.904): they held in 0.97 to 1 of them; the pair intervals shrunk by 10% towards
+    their estimate held in 0.88 (0.8775 of 400 trials, floor 0.917), by 30% in 0.57, so the check fails them."""
     S, truth = _real()
     rng = np.random.default_rng(2026)
     ok = np.zeros((trials, 4), bool)
@@ -271,7 +274,10 @@ def test_naive_procedures_fail_where_they_fail():
     a, b = core.pair_index(K)
     d_true = truth[a] - truth[b]
     rng = np.random.default_rng(7)
-    trials, n = 300, 300
+    # 150 trials (floor 0.897, MC s.e. 0.018): the per-pair intervals held together in 0.54, the item-level intervals
+    # under cluster sampling in 0.85 (under the floor: the cluster check below fails them), the cluster-robust ones in
+    # 0.94; at 300 trials 0.53, 0.79 and 0.92 (floor 0.912)
+    trials, n = 150, 300
     naive_ok = np.zeros(trials, bool)
     paired_resolved = unpaired_resolved = 0
     z = stats.norm.isf(0.025)

@@ -78,7 +78,7 @@ def test_two_prompt_variants_of_one_real_model_from_the_command_line(live_model,
 
 def test_real_models_asked_for_the_best_a_settled_model_stops_and_its_journal_says_so(live_model, tmp_path):
     """goal best with three configurations of the real SmolLM2, one with a broken template (each prompt is the next
-    question's, so its answers are almost always wrong): at most 60 questions a model; once another is certified
+    question's, so its answers are almost always wrong): at most 24 questions a model; once another is certified
     better the broken one is asked no more (fewer questions, its journal run marked settled with the round it left),
     the others stay paired; every draw's probability is journaled; a rerun asks nothing."""
     from assay.compare.live import query_until_resolved
@@ -87,20 +87,23 @@ def test_real_models_asked_for_the_best_a_settled_model_stops_and_its_journal_sa
     from assay.models.journal import Journal
 
     bank = load_basics()
-    bank = bank[bank["shape"] == "number"].reset_index(drop=True)  # no answer right by chance
+    # numbers (no answer right by chance), and of those the products and sums: SmolLM2 gets about 2 in 5 of them right
+    # (against 1 in 5 over every number question), so the broken template is certified worse after fewer questions
+    bank = bank[(bank["shape"] == "number") & bank["topic"].isin(["product", "sum"])].reset_index(drop=True)
     shifted = bank.copy()
     shifted["prompt"] = list(bank["prompt"].iloc[1:]) + [bank["prompt"].iloc[0]]
     kw = dict(base_url=live_model.base_url, api_key_env=None, max_tokens=24)
     models = {"plain": OpenAIChatModel(live_model.alias, **kw),
               "brief": OpenAIChatModel(live_model.alias, system_prompt="Answer with the answer only.", **kw),
               "broken": OpenAIChatModel(live_model.alias, **kw)}
-    # delta 0.2 and rounds of 5: SmolLM2 gets about 1 sum in 6 right, so the broken template is certified worse
-    # after some 8 of those, well inside the 60 questions (the test checks the mechanics, not the level)
-    args = dict(goal="best", scorer="scorer", journal=tmp_path / "j.sqlite", run_id="best", budget=60, batch=5,
+    # delta 0.2 and rounds of 4: the broken template is certified worse after 4 rounds (16 questions; 16 to 20 over
+    # seeds 1-8, replayed offline from the real answers), inside the 24 questions, while plain and brief, about as
+    # good as each other, stay open to the end (the test checks the mechanics, not the level)
+    args = dict(goal="best", scorer="scorer", journal=tmp_path / "j.sqlite", run_id="best", budget=24, batch=4,
                 seed=2, delta=0.2, concurrency=2, timeout=120, banks={"broken": shifted})
     res = query_until_resolved(models, bank, **args)
     m = res.models.set_index("model")
-    assert m["n_asked"].max() <= 60 and res.info["live"]["stopped"] in ("the best certified", "budget spent")
+    assert m["n_asked"].max() <= 24 and res.info["live"]["stopped"] in ("the best certified", "budget spent")
     j = Journal(tmp_path / "j.sqlite")
     try:
         for name in models:
@@ -111,7 +114,7 @@ def test_real_models_asked_for_the_best_a_settled_model_stops_and_its_journal_sa
         items = [i for r in rounds for i in r["items"]]
         assert len(items) == m["n_asked"].max() and len(items) == len(set(items))
         first = j.note("best", "draws/1")
-        assert first["items"] == items[:5] and first["q"] == res.tables["draws"]["q"].tolist()[:5]
+        assert first["items"] == items[:4] and first["q"] == res.tables["draws"]["q"].tolist()[:4]
         assert j.answer_count("best") == 0
         assert first["models"] == ["plain", "brief", "broken"]
         assert m.loc["broken", "left_reason"] == "settled", m.to_string()  # the point of the test: it left early

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.slow
 CONCURRENCY = 2
 
 
-def _toml(tmp_path: Path, url: str, name: str = "cli") -> Path:
+def _toml(tmp_path: Path, url: str, name: str = "cli", sample: int = 20, faq_budget: int = 12) -> Path:
     _files(tmp_path)
     text = f"""
 [campaign]
@@ -49,11 +49,11 @@ concurrency = {CONCURRENCY}
 [bank]
 path = "bank.csv"
 scorer = "numeric"
-sample = 20
+sample = {sample}
 
 [faq]
 history = "history.csv"
-budget = 12
+budget = {faq_budget}
 calibrate = false
 
 [judge]
@@ -132,16 +132,21 @@ def _numbers(report: Path) -> str:
     return json.dumps(keep, sort_keys=True)
 
 
+#: the kill test's campaign: four runs of it (one uninterrupted, two killed, the last resume), so a smaller one; the
+#: kills still land mid-FAQ (5 of 2 x 8 answers) and mid-sample (6 of 2 x 10)
+SMALL = {"sample": 10, "faq_budget": 8}
+
+
 def test_kill_9_twice_and_resume_gives_the_uninterrupted_result_paying_at_most_concurrency_twice(tmp_path):
     with FakeOpenAIServer(retry_after=0, delay_s=0.05) as srv:
         clean = tmp_path / "clean"
         clean.mkdir()
-        _assay("eval", str(_toml(clean, srv.base_url, "k")), "--journal", str(clean / "j.sqlite"))
+        _assay("eval", str(_toml(clean, srv.base_url, "k", **SMALL)), "--journal", str(clean / "j.sqlite"))
         uninterrupted = srv.total
 
         work = tmp_path / "work"
         work.mkdir()
-        toml = _toml(work, srv.base_url, "k")
+        toml = _toml(work, srv.base_url, "k", **SMALL)
         journal = work / "j.sqlite"
         before = srv.total
         env = {**os.environ, "CI": "true"}

@@ -83,7 +83,8 @@ def _counters(journal, prefix: str) -> int:
 
 def test_a_whole_campaign_on_the_real_models_killed_and_resumed(live_model, live_judge, tmp_path):
     """`assay eval` end to end against the real models, as a user runs it: SmolLM2 in two configurations, every
-    section, small budgets; kill -9 in the middle of FAQ, `--resume`, then a rerun that asks only what changed.
+    section, small budgets (4 questions a model for FAQ, QuickScope and the shared sample); kill -9 in the middle of
+    FAQ, `--resume`, then a rerun that asks only what changed.
     QuickScope searches short chain sums (reasoning-gym), whose prompts cost the one server thread little, and the
     answers are 8 and 12 tokens at most: the server generates about 40 tokens a second on one thread, and nothing here
     reads more of an answer than its outcome and score."""
@@ -103,7 +104,7 @@ def test_a_whole_campaign_on_the_real_models_killed_and_resumed(live_model, live
     bank.to_csv(tmp_path / "bank.csv", index=False)
     # human labels on half of the sampled items: the bank's own scorer on SmolLM2's answers stands in for a human
     # grader (it is the label the judge is checked against); the sample is the campaign's, drawn from its seed
-    sampled = uniform_sample(list(bank["id"].astype(str)), 8, 0)
+    sampled = uniform_sample(list(bank["id"].astype(str)), 4, 0)
     # QuickScope on short sums (a few dozen prompt tokens): DyVal's prompts, hundreds of tokens each, took 13 s a
     # model here; DyVal on the real model is tested on its own (test_live.py)
     (tmp_path / "space.yaml").write_text("parameters:\n  terms: {type: integer, low: 2, high: 3}\n"
@@ -138,16 +139,16 @@ context_window = 512
 [bank]
 path = "bank.csv"
 scorer_col = "scorer"
-sample = 8
+sample = 4
 
 [faq]
 history = "{examples / 'basics_history.parquet'}"
-budget = 6
+budget = 4
 
 [scope]
 generator = "reasoning_gym:chain_sum"
 space = "space.yaml"
-budget = 6
+budget = 4
 certify = 0.5
 
 [judge]
@@ -190,13 +191,13 @@ splits = 10
     faq = out["sections"]["faq"]["results"]
     for name in ("brief", "plain"):
         est = faq[name]["estimates"][0]
-        # the estimate is unbiased, so with 6 questions sampling noise can carry it a little past 0 or 1; the
+        # the estimate is unbiased, so with 4 questions sampling noise can carry it a little past 0 or 1; the
         # interval is clipped to [0, 1] (docs/faq.md)
-        assert est["ci_low"] <= min(max(est["estimate"], 0.0), 1.0) <= est["ci_high"] and int(est["n_queries"]) == 6
+        assert est["ci_low"] <= min(max(est["estimate"], 0.0), 1.0) <= est["ci_high"] and int(est["n_queries"]) == 4
         assert abs(est["estimate"] - min(max(est["estimate"], 0.0), 1.0)) < 0.5
     # no human labels on the sample yet: the judge section is skipped with the reason, every other section ran
     assert "none of the human labels" in out["sections"]["judge"]["skipped"]["all"]
-    assert out["sections"]["scope"]["results"]["brief"]["tickets"] == 6
+    assert out["sections"]["scope"]["results"]["brief"]["tickets"] == 4
     summary = pd.DataFrame(out["summary"])
     assert {"faq", "scope", "kpi", "siren", "judge"} <= set(summary["section"])
     # now the humans label half of the sample (the bank's scorer stands in for them), and the judge section runs
@@ -211,7 +212,7 @@ splits = 10
     assert res.returncode == 0, res.stderr
     again = json.loads(res.stdout)
     new = _counters(journal, run_id) - sent
-    assert 0 < new <= 2 * 8  # only the judge's verdicts were new: at most one per sampled answer
+    assert 0 < new <= 2 * 4  # only the judge's verdicts were new: at most one per sampled answer
     j = again["sections"]["judge"]["results"]["all"]
     assert {c["candidate"] for c in j["candidates"]} == {"brief", "plain"}
     assert again["sections"]["faq"]["results"]["brief"]["estimates"] == faq["brief"]["estimates"]
