@@ -117,6 +117,7 @@ def test_increment_cs_covers_a_finite_bank_at_every_size_and_closes_on_it():
     assert rate <= delta + 2 * np.sqrt(delta * (1 - delta) / reps)
 
 
+@pytest.mark.slow  # a Monte Carlo study: make test runs it, make check leaves it out
 def test_betting_at_the_decision_nulls_orders_more_pairs_than_the_empirical_bernstein_sequence():
     """At 300 and 1,000 of a 1,351-question bank, the sequences the adaptive engine uses certify the sign of more
     pair differences than today's empirical-Bernstein sequences (core.finite, without replacement), both at the same
@@ -154,8 +155,9 @@ def test_betting_at_the_decision_nulls_orders_more_pairs_than_the_empirical_bern
 # -- replays: validity, elimination, the bank's end ------------------------------------------------------------
 
 
-@pytest.mark.parametrize("guarantee,goal", [("finite", "all"), ("finite", "best"), ("asymptotic", "all"),
-                                            ("asymptotic", "top-k")])
+@pytest.mark.parametrize("guarantee,goal", [pytest.param("finite", "all", marks=pytest.mark.slow),
+                                            pytest.param("finite", "best", marks=pytest.mark.slow),
+                                            ("asymptotic", "all"), ("asymptotic", "top-k")])
 def test_replays_keep_every_claim_at_once(guarantee, goal):
     """150 seeded replays of one 5-model bank of 240 questions: a replay fails when any verdict is wrong or any
     interval misses the bank's own mean or difference; the failure rate is at most delta within 2 Monte Carlo
@@ -279,6 +281,7 @@ def test_a_history_is_checked_and_recorded(tmp_path, monkeypatch):
         replay(new, history=bad)
 
 
+@pytest.mark.slow  # a Monte Carlo study: make test runs it, make check leaves it out
 def test_a_misleading_history_costs_power_never_validity(tmp_path, monkeypatch):
     """A history whose question ids are shuffled against the bank (its predictions are noise): 60 replays still keep
     every claim (failures at most delta within 2 Monte Carlo standard errors)."""
@@ -333,6 +336,7 @@ def test_read_to_the_end_the_interval_closes_on_the_last_certain_bounds_and_neve
     assert L[-1] - step - 1e-12 <= lo[0] and hi[0] <= U[-1] + step + 1e-12 and L[-1] <= pop.mean() <= U[-1]
 
 
+@pytest.mark.slow  # a Monte Carlo study: make test runs it, make check leaves it out
 def test_peeking_at_a_fixed_sample_interval_orders_a_tie_the_sequences_do_not():
     """Two models exactly as good on a 300-question bank (each right on 120, on different questions). Asking 10 at a
     time and stopping as soon as a fixed-sample paired interval (normal, 95%) excludes 0 -- the naive way to ask until

@@ -559,8 +559,22 @@ def test_sources_any_mix(df, fmt, names, logs, columns, log_scorer, as_mapping):
         cli(["compare", *given_as, *[a for s in log_scorer for a in ("--log-scorer", s)], "--seed", "0"])
 
 
+_JOURNALS: dict = {}
+
+
 def _fuzz_journal(d: Path) -> Path:
-    """A journal with a live comparison (a parent run and two model runs, scored with numeric) and a chat run."""
+    """A copy of one journal (made once a process) with a live comparison (a parent run and two model runs, scored
+    with numeric) and a chat run."""
+    import shutil
+
+    if "path" not in _JOURNALS:
+        _JOURNALS["dir"] = tempfile.TemporaryDirectory()
+        _JOURNALS["path"] = _make_fuzz_journal(Path(_JOURNALS["dir"].name))
+    shutil.copy(_JOURNALS["path"], d / "j.sqlite")
+    return d / "j.sqlite"
+
+
+def _make_fuzz_journal(d: Path) -> Path:
     import asyncio
 
     from assay.compare.live import query_until_resolved
@@ -571,7 +585,7 @@ def _fuzz_journal(d: Path) -> Path:
                          "reference": [str(i + 1) for i in range(12)]})
     models = {"a": CallableModel(lambda p: f"It is {int(p.split()[2]) + 1}.", name="a"),
               "b": CallableModel(lambda p: "Maybe 3, or 4", name="b")}
-    path = d / "j.sqlite"
+    path = d / "made.sqlite"
     query_until_resolved(models, bank, scorer="numeric", budget=12, batch=6, journal=path, run_id="live")
     with Journal(path) as j:
         chats = [[{"role": "user", "content": p}] for p in bank["prompt"][:4]]

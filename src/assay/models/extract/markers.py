@@ -344,8 +344,16 @@ def extract_statement(text: str | None) -> str | None:
     return _last_marker(text) or _is_the_answer(text) or _equation(text)
 
 
+#: the phrase every match of :data:`_IS_THE_ANSWER` ends with: without it there is no match, and the full pattern,
+#: which tries a lazy scan from every position, is not run (it costs time quadratic in a sentence's length)
+_ANSWER_PHRASE = re.compile(r"\bis\s+(?:the|his|her|my|our|their)\s+(?:final\s+|correct\s+|right\s+)?answer\b",
+                            re.IGNORECASE)
+
+
 def _is_the_answer(text: str) -> str | None:
     found = None
+    if not _ANSWER_PHRASE.search(text):
+        return None
     for m in _IS_THE_ANSWER.finditer(text):
         v = _trim_value(m.group("v"))
         if v:
