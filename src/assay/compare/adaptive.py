@@ -31,11 +31,12 @@ gives
 
     phi_t = (1/N) [ sum_{asked before} z_c + sum_{R_t} f_c + (z_c(I_t) - f_c(I_t)) / q_t(I_t) ],
 
-with E[phi_t | past] = theta_c exactly (the without-replacement increment of :mod:`assay.stats.sampling`), and the bounds
-L_t <= phi_t <= U_t obtained by putting the lowest and highest possible z at the worst question of R_t: known before
-the answer. Uniform q gives phi_t = (1/N) [sum_{asked} z + R_t z(I_t)], the sequential without-replacement form of the
-sample mean, and L_t, U_t narrow as R_t / N: with the whole bank asked a claim is known exactly. A model that leaves
-the play keeps its claims as they were (a confidence sequence holds at every time, including the one it stopped at).
+with E[phi_t | past] = theta_c exactly (the without-replacement increment of :mod:`assay.stats.sampling`), and the
+bounds L_t <= phi_t <= U_t obtained by putting the lowest and highest possible z at the worst question of R_t: known
+before the answer. Uniform q gives phi_t = (1/N) [sum_{asked} z + R_t z(I_t)], the sequential without-replacement form
+of the sample mean, and L_t, U_t narrow as R_t / N: with the whole bank asked a claim is known exactly. A model that
+leaves the play keeps its claims as they were (a confidence sequence holds at every time, including the one it stopped
+at).
 
 Guarantees
 ----------
@@ -46,7 +47,8 @@ e-processes at every point of a grid, each point's bets tuned to its own null (a
 gets delta / (K + K (K - 1) / 2), half to each one-sided side. Holds at every round, whatever the history's quality.
 
 ``asymptotic``: the same increments, the normal-mixture confidence sequence of Waudby-Smith, Arbour, Sinha, Kennedy and
-Ramdas (2024, Thm 2.2; :class:`assay.stats.sequences.AsymptoticCS`) with weights c_t = N / R_t, Bonferroni over the claims,
+Ramdas (2024, Thm 2.2; :class:`assay.stats.sequences.AsymptoticCS`) with weights c_t = N / R_t, Bonferroni over the
+claims,
 reported only after ``BURN_IN`` draws and with a variance floor (a claim with no spread yet is given the spread of one
 answer in t + 1 off its value), so an early zero variance never orders a pair. About 1 - delta, by a martingale
 central limit theorem. The weights make every weighted increment about equally spread (phi_t's spread shrinks like
@@ -72,8 +74,8 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import AssayInputError
-from ..stats.sampling import (CELLS_PAIRS, bounds, fixed_weight_draws, increment, increment_terms, pair_terms, running_sums,
-                              uniform_draws)
+from ..stats.sampling import (CELLS_PAIRS, bounds, fixed_weight_draws, increment, increment_terms, pair_terms,
+                              running_sums, uniform_draws)
 from ..stats.sequences import CELLS, AsymptoticCS, IncrementCS
 from . import core
 

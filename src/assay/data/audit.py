@@ -43,8 +43,8 @@ def read_run(run: Any, *, bank: Any = None, scorer: str | None = None, journal: 
     if scorer is not None or "score" not in t.columns:
         from ..models.scoring import score_table
 
-        names = scorer if isinstance(scorer, list) else (
-            t["scorer"].astype(str).tolist() if ("scorer" in t.columns and scorer is None) else [scorer or "exact"] * len(t))
+        names = scorer if isinstance(scorer, list) else (t["scorer"].astype(str).tolist() if (
+            "scorer" in t.columns and scorer is None) else [scorer or "exact"] * len(t))
         got = score_table(t, names, policy)
         t = t.assign(score=got["score"].to_numpy(), status=got["status"].to_numpy(), scorer=names)
     return _scored(t)

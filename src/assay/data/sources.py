@@ -146,7 +146,8 @@ def read_log(path: Any, fmt: str | None = None, log_scorer: Sequence[str] = ()) 
         t = choose_scorers(logs.read_lmeval(path, choices="all"), path, log_scorer)
     elif fmt == "helm":
         if len(log_scorer) > 1:
-            raise AssayInputError(f"{path}: a HELM run is read with one metric; got log_scorer= {', '.join(log_scorer)}")
+            raise AssayInputError(f"{path}: a HELM run is read with one metric; got log_scorer= "
+                                  f"{', '.join(log_scorer)}")
         t = logs.read_helm(path, metric=log_scorer[0] if log_scorer else "exact_match")
     else:
         raise AssayInputError(f"{path}: not a log of {', '.join(LOG_FORMATS)} (format {fmt!r})")
@@ -464,7 +465,8 @@ def _answers(j: Any, run: str, b: pd.DataFrame) -> pd.DataFrame:
     ids = [i for i in b.index if i in rec.index]
     out = pd.DataFrame({"id": ids, "prompt": b.loc[ids, "prompt"].to_numpy(),
                         "reference": b.loc[ids, "reference"].to_numpy(),
-                        "response": rec.loc[ids, "text"].to_numpy(), "finish_reason": rec.loc[ids, "finish_reason"].to_numpy(),
+                        "response": rec.loc[ids, "text"].to_numpy(),
+                        "finish_reason": rec.loc[ids, "finish_reason"].to_numpy(),
                         "outcome": rec.loc[ids, "outcome"].to_numpy(), "error": rec.loc[ids, "error"].to_numpy()})
     out.attrs["meta"] = meta
     return out

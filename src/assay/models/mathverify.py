@@ -8,8 +8,8 @@ first use as a plain subprocess (``python -m assay.models.mathverify``, reading 
 thread, from daemonic worker processes and from scripts without a ``__main__`` guard, where multiprocessing's
 ``spawn`` fails), where it runs in that process's main thread with math-verify's own timeouts on, and the parent waits
 at most ``timeout`` seconds plus a margin for the reply (read by a thread into a queue, so the wait is bounded on any
-platform); a helper that does not reply is killed (a C-level loop of sympy ignores signals) and the next call starts a new one. A timeout reads as
-"could not be parsed" (:data:`TIMEOUT`), never as wrong or right.
+platform); a helper that does not reply is killed (a C-level loop of sympy ignores signals) and the next call starts
+a new one. A timeout reads as "could not be parsed" (:data:`TIMEOUT`), never as wrong or right.
 
 Calls are serialised by a lock (one helper); each is a few milliseconds, the round trip a fraction of one.
 """

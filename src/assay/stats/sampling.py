@@ -187,7 +187,8 @@ def fixed_weight_draws(h: np.ndarray, m: int, floor: float, *, known: np.ndarray
     --------
     >>> import numpy as np
     >>> w = np.array([[1.0, 1.0, 2.0, 2.0]])
-    >>> [(d.items.tolist(), round(float(d.q[0, d.items[0]]), 4)) for d in fixed_weight_draws(w, 2, 0.5, order=np.array([[2, 0]]))]
+    >>> drawn = fixed_weight_draws(w, 2, 0.5, order=np.array([[2, 0]]))
+    >>> [(d.items.tolist(), round(float(d.q[0, d.items[0]]), 4)) for d in drawn]
     [([2], 0.2917), ([0], 0.2917)]
     """
     h = np.atleast_2d(np.asarray(h, dtype=float))
