@@ -1,6 +1,10 @@
 """`assay eval` on the command line: --plan, a run and its report, --json, `assay report RUN_ID`, and kill -9 at two
 points of a campaign followed by --resume, which must end with the uninterrupted run's numbers and pay for at most
-`concurrency` requests twice per kill (issue 25)."""
+`concurrency` requests twice per kill (issue 25).
+
+The killed runs are processes of their own (``python -m assay.cli``); every other command runs in this process through
+Typer's test runner (:func:`_assay`): the same command line, without a fresh interpreter loading SciPy, pandas and
+matplotlib again (about 1.5 s a command, most of this module's time when each was a process)."""
 
 from __future__ import annotations
 
@@ -12,6 +16,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
+
+from assay.cli import app
 
 sys.path.insert(0, str(Path(__file__).parent))
 from fake_openai_server import FakeOpenAIServer  # noqa: E402
@@ -74,9 +81,13 @@ splits = 10
     return path
 
 
-def _assay(*args: str, env: dict | None = None, check: bool = True) -> subprocess.CompletedProcess:
-    e = {**os.environ, "CI": "true", **(env or {})}
-    p = subprocess.run([sys.executable, "-m", "assay.cli", *args], capture_output=True, text=True, env=e, timeout=600)
+def _assay(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    """`assay ARGS` with CI=true, in this process: its exit code, stdout and stderr. An exception that escaped the
+    command (a traceback on a terminal) fails the test whatever the exit code."""
+    r = CliRunner(env={"CI": "true"}).invoke(app, list(args))
+    if r.exception is not None and not isinstance(r.exception, SystemExit):
+        raise AssertionError(f"assay {' '.join(args)} raised {r.exception!r}:\n{r.stdout}\n{r.stderr}") from r.exception
+    p = subprocess.CompletedProcess(["assay", *args], r.exit_code, r.stdout, r.stderr)
     if check and p.returncode != 0:
         raise AssertionError(f"assay {' '.join(args)} exited {p.returncode}:\n{p.stdout}\n{p.stderr}")
     return p

@@ -106,8 +106,12 @@ def test_fallback_level_holds_for_models_that_follow_the_working_model():
 @pytest.mark.slow
 def test_fallback_finds_models_that_do_not_follow_and_spends_the_rest_uniformly():
     """Answers with each model's accuracy but independent of the questions' factors: most are sent to uniform
-    sampling within 40 answers, the interval keeps its coverage, and it is narrower than without the fallback."""
-    V, b, Z = _world(2, 1500)
+    sampling within 40 answers, the interval keeps its coverage, and it is narrower than without the fallback.
+
+    1,000 models (1,500 before; floor 0.929): coverage 0.943 with the fallback, 0.937 without; the intervals shrunk by
+    10% towards their estimates (deliberately broken) cover 0.914 and 0.905, under the floor (1,500 models: 0.931 and
+    0.919 under 0.933). 71% fall back early (70%), the effective sample sizes 0.865 and 0.743 (0.864 and 0.746)."""
+    V, b, Z = _world(2, 1000)
     rng = np.random.default_rng(5)
     Zn = (rng.random(Z.shape) < Z.mean(axis=1, keepdims=True)).astype(float)
     theta = Zn.mean(axis=1)
@@ -116,7 +120,7 @@ def test_fallback_finds_models_that_do_not_follow_and_spends_the_rest_uniformly(
         r = run_faq(V, np.zeros(3), np.eye(3), Zn, 100, rng=np.random.default_rng(6), params=FAQParams(fallback=fb), b=b)
         out[fb] = r
         cov = float(((r.lo <= theta) & (theta <= r.hi)).mean())
-        assert cov >= 0.95 - 3 * np.sqrt(0.05 * 0.95 / 1500), (fb, cov)
+        assert cov >= 0.95 - 3 * np.sqrt(0.05 * 0.95 / 1000), (fb, cov)
     r = out[0.05]
     early = (r.fell_back > 0) & (r.fell_back <= 41)
     assert early.mean() > 0.6
