@@ -31,6 +31,7 @@ Usage::
     python bench/compare_power.py --holdout             # the held-out matrices, fresh seeds
     python bench/compare_power.py --draws 200 --quick   # a quick look
     python bench/compare_power.py --ablation            # the choices behind the defaults, on the same draws
+    python bench/compare_power.py --exact [--holdout]   # the exact guarantee beside the others (issue 53)
 
 Prints one line per setting and, last, a JSON object with every number.
 """
@@ -213,6 +214,103 @@ def run_ablation(name: str, n: int, mode: str, draws: int, seed: int, delta: flo
             "coverage": {k: v / draws for k, v in cov.items()}, "resolved": {k: v / draws for k, v in res.items()}}
 
 
+def holm_mcnemar(X: np.ndarray, delta: float) -> np.ndarray:
+    """The plain baseline of the exact guarantee: Holm over the P pairs' two-sided exact McNemar tests (p = 2 x the
+    smaller one-sided p, at most 1), the direction read off the counts: +1 (a better), -1, 0 per pair."""
+    from assay.compare.exact import mcnemar_p
+    from assay.stats.multiple import holm
+
+    a, b = core.pair_index(X.shape[0])
+    n10 = ((X[a] == 1) & (X[b] == 0)).sum(axis=1)
+    n01 = ((X[a] == 0) & (X[b] == 1)).sum(axis=1)
+    p = np.minimum(1.0, 2.0 * np.minimum(mcnemar_p(n10, n01), mcnemar_p(n01, n10)))
+    return np.where(holm(p, delta), np.sign(n10 - n01), 0)
+
+
+def run_exact(name: str, n: int, draws: int, seed: int, delta: float = 0.05) -> dict:
+    """The exact guarantee on draws of n questions (with replacement) from a real matrix's 10 picked models: how often
+    each family holds (a wrong verdict: "a better" where the truth is d <= 0), and the pairs ordered a draw by it, by
+    plain Holm over two-sided exact McNemar tests, by the asymptotic default and by the anytime finite guarantee."""
+    from assay.compare.exact import exact
+
+    M = load(name)
+    chosen, _ = pick(M)
+    S = M[chosen]
+    truth = S.mean(axis=1)
+    a, b = core.pair_index(len(chosen))
+    d_true = truth[a] - truth[b]
+    rng = np.random.default_rng(seed)
+    rec = np.zeros((draws, 8))
+    for t in range(draws):
+        X, _ = draw(S, rng, n, None, None)
+        r = np.random.default_rng(seed * 100_003 + t)
+        out = exact(X, None, delta=delta, low=0.0, high=1.0, rng=r)
+        plain = holm_mcnemar(X, delta)
+        asy = core.asymptotic(X, None, delta=delta, low=0.0, high=1.0, rng=r, n_boot=2000)
+        fin = core.finite(X, None, delta=delta, low=0.0, high=1.0, rng=r)
+        wrong = ((out.better > 0) & (d_true <= 0)) | ((out.better < 0) & (d_true >= 0))
+        wrong_plain = ((plain > 0) & (d_true <= 0)) | ((plain < 0) & (d_true >= 0))
+        rec[t] = (not wrong.any(), bool(((out.d_lo <= d_true + 1e-12) & (d_true <= out.d_hi + 1e-12)).all()),
+                  bool(((out.lo <= truth + 1e-12) & (truth <= out.hi + 1e-12)).all()), not wrong_plain.any(),
+                  (out.better != 0).sum(), (plain != 0).sum(), ((asy.d_lo > 0) | (asy.d_hi < 0)).sum(),
+                  ((fin.d_lo > 0) | (fin.d_hi < 0)).sum())
+    cov = rec[:, :4].mean(axis=0)
+    return {"matrix": name, "n": n, "draws": draws, "seed": seed, "accuracy": [float(truth.min()), float(truth.max())],
+            "verdicts_hold": cov[0], "verdicts_hold_se": float(np.sqrt(cov[0] * (1 - cov[0]) / draws)),
+            "pair_intervals_hold": cov[1], "model_intervals_hold": cov[2], "plain_holm_holds": cov[3],
+            "ordered_exact": rec[:, 4].mean(), "ordered_plain_holm_mcnemar": rec[:, 5].mean(),
+            "ordered_asymptotic": rec[:, 6].mean(), "ordered_finite_anytime": rec[:, 7].mean()}
+
+
+def run_two_models(draws: int, seed: int, n: int = 30, delta: float = 0.05, name: str = "gsm8k") -> dict:
+    """Two models of a real matrix 0.28-0.32 apart (a pair drawn afresh each draw), n questions a draw: the share of
+    draws the exact guarantee orders them, beside one exact one-sided McNemar test at delta / 2 on the same draws.
+    tinyGSM8K by default: the MMLU-Pro math matrix here (8B models, accuracies 0.10-0.32) holds no pair so far
+    apart."""
+    from assay.compare.exact import exact, mcnemar_p
+
+    M = load(name)
+    acc = M.mean(axis=1)
+    gap = acc[:, None] - acc[None, :]
+    pairs = np.argwhere((gap >= 0.28) & (gap <= 0.32))
+    rng = np.random.default_rng(seed)
+    got = np.zeros((draws, 2))
+    for t in range(draws):
+        i, j = pairs[rng.integers(len(pairs))]
+        X = M[[i, j]][:, rng.integers(0, M.shape[1], n)]
+        out = exact(X, None, delta=delta, low=0.0, high=1.0, rng=rng)
+        n10 = int(((X[0] == 1) & (X[1] == 0)).sum())
+        n01 = int(((X[0] == 0) & (X[1] == 1)).sum())
+        got[t] = (out.better[0] > 0, mcnemar_p(np.array([n10]), np.array([n01]))[0] <= delta / 2)
+    return {"matrix": name, "n": n, "draws": draws, "pairs_in_matrix": int(len(pairs)), "ordered_exact": got[:, 0].mean(),
+            "ordered_one_mcnemar_at_delta_over_2": got[:, 1].mean()}
+
+
+def exact_study(draws: int, workers: int, holdout: bool) -> None:
+    names = HELD_OUT if holdout else TUNED
+    seed0 = 3000 if holdout else 2000
+    jobs = [(nm, n) for nm in names for n in (10, 30, 100)]
+    t0 = time.time()
+    rows = []
+    with concurrent.futures.ProcessPoolExecutor(workers) as pool:
+        futs = [pool.submit(run_exact, nm, n, draws, seed0 + i) for i, (nm, n) in enumerate(jobs)]
+        two = pool.submit(run_two_models, draws, seed0 + 99)
+        for f in futs:
+            r = f.result()
+            rows.append(r)
+            print(f"{r['matrix']:10s} n={r['n']:4d} ({r['accuracy'][0]:.3f}-{r['accuracy'][1]:.3f}) exact holds: "
+                  f"verdicts {r['verdicts_hold']:.3f}+-{r['verdicts_hold_se']:.3f}, pair intervals "
+                  f"{r['pair_intervals_hold']:.3f}, models {r['model_intervals_hold']:.3f} | pairs ordered a draw: "
+                  f"exact {r['ordered_exact']:.2f}, Holm-McNemar {r['ordered_plain_holm_mcnemar']:.2f} (holds "
+                  f"{r['plain_holm_holds']:.3f}), asymptotic {r['ordered_asymptotic']:.2f}, finite (anytime) "
+                  f"{r['ordered_finite_anytime']:.2f}", flush=True)
+        t = two.result()
+        print(f"two models 0.28-0.32 apart ({t['matrix']}, {t['pairs_in_matrix']:,} such pairs), {t['n']} questions: "
+              f"ordered {t['ordered_exact']:.3f} (exact) vs {t['ordered_one_mcnemar_at_delta_over_2']:.3f} (one "
+              f"McNemar test at delta / 2)", flush=True)
+    print(json.dumps({"exact": rows, "two_models": t, "seconds": round(time.time() - t0, 1)}))
+
+
 ABLATION = [("bbh", 30, "none"), ("bbh", 100, "none"), ("law", 100, "none"), ("mmlu", 100, "none"),
             ("arc", 100, "none"), ("mmlu", 1000, "few"), ("law", 1000, "few")]
 
@@ -238,9 +336,13 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
     ap.add_argument("--ablation", action="store_true",
                     help="the choices behind the defaults (Student t or not, one family or two, finite with few clusters)")
+    ap.add_argument("--exact", action="store_true",
+                    help="the exact guarantee: coverage at 10, 30, 100 questions and pairs ordered beside the others")
     args = ap.parse_args()
     if args.ablation:
         return ablation(args.draws, args.workers)
+    if args.exact:
+        return exact_study(args.draws, args.workers, args.holdout)
     names = HELD_OUT if args.holdout else (("mmlu", "law") if args.quick else TUNED)
     seed0 = 1000 if args.holdout else 0
     jobs = []

@@ -60,7 +60,7 @@ def test_bad_tables_are_refused_with_the_rows_named():
     with pytest.raises(AssayInputError, match="bounds"):
         compare.evaluate(t, bounds=(1, 0))
     with pytest.raises(AssayInputError, match="guarantee"):
-        compare.evaluate(t, guarantee="exact")
+        compare.evaluate(t, guarantee="exactly")
     with pytest.raises(AssayInputError, match="delta"):
         compare.evaluate(t, delta=1.5)
     c = long_table(simulated(), clusters=np.arange(400) // 10)

@@ -18,6 +18,7 @@ from scipy import stats
 from typer.testing import CliRunner
 
 from assay import compare
+from assay.errors import AssayInputError
 from assay.cli import app
 from assay.compare import core
 
@@ -134,6 +135,10 @@ def test_no_interval_has_zero_width_or_reaches_past_the_models(K, n, p, fraction
     res = compare.evaluate(table(S), guarantee=guarantee, seed=seed, n_boot=300)
     m, pr = res.models, res.pairs
     assert (m["ci_high"] > m["ci_low"]).all() and (pr["ci_high"] > pr["ci_low"]).all()
+    assert ((m["ci_low"] <= m["estimate"]) & (m["estimate"] <= m["ci_high"])).all()
+    if guarantee == "exact":  # its pair intervals are a family of their own, not cut to the model intervals
+        assert ((pr["ci_low"] <= pr["estimate"] + 1e-12) & (pr["estimate"] <= pr["ci_high"] + 1e-12)).all()
+        return
     lo, hi = m.set_index("model")["ci_low"], m.set_index("model")["ci_high"]
     assert (pr["ci_low"].to_numpy() >= (lo[pr["model_a"]].to_numpy() - hi[pr["model_b"]].to_numpy()) - 1e-9).all()
     assert (pr["ci_high"].to_numpy() <= (hi[pr["model_a"]].to_numpy() - lo[pr["model_b"]].to_numpy()) + 1e-9).all()
@@ -251,6 +256,11 @@ def test_tasks_are_weighted_as_asked_and_shown_one_by_one(guarantee):
     S, tasks = _two_tasks()
     t = table(S, ["A", "B"], tasks)
     q = compare.evaluate(t, guarantee=guarantee, seed=0)
+    if guarantee == "exact":  # its tests pool the questions: weighing the tasks is refused, saying what does it
+        assert q.tasks is not None and len(q.task_pairs) == 2 and "pooled" in q.info["estimand"]
+        with pytest.raises(AssayInputError, match="weight='questions'.*'finite' or 'asymptotic'"):
+            compare.evaluate(t, guarantee=guarantee, seed=0, weight="tasks")
+        return
     w = compare.evaluate(t, guarantee=guarantee, seed=0, weight="tasks")
     m_q, m_w = q.models.set_index("model")["estimate"], w.models.set_index("model")["estimate"]
     assert m_q["A"] == pytest.approx(S[0].mean())
@@ -266,7 +276,7 @@ def test_tasks_are_weighted_as_asked_and_shown_one_by_one(guarantee):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("guarantee", compare.GUARANTEES)
+@pytest.mark.parametrize("guarantee", ["asymptotic", "finite"])  # 'exact' does not weigh tasks (refused above)
 def test_the_task_weighted_mean_is_covered(guarantee):
     """Two tasks sampled on their own (200 and 40 questions), the target the mean of the two task means: the pair
     interval covers it at least 95% of the time, less 3 MC s.e. (the question-weighted interval would centre on

@@ -118,7 +118,7 @@ def compare(
     log_scorer: Optional[List[str]] = typer.Option(None, "--log-scorer", help="The scorer to read where a log's task has several: an inspect scorer, an lm-eval METRIC,FILTER (or a metric or filter that settles it), a HELM metric (default exact_match); once per task that needs one."),
     weight: str = typer.Option("questions", "--weight", help="Several tasks: weigh each question equally (questions) or each task equally (tasks) in the pooled comparison."),
     bounds: Optional[List[float]] = typer.Option(None, "--bounds", help="The scores' range LOW HIGH (default 0 1); give it twice: --bounds 0 --bounds 10."),
-    guarantee: Optional[str] = typer.Option(None, "--guarantee", help="asymptotic (the default: paired, cluster-robust, simultaneous) or finite (finite-sample, anytime-valid; the only one live)."),
+    guarantee: Optional[str] = typer.Option(None, "--guarantee", help="asymptotic (the default: paired, cluster-robust, simultaneous), exact (finite-sample at the number of questions you have: exact tests, e.g. McNemar's; for small banks) or finite (finite-sample and anytime-valid; live and --replay use it by default)."),
     delta: float = typer.Option(0.05, "--delta", "--alpha", help="Error level of each family of claims (default 0.05)."),
     margin: Optional[float] = typer.Option(None, "--margin", help="Equivalence margin: a pair whose interval contains 0 and lies inside +-margin is 'equivalent'."),
     require: Optional[List[str]] = typer.Option(None, "--require", help="A claim that must be certified, or exit 1: 'A>B', or 'A>=B-0.01' (A not worse than B by more than 0.01). Several allowed."),

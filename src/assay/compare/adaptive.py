@@ -79,11 +79,16 @@ from ..stats.sampling import (CELLS_PAIRS, bounds, fixed_weight_draws, increment
 from ..stats.sequences import CELLS, AsymptoticCS, IncrementCS
 from . import core
 
-__all__ = ["GOALS", "GUARANTEES", "check_goal", "certified_better", "goal_status", "AdaptiveRun", "run", "BURN_IN",
+__all__ = ["GOALS", "GUARANTEES", "NOT_EXACT", "check_goal", "certified_better", "goal_status", "AdaptiveRun", "run", "BURN_IN",
            "FLOOR", "MAX_MEMORY", "peak_bytes", "max_models", "check_memory"]
 
 GOALS = ("all", "best", "top-k")
 GUARANTEES = ("finite", "asymptotic")
+
+#: why the fixed-n guarantee of :mod:`assay.compare.exact` is not offered where questions are asked until resolved
+NOT_EXACT = ("guarantee='exact' holds at a number of questions fixed in advance; asking until resolved (or replaying "
+             "it) needs a guarantee that holds whenever it stops: 'finite' (or 'asymptotic'); compare the answers "
+             "afterwards with guarantee='exact'")
 #: draws before the asymptotic sequences are reported (before that, only the certain bounds)
 BURN_IN = 30
 #: the share of every draw's probability spread uniformly over the questions left
@@ -505,7 +510,8 @@ def run(ask: Callable[[np.ndarray, np.ndarray], np.ndarray], K: int, N: int, *, 
     """
     goal, kk = check_goal(goal, k, K)
     if guarantee not in GUARANTEES:
-        raise AssayInputError(f"guarantee must be one of {', '.join(GUARANTEES)}; got {guarantee!r}")
+        raise AssayInputError(NOT_EXACT if guarantee == "exact" else
+                              f"guarantee must be one of {', '.join(GUARANTEES)}; got {guarantee!r}")
     budget = N if budget is None else min(int(budget), N)
     check_memory(K, N, guarantee=guarantee, limit=max_memory, batch=batch, grid=grid, history=predictor is not None)
     eng = _Engine(K, N, goal=goal, k=kk, guarantee=guarantee, margin=margin, delta=delta, budget=budget, low=low,

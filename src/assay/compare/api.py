@@ -59,6 +59,8 @@ class CompareResult(Result):
         conf = f"{1 - float(lv['delta']):.0%}"
         guarantee = self.params["guarantee"]
         level = (f"every claim at once, at least {conf} at any sample size" if guarantee == "finite" else
+                 f"every verdict at once, at least {conf} at this number of questions (exact); the intervals further "
+                 f"families, each at least {conf}" if guarantee == "exact" else
                  f"every claim at once, about {conf} at every round (asymptotic)" if "goal" in self.info else
                  f"every pair claim at once, about {conf} (asymptotic); the model intervals a second family, about "
                  f"{conf}")
@@ -84,6 +86,7 @@ class CompareResult(Result):
                              + (f"every claim at once, about {conf} (asymptotic)" if guarantee == "asymptotic"
                                 and "goal" in self.info else
                                 f"every pair claim at once, about {conf} (asymptotic)" if guarantee == "asymptotic"
+                                else f"every verdict at once, at least {conf} (exact)" if guarantee == "exact"
                                 else f"every claim at once, at least {conf} (finite)")
                              + (f" ({plural(live.get('questions'), 'question')} each, {live.get('stopped')})"
                                 if live and "goal" not in self.info else ""),
@@ -139,7 +142,7 @@ def _estimand(design: CompareDesign, guarantee: str, weight: str) -> str:
     unit = "question"
     if design.clusters is not None:
         sizes = np.bincount(design.clusters)
-        if guarantee == "finite" and sizes.min() != sizes.max():
+        if guarantee in ("finite", "exact") and sizes.min() != sizes.max():
             return ("the mean over the population of clusters of each cluster's mean score (each cluster weighted "
                     "equally, whatever its size; the clusters are the sampled units), and its differences")
         unit = "question, clusters of questions the sampled units"
@@ -172,6 +175,8 @@ class Requirement:
         hi = float(row["ci_high"].iloc[0]) if sign > 0 else -float(row["ci_low"].iloc[0])
         bound = -self.margin
         ok = lo > bound if self.strict else lo >= bound
+        if self.strict and self.margin == 0:  # A>B is the pair's verdict (under 'exact' a test sharper than its interval)
+            ok = ok or row["verdict"].iloc[0] == ("a better" if sign > 0 else "b better")
         return ok, (f"{self.text}: mean({self.a}) - mean({self.b}) in [{lo:.4f}, {hi:.4f}], "
                     + ("certified" if ok else "not certified"))
 
@@ -352,7 +357,11 @@ def evaluate(
     rng = seed.rng()
     T = design.n_tasks
     by_tasks = T > 1 and weight == "tasks"
-    out = _run(design, np.arange(len(design.items)), guarantee, float(delta), rng, int(n_boot), by_tasks)
+    if by_tasks and guarantee == "exact":
+        raise AssayInputError("guarantee='exact' tests the questions pooled (weight='questions'); to weigh each task "
+                              "equally use guarantee='finite' or 'asymptotic' (each task's own comparison is in the "
+                              "per-task tables under any guarantee)")
+    out = _run(design, np.arange(len(design.items)), guarantee, float(delta), rng, int(n_boot), by_tasks, margin)
     res = _package(design, out, guarantee=guarantee, delta=float(delta), margin=margin, seed=seed,
                    n_boot=int(n_boot), bounds=(design.low, design.high), require_complete=require_complete,
                    columns=dict(columns or {}), weight=weight)
@@ -382,7 +391,7 @@ WEIGHTS = ("questions", "tasks")
 
 
 def _run(design: CompareDesign, cols: np.ndarray, guarantee: str, delta: float, rng, n_boot: int,
-         by_tasks: bool) -> core.CompareCore:
+         by_tasks: bool, margin: float | None = None) -> core.CompareCore:
     """The core on the questions ``cols`` of the design (clusters recoded), tasks weighed equally when
     ``by_tasks``."""
     S = design.S[:, cols]
@@ -396,7 +405,35 @@ def _run(design: CompareDesign, cols: np.ndarray, guarantee: str, delta: float, 
     if guarantee == "asymptotic":
         return core.asymptotic(S, clusters, delta=delta, low=design.low, high=design.high, rng=rng, n_boot=n_boot,
                                weights=weights, strata=strata)
+    if guarantee == "exact":
+        from .exact import exact
+
+        return exact(S, clusters, delta=delta, low=design.low, high=design.high, rng=rng, margin=margin)
     return core.finite(S, clusters, delta=delta, low=design.low, high=design.high, rng=rng, strata=strata)
+
+
+def _verdicts(out: core.CompareCore, margin: float | None) -> tuple[np.ndarray, np.ndarray]:
+    """Each pair's verdict and whether it is inside the margin: from the tests where the guarantee has them
+    (``exact``), else from the pair intervals."""
+    if out.better is None:
+        return core.verdicts(out.d_lo, out.d_hi, margin)
+    v = np.full(len(out.better), "unresolved", dtype=object)
+    v[out.better > 0] = "a better"
+    v[out.better < 0] = "b better"
+    v[(out.better == 0) & out.equivalent] = "equivalent"
+    return v, np.asarray(out.equivalent, bool)
+
+
+def _better_matrix(out: core.CompareCore) -> np.ndarray | None:
+    """(K, K) booleans, [i, j] when i is certified better than j by a test (None: read off the intervals)."""
+    if out.better is None:
+        return None
+    K = len(out.est)
+    a, b = core.pair_index(K)
+    m = np.zeros((K, K), bool)
+    m[a[out.better > 0], b[out.better > 0]] = True
+    m[b[out.better < 0], a[out.better < 0]] = True
+    return m
 
 
 def _meaning(guarantee: str, delta: float, K: int) -> str:
@@ -409,6 +446,13 @@ def _meaning(guarantee: str, delta: float, K: int) -> str:
                 f"family, about {conf} (asymptotic: paired, cluster-robust, studentized max-t over each family; a "
                 f"claim with fewer than {core.MIN_DIFFER} answers off the common value gets an exact binomial "
                 "interval; each pair interval is cut to what its two model intervals imply)")
+    if guarantee == "exact":
+        nulls = "the pairs' one-sided nulls" if P > 1 else "the pair's two one-sided nulls"
+        return (f"every verdict, rank interval and tier hold together with probability at least {conf} at this number "
+                f"of questions (finite-sample, not anytime: Holm over {nulls}, each an exact test: McNemar's for 0/1 "
+                f"scores, fixed-n betting otherwise); as second and third families, the {P} pair intervals hold "
+                f"together at least {conf} (each at delta / {P}), and the {K} model intervals at least {conf} (each "
+                f"at delta / {K}: Clopper-Pearson for 0/1 scores, fixed-n betting otherwise)")
     return (f"every model interval, pair interval, verdict, rank interval and tier hold together with probability at "
             f"least {conf} at every sample size (finite-sample, anytime-valid betting confidence sequences, one "
             f"family: a union bound over the {K + P} claims)")
@@ -418,8 +462,8 @@ def _package(design: CompareDesign, out: core.CompareCore, *, guarantee, delta, 
     K = len(design.models)
     a, b = core.pair_index(K)
     names = np.array(design.models, dtype=object)
-    verdict, inside = core.verdicts(out.d_lo, out.d_hi, margin)
-    rank_low, rank_high, tier = core.ranks_and_tiers(out.est, out.d_lo, out.d_hi)
+    verdict, inside = _verdicts(out, margin)
+    rank_low, rank_high, tier = core.ranks_and_tiers(out.est, out.d_lo, out.d_hi, better=_better_matrix(out))
     n = len(design.items)
     need = core.items_to_resolve(out.d, out.half, out.units, n)
     need = np.where(verdict == "unresolved", need, np.nan)
@@ -448,10 +492,10 @@ def _package(design: CompareDesign, out: core.CompareCore, *, guarantee, delta, 
     if guarantee == "asymptotic" and design.clusters is not None and out.units < 20:
         notes.append(f"only {out.units} clusters: the intervals use Student t (multivariate, {out.df:g} degrees of "
                      "freedom, fewer for a claim whose variance sits on a few clusters) and may still be "
-                     "optimistic; guarantee='finite' holds at any sample size")
+                     "optimistic; guarantee='exact' holds at this number of clusters")
     elif guarantee == "asymptotic" and design.clusters is None and out.units < 30:
         notes.append(f"only {out.units} questions: the asymptotic intervals may be optimistic (claims with few "
-                     "answers off the common value are exact); guarantee='finite' holds at any sample size")
+                     "answers off the common value are exact); guarantee='exact' holds at this number of questions")
     by_tasks = design.n_tasks > 1 and params.get("weight") == "tasks"
     if design.n_tasks > 1:
         sizes = np.bincount(design.tasks, minlength=design.n_tasks)
@@ -466,9 +510,12 @@ def _package(design: CompareDesign, out: core.CompareCore, *, guarantee, delta, 
             "per_claim_level": {"pairs": float(out.alpha_pairs), "models": float(out.alpha_models),
                                 **({"exact_pairs": float(out.alpha_exact_pairs)} if exact_d.any() else {}),
                                 **({"exact_models": float(out.alpha_exact_models)} if exact_m.any() else {})},
-            "families": ("pairs (with verdicts, ranks and tiers); models" if guarantee == "asymptotic"
+            "families": ("pairs (with verdicts, ranks and tiers); models" if guarantee == "asymptotic" else
+                         "verdicts (with ranks and tiers); pair intervals; model intervals" if guarantee == "exact"
                          else "one: every model and pair claim"),
             "df": out.df}
+    if out.tests is not None:
+        info["tests"] = out.tests
     if design.task_labels is not None:
         info["task_labels"] = list(design.task_labels)
     return build(CompareResult, params={"guarantee": guarantee, "margin": margin, **params},
@@ -482,7 +529,7 @@ def _per_task(res: CompareResult, design: CompareDesign, guarantee: str, delta: 
     tasks' questions are independent samples, so the T families hold together about 1 - delta) or delta / T (finite:
     a union bound). A task with fewer than 2 units is left out, with a note."""
     T = design.n_tasks
-    d_t = 1.0 - (1.0 - delta) ** (1.0 / T) if guarantee == "asymptotic" else delta / T
+    d_t = 1.0 - (1.0 - delta) ** (1.0 / T) if guarantee == "asymptotic" else delta / T  # exact, finite: a union
     a, b = core.pair_index(len(design.models))
     frames_m, frames_p, skipped = [], [], []
     names = np.array(design.models, dtype=object)
@@ -492,8 +539,8 @@ def _per_task(res: CompareResult, design: CompareDesign, guarantee: str, delta: 
         if units < 2:
             skipped.append(label)
             continue
-        out = _run(design, cols, guarantee, d_t, rng, n_boot, False)
-        verdict, _ = core.verdicts(out.d_lo, out.d_hi, margin)
+        out = _run(design, cols, guarantee, d_t, rng, n_boot, False, margin)
+        verdict, _ = _verdicts(out, margin)
         frames_m.append(pd.DataFrame({"task": label, "model": names, "estimate": out.est, "ci_low": out.lo,
                                       "ci_high": out.hi, "n_items": len(cols)}))
         frames_p.append(pd.DataFrame({"task": label, "model_a": names[a], "model_b": names[b], "estimate": out.d,

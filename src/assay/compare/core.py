@@ -6,7 +6,7 @@ random sample of a population (the sampled unit is the cluster when questions co
 each model's mean score over the population and each pair's difference of means, mean(a) - mean(b). Questions may
 carry weights (each task weighted equally: ``weights`` and ``strata``, the tasks as strata sampled separately).
 
-Two guarantees:
+Three guarantees:
 
 * ``asymptotic`` (Miller 2024, "Adding Error Bars to Evals", paired and clustered standard errors). The covariance
   of the K weighted model means from unit sums of centred scores, Sigma = sum_c f_c z_c z_c' (z_c: the sum over unit
@@ -61,6 +61,9 @@ Two guarantees:
   cluster weighted equally. Drawn without replacement from a bank (``population``), the sequences are for the bank's
   mean, and once the whole bank is read the means are known exactly.
 
+* ``exact``: finite-sample at the number of questions given, not anytime: Holm over exact one-sided tests for the
+  verdicts, the intervals a second family (:mod:`assay.compare.exact`).
+
 From the pair intervals: pair verdicts, rank intervals [1 + #certified better, K - #certified worse] (the true rank
 with ties is [1 + #truly better, K - #truly worse]) and tiers (1 + the longest chain of certified "better" above).
 """
@@ -75,9 +78,10 @@ from scipy import special, stats
 from ..errors import AssayInputError
 
 __all__ = ["CompareCore", "pair_index", "asymptotic", "finite", "eb_confidence_sequence", "ranks_and_tiers",
-           "verdicts", "items_to_resolve", "exact_upper", "mixture_upper", "GUARANTEES", "MIN_DIFFER", "EXCURSION"]
+           "verdicts", "items_to_resolve", "exact_upper", "mixture_upper", "GUARANTEES", "MIN_DIFFER", "EXCURSION",
+           "finite_rows"]
 
-GUARANTEES = ("asymptotic", "finite")
+GUARANTEES = ("asymptotic", "exact", "finite")
 
 #: a claim with fewer sampled units off its most common value than this is degenerate (exact interval)
 MIN_DIFFER = 5
@@ -99,7 +103,9 @@ class CompareCore(NamedTuple):
     family's critical value; finite: the per-claim level), ``units`` (questions or clusters used); ``alpha_models``,
     ``alpha_pairs``: each family's per-claim level; ``exact_models``, ``exact_pairs``: the claims whose interval is
     the exact small-sample one (asymptotic: degenerate claims), and ``alpha_exact_models``, ``alpha_exact_pairs``
-    their per-claim level; ``df``: the degrees of freedom of the max-t's t law (None: finite)."""
+    their per-claim level; ``df``: the degrees of freedom of the max-t's t law (None: finite); ``better`` (+1: a
+    better, -1: b better, 0) and ``equivalent`` per pair when the verdicts come from tests rather than the intervals
+    (:mod:`assay.compare.exact`), with the ``tests`` used."""
 
     est: np.ndarray
     lo: np.ndarray
@@ -117,6 +123,9 @@ class CompareCore(NamedTuple):
     df: float | None = None
     alpha_exact_models: float = float("nan")
     alpha_exact_pairs: float = float("nan")
+    better: np.ndarray | None = None
+    equivalent: np.ndarray | None = None
+    tests: str | None = None
 
 
 def pair_index(K: int) -> tuple[np.ndarray, np.ndarray]:
@@ -568,7 +577,7 @@ def _unit_means(S: np.ndarray, clusters: np.ndarray | None) -> np.ndarray:
     return _unit_sums(S, clusters) / np.bincount(clusters)[None, :]  # codes are 0 .. C-1, all present
 
 
-def _finite_rows(Y: np.ndarray, alpha: float, horizon: int, population: int | None):
+def finite_rows(Y: np.ndarray, alpha: float, horizon: int, population: int | None):
     """Each row's (lower, upper, radius) on [0, 1]: the betting sequence, and, drawn with replacement, intersected
     with the excursion bounds away from 0 and 1 (module docstring), the level split between them."""
     if population is not None:
@@ -676,7 +685,7 @@ def finite(S: np.ndarray, clusters: np.ndarray | None, *, delta: float, low: flo
             U = U[:, rng.permutation(nu_g)]
         h = nu_g if horizon is None else horizon
         Ym = (U - low) / R
-        l_, h_, _ = _finite_rows(Ym, a_g, h, population)
+        l_, h_, _ = finite_rows(Ym, a_g, h, population)
         est += weight * U.mean(axis=1)
         lo_m += weight * (l_ * R + low)
         hi_m += weight * (h_ * R + low)
@@ -684,7 +693,7 @@ def finite(S: np.ndarray, clusters: np.ndarray | None, *, delta: float, low: flo
         def chunk(s: int, U=U, h=h, weight=weight) -> None:  # each chunk computed the same way on any thread
             sl = slice(s, s + pair_chunk)
             Yd = ((U[a[sl]] - U[b[sl]]) + R) / (2.0 * R)
-            l, hh, rad = _finite_rows(Yd, a_g, h, population)
+            l, hh, rad = finite_rows(Yd, a_g, h, population)
             d_lo[sl] += weight * (l * 2.0 * R - R)
             d_hi[sl] += weight * (hh * 2.0 * R - R)
             half[sl] += weight * rad * 2.0 * R

@@ -38,7 +38,8 @@ def _check_common(goal, k, guarantee, margin, K: int, floor: Any = adaptive.FLOO
         raise AssayInputError(f"floor must be a number in (0, 1] (the share of each draw spread uniformly); got "
                               f"{floor!r}")
     if guarantee not in adaptive.GUARANTEES:
-        raise AssayInputError(f"guarantee must be one of {', '.join(adaptive.GUARANTEES)}; got {guarantee!r}")
+        raise AssayInputError(adaptive.NOT_EXACT if guarantee == "exact" else
+                              f"guarantee must be one of {', '.join(adaptive.GUARANTEES)}; got {guarantee!r}")
     if margin is not None:
         if isinstance(margin, bool) or not isinstance(margin, (int, float, np.number)) or not 0 < float(margin) < 1:
             raise AssayInputError(f"margin must be a number in (0, 1) (a difference of mean scores); got {margin!r}")
