@@ -365,9 +365,18 @@ def test_asking_until_resolved_stops_early_is_journaled_and_resumes(tmp_path):
     # two models as good as each other
     tie = {"a": _answering(0.6, "aa"), "b": _answering(0.6, "bb")}
     res = query_until_resolved(tie, _bank(60), scorer="numeric", budget=60, batch=30, seed=0)
-    # asked the whole bank, the two are known to be exactly as good on it: equivalent, with or without a margin
-    assert res.params["resolved"] and res.params["queried"] == 60 and res.pairs["verdict"].tolist() == ["equivalent"]
+    # asked the whole bank, the two are known to be exactly as good on it: "equal" on these questions (not
+    # "equivalent": no margin was given), and the claim says what it is about
+    assert res.params["resolved"] and res.params["queried"] == 60 and res.pairs["verdict"].tolist() == ["equal"]
     assert res.models["exact"].all() and res.pairs["ci_low"].item() == res.pairs["ci_high"].item() == 0.0
+    assert not res.pairs["within_margin"].item()
+    said = {s.subject: str(s) for s in res.statements()}
+    assert "1 pair on these 60 questions: 0 ordered, 1 equal, 0 unresolved" in said["all"]
+    assert "on these 60 questions" in said["a"] and "equivalent" not in said["all"]
+    # every model answered the whole bank: the claims the same answers support about questions like these are
+    # shown beside, as `assay compare --run` gives them
+    assert res.info["population"]["shown"] and "on questions like these" in said["population"]
+    assert res.tables["population_pairs"]["verdict"].tolist() == ["unresolved"]
     res = query_until_resolved(tie, _bank(60), scorer="numeric", budget=40, batch=20, seed=0)
     assert not res.params["resolved"] and res.info["live"]["stopped"] == "budget spent"
 
@@ -387,8 +396,20 @@ def test_answers_not_scored_as_given_are_counted_and_said_beside_each_score(tmp_
     counts = res.info["live"]["outcomes"]
     assert counts["messy"]["unparseable"] > 0 and counts["weak"].get("unparseable", 0) == 0
     said = {s.subject: str(s) for s in res.statements()}
-    assert f"{counts['messy']['unparseable']} unparseable" in said["messy"] and "scored as wrong" in said["messy"]
-    assert "0 unparseable" in said["weak"]
+    assert f"{counts['messy']['unparseable']} unparseable (scored as wrong)" in said["messy"]
+    assert "unparseable" not in said["weak"]  # a model whose answers all ended well: nothing to say
+    # every model's outcomes, cut-offs apart, in the models table (terminal, HTML, Markdown) and the JSON
+    shown = res.models.set_index("model")["outcomes"]
+    assert shown["weak"] == "40 answers: 40 answered; 0 cut off at the token limit"
+    assert res.info["outcomes"]["messy"]["cut_off"] == 0
+    # a quarter unparseable: more than a fifth, so its score says so; no verdict rests on it yet (unresolved)
+    assert counts["messy"]["unparseable"] > 8 and "warning:" in said["messy"] and "warning:" not in said["weak"]
+    assert res.pairs["verdict"].item() == "unresolved" and not any(w.startswith("messy: ") for w in res.warnings)
+    # asked until the pair is ordered, the verdict rests on it: the result warns what it rests on
+    res = query_until_resolved({"messy": CallableModel(messy, name="messy"), "weak": _answering(0.1, "weak")},
+                               _bank(), scorer="numeric", budget=200, batch=40, seed=0)
+    assert res.pairs["verdict"].item() == "a better"
+    assert any(w.startswith("messy: ") and "unparseable" in w and "verdicts" in w for w in res.warnings)
 
 
 def test_the_finite_sequence_without_replacement_covers_the_bank_mean():

@@ -304,7 +304,7 @@ def test_wording(tmp_path):
     S = np.random.default_rng(0).random((2, 50)).round()
     t = pd.DataFrame({"model": np.repeat(["a", "b"], 50), "item": np.tile(np.arange(50), 2), "score": S.ravel()})
     res = compare.evaluate(t, seed=0)
-    assert res.statements()[-1].startswith("1 pair:")
+    assert res.statements()[-1].startswith("1 pair on questions like these:")
     t.loc[3, "score"] = 7.0
     with pytest.raises(AssayInputError, match=r"bounds=\(low, high\) \(it is \[0, 1\] now\)") as e:
         compare.evaluate(t)

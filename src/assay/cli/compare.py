@@ -17,6 +17,7 @@ from ._common import app, emit as _emit, guard as _guard, out as _out
 
 
 def _print_compare(res, requires: list[tuple[bool, str]]) -> None:
+    from ..compare import claims
     from ..compare.api import epochs_line, plural
 
     p = res.params
@@ -37,7 +38,9 @@ def _print_compare(res, requires: list[tuple[bool, str]]) -> None:
     _out.print(f"estimand: {res.info['estimand']}", highlight=False)
     adaptive = "goal" in res.info
     t = Table()
-    cols = ("model", "estimate", "interval", "rank", "tier", "may be best") + (("asked", "left") if adaptive else ())
+    outcomes = res.info.get("outcomes") or {}
+    cols = (("model", "estimate", "interval", "rank", "tier", "may be best") + (("asked", "left") if adaptive else ())
+            + (("answers",) if any(v is not None for v in outcomes.values()) else ()))
     for c in cols:
         t.add_column(c, justify="left" if c in ("model", "interval", "left") else "right")
     for r in res.models.sort_values(["tier", "estimate"], ascending=[True, False]).itertuples(index=False):
@@ -46,6 +49,8 @@ def _print_compare(res, requires: list[tuple[bool, str]]) -> None:
                rank, str(r.tier), "yes" if r.may_be_best else ""]
         if adaptive:
             row += [f"{int(r.n_asked):,}", f"round {int(r.left_round)}: {r.left_reason}"]
+        if "answers" in cols:
+            row.append(claims.outcome_words(outcomes.get(str(r.model)), compact=True))
         t.add_row(*row)
     _out.print(t)
     t = Table()
@@ -63,8 +68,9 @@ def _print_compare(res, requires: list[tuple[bool, str]]) -> None:
                    "* exact binomial interval: fewer than 5 answers off the common value", highlight=False)
     if res.task_pairs is not None and len(res.task_pairs):
         _print_tasks(res)
-    for s in res.statements()[(-2 if adaptive else -1):]:
-        _out.print(s, highlight=False)
+    for s in res.statements():
+        if s.subject in ("all", "goal", "population"):
+            _out.print(s, highlight=False)
     rp = res.info.get("replay")
     if rp:
         _out.print(f"replay: {rp['asked']:,} questions asked in all; a uniform run of the same engine on the same seed "

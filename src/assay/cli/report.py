@@ -36,9 +36,12 @@ def report(
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise AssayInputError(f"{path}: not JSON ({e})") from None
         try:
-            loaded += load_results(obj)
+            got = load_results(obj)
         except AssayInputError as e:
             raise AssayInputError(f"{path}: {e}") from None
+        for r in got:  # each section says the file it came from
+            r.info["source_file"] = path.name
+        loaded += got
     out.parent.mkdir(parents=True, exist_ok=True)
     if out.suffix.lower() in (".md", ".markdown"):
         out.write_text(render_markdown(loaded))

@@ -16,7 +16,7 @@ from .. import checks
 from ..errors import AssayInputError
 from ..results import Result, Statement, build
 from ..seeds import resolve_seed
-from . import core
+from . import claims, core
 
 __all__ = ["CompareResult", "evaluate", "check_require", "Requirement", "parse_require"]
 
@@ -32,7 +32,7 @@ class CompareResult(Result):
 
     @classmethod
     def _table_names(cls) -> tuple[str, ...]:
-        return ("models", "pairs", "tasks", "task_pairs", "rounds", "draws")
+        return ("models", "pairs", "tasks", "task_pairs", "rounds", "draws", "population_models", "population_pairs")
 
     @property
     def models(self) -> pd.DataFrame:
@@ -54,52 +54,57 @@ class CompareResult(Result):
 
     def statements(self) -> list[Statement]:
         """The result's headline: one sentence per model (best first), then one for the pairs (subject ``"all"``;
-        when the models were asked until resolved, how many questions and why it stopped)."""
-        p, lv = self.pairs, self.level
+        when the models were asked until resolved, how many questions and why it stopped), each saying what it is
+        about (these N questions, or questions like these) and, where a model's answers did not all end well, how
+        they ended."""
+        p, lv, info = self.pairs, self.level, self.info
         conf = f"{1 - float(lv['delta']):.0%}"
-        guarantee = self.params["guarantee"]
-        level = (f"every claim at once, at least {conf} at any sample size" if guarantee == "finite" else
-                 f"every verdict at once, at least {conf} at this number of questions (exact); the intervals further "
-                 f"families, each at least {conf}" if guarantee == "exact" else
-                 f"every claim at once, about {conf} at every round (asymptotic)" if "goal" in self.info else
-                 f"every pair claim at once, about {conf} (asymptotic); the model intervals a second family, about "
-                 f"{conf}")
+        level = self._level_words(conf)
+        where = claims.scope_words(info)
+        outcomes = info.get("outcomes") or (info.get("live") or {}).get("outcomes") or {}
         out = []
-        live = self.info.get("live")
-        # asked live: every model's answers that were not scored as given (unparseable, too long, refused, empty)
-        # are said beside its score, with what the policy counted them as
-        outcomes = (live or {}).get("outcomes", {})
         for r in self.models.sort_values(["rank_low", "estimate"], ascending=[True, False]).itertuples(index=False):
             rank = f"rank {r.rank_low}" if r.rank_low == r.rank_high else f"rank {r.rank_low}-{r.rank_high}"
-            said = ""
-            if str(r.model) in outcomes:
-                from ..models.outcomes import headline
-
-                said = f"; {headline(outcomes[str(r.model)], str(self.params.get('policy', 'wrong')))}"
-            out.append(Statement(f"{r.model}: {r.estimate:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}], {rank}, tier {r.tier}"
-                                 + (", may be the best" if r.may_be_best else "") + said, str(r.model), level))
+            c = outcomes.get(str(r.model))
+            said = f"; {claims.outcome_words(c, str(self.params.get('policy') or 'wrong'))}" if c and (claims.shaky(c) or c.get("cut_off") or sum(
+                int(c.get(o, 0)) for o in ("unparseable", "too_long", "refused", "timeout", "transport"))) else ""
+            warn = " (warning: " + claims.shaky(c) + ")" if claims.shaky(c) else ""
+            out.append(Statement(f"{r.model}: {r.estimate:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}] {where}, {rank}, "
+                                 f"tier {r.tier}" + (", may be the best" if r.may_be_best else "") + warn + said,
+                                 str(r.model), level))
         counts = p["verdict"].value_counts().to_dict()
         ordered = counts.get("a better", 0) + counts.get("b better", 0)
-        out.append(Statement(f"{plural(len(p), 'pair')}: {ordered} ordered, "
-                             f"{counts.get('equivalent', 0)} equivalent within the margin, "
-                             f"{counts.get('unresolved', 0)} unresolved; "
-                             + (f"every claim at once, about {conf} (asymptotic)" if guarantee == "asymptotic"
-                                and "goal" in self.info else
-                                f"every pair claim at once, about {conf} (asymptotic)" if guarantee == "asymptotic"
-                                else f"every verdict at once, at least {conf} (exact)" if guarantee == "exact"
-                                else f"every claim at once, at least {conf} (finite)")
+        parts = [f"{ordered} ordered"]
+        if counts.get("equal", 0):
+            parts.append(f"{counts['equal']} equal")
+        if self.params.get("margin") is not None:
+            parts.append(f"{counts.get('equivalent', 0)} equivalent within +-{float(self.params['margin']):g}")
+        parts.append(f"{counts.get('unresolved', 0)} unresolved")
+        live = info.get("live")
+        out.append(Statement(f"{plural(len(p), 'pair')} {where}: {', '.join(parts)}; {level}"
                              + (f" ({plural(live.get('questions'), 'question')} each, {live.get('stopped')})"
-                                if live and "goal" not in self.info else ""),
-                             "all", level))
-        if "goal" in self.info:  # asked adaptively: which goal, whether it was met, who was asked how much
-            m = self.models
-            asked = ", ".join(f"{r.model} {r.n_asked}" for r in m.itertuples(index=False))
-            goal = self.info["goal_wanted"]
-            out.append(Statement(("goal met: " if self.info["goal_met"] else "goal NOT met: ") + goal
-                                 + ("" if self.info["goal_met"] else f" ({self.info['stopped']})")
-                                 + f"; questions asked: {asked} (of the bank's {self.info['bank_size']})",
-                                 "goal", level))
+                                if live and "goal" not in info else ""), "all", level))
+        if "goal" in info:  # asked adaptively: which goal, whether it was met, who was asked how much
+            asked = ", ".join(f"{r.model} {r.n_asked}" for r in self.models.itertuples(index=False))
+            out.append(Statement(("goal met: " if info["goal_met"] else "goal NOT met: ") + info["goal_wanted"]
+                                 + f" {where}" + ("" if info["goal_met"] else f" ({info['stopped']})")
+                                 + f"; questions asked: {asked} (of the bank's {info['bank_size']})", "goal", level))
+        pop = info.get("population")
+        if pop:
+            out.append(Statement(pop["said"], "population", pop.get("level", level)))
         return out
+
+    def _level_words(self, conf: str) -> str:
+        guarantee = self.params["guarantee"]
+        if guarantee == "finite":
+            return f"every claim at once, at least {conf} at any sample size (finite)"
+        if guarantee == "exact":
+            return (f"every verdict at once, at least {conf} at this number of questions (exact); the intervals "
+                    f"further families, each at least {conf}")
+        if "goal" in self.info:
+            return f"every claim at once, about {conf} at every round (asymptotic)"
+        return (f"every pair claim at once, about {conf} (asymptotic); the model intervals a second family, about "
+                f"{conf}")
 
     def summary(self) -> str:
         p = self.params
@@ -369,20 +374,29 @@ def evaluate(
         _per_task(res, design, guarantee, float(delta), rng, int(n_boot), margin)
     if read_from is not None:
         res.info.update(read_from)
-    if outcomes:
-        res.info["outcomes"] = outcomes
+    _say_outcomes(res, outcomes, design)
     return res
 
 
-def _scored_only(table: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
-    """A table whose rows say how each answer ended (``status``): each model's outcome counts, and the rows with no
-    score (a timeout, a failure under policy ``missing``) left out of the comparison, counted."""
-    if "status" not in table.columns:
-        return table, {}
-    from ..models.outcomes import OUTCOMES
+def _say_outcomes(res: CompareResult, outcomes: dict, design: CompareDesign) -> None:
+    """Each model's outcomes beside its claims (a column of the models table, ``info["outcomes"]``), the warnings
+    they call for, and the pairs that scored the same on every question."""
+    res.info["outcomes"] = {m: outcomes.get(m) for m in design.models}
+    res.tables["models"]["outcomes"] = [claims.outcome_words(outcomes.get(m)) for m in design.models]
+    a, b = core.pair_index(len(design.models))
+    same = claims.identical_pairs(design.S, a, b)
+    notes = claims.outcome_notes(res.info["outcomes"], res.models, res.pairs,
+                                 policy=str(res.params.get("policy") or "wrong"))
+    notes += claims.equal_notes(res.pairs, same, res.pairs["n_items"].to_numpy(), "population")
+    res.info["warnings"] = list(dict.fromkeys([*res.warnings, *notes]))
 
-    counts = {str(m): {o: int((g["status"] == o).sum()) for o in OUTCOMES}
-              for m, g in table.groupby("model", sort=False)}
+
+def _scored_only(table: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
+    """Each model's outcome counts (:func:`assay.compare.claims.tally`: None where its source records none), and
+    the table without the rows that have no score (a timeout, a failure under policy ``missing``), counted."""
+    counts = claims.tally(table)
+    if "status" not in table.columns:
+        return table, counts
     return table[table["score"].notna()], counts
 
 
@@ -489,6 +503,14 @@ def _package(design: CompareDesign, out: core.CompareCore, *, guarantee, delta, 
                      f"{'gets' if len(shown) == 1 else 'get'} an exact binomial interval instead of a standard "
                      f"error: {', '.join(shown[:6])}"
                      + (" ..." if len(shown) > 6 else ""))
+    if out.better is not None:  # exact: a verdict comes from its test, sharper than the pair's interval
+        wide = (out.better != 0) & (out.d_lo <= 0) & (out.d_hi >= 0)
+        if wide.any():
+            shown = [f"{x} / {y}" for x, y in zip(names[a][wide], names[b][wide])]
+            notes.append(f"{plural(len(shown), 'pair')} ordered by {'its' if len(shown) == 1 else 'their'} exact "
+                         f"test ({out.tests}) though {'its interval contains' if len(shown) == 1 else 'their intervals contain'} "
+                         f"0: the intervals are a family of their own, less sharp than the tests: {', '.join(shown[:6])}"
+                         + (" ..." if len(shown) > 6 else ""))
     if guarantee == "asymptotic" and design.clusters is not None and out.units < 20:
         notes.append(f"only {out.units} clusters: the intervals use Student t (multivariate, {out.df:g} degrees of "
                      "freedom, fewer for a claim whose variance sits on a few clusters) and may still be "
@@ -504,7 +526,8 @@ def _package(design: CompareDesign, out: core.CompareCore, *, guarantee, delta, 
             "weighted equally in the pooled comparison (--weight tasks)" if by_tasks else
             "pooled with each question weighted equally (--weight tasks weighs each task equally)")
             + "; each task's own comparison is in the per-task tables")
-    info = {"estimand": _estimand(design, guarantee, str(params.get("weight", "questions"))), "units": int(out.units),
+    info = {"estimand": _estimand(design, guarantee, str(params.get("weight", "questions"))), "scope": "population",
+            "units": int(out.units),
             "clusters": design.clusters is not None, "questions_any_model": design.n_items_any,
             "epochs": design.epochs, "critical": float(out.crit),
             "per_claim_level": {"pairs": float(out.alpha_pairs), "models": float(out.alpha_models),

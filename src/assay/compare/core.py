@@ -718,9 +718,9 @@ def finite(S: np.ndarray, clusters: np.ndarray | None, *, delta: float, low: flo
 def verdicts(d_lo: np.ndarray, d_hi: np.ndarray, margin: float | None) -> tuple[np.ndarray, np.ndarray]:
     """Each pair's verdict from its difference interval, and whether the interval lies inside +-margin.
 
-    The verdict is ``"a better"`` (the interval above 0), ``"b better"`` (below 0), ``"equivalent"`` (with a margin:
-    the interval contains 0 and lies inside +-margin; without one, the interval is the single point 0, a difference
-    known exactly, as when a whole bank was asked) or ``"unresolved"``.
+    The verdict is ``"a better"`` (the interval above 0), ``"b better"`` (below 0), ``"equal"`` (the interval is the
+    single point 0: a difference known exactly, as when a whole bank was asked), ``"equivalent"`` (only with a
+    margin: the interval contains 0 and lies inside +-margin) or ``"unresolved"``.
 
     Parameters
     ----------
@@ -732,21 +732,23 @@ def verdicts(d_lo: np.ndarray, d_hi: np.ndarray, margin: float | None) -> tuple[
     Returns
     -------
     tuple of ndarray
-        The (P,) verdicts (object array of str) and the (P,) booleans "inside +-margin".
+        The (P,) verdicts (object array of str) and the (P,) booleans "inside +-margin" (all False without one).
 
     Examples
     --------
     >>> import numpy as np
-    >>> v, inside = verdicts(np.array([0.1, -0.3, -0.02, -0.2]), np.array([0.3, -0.1, 0.03, 0.1]), 0.05)
+    >>> v, inside = verdicts(np.array([0.1, -0.3, -0.02, -0.2, 0.0]), np.array([0.3, -0.1, 0.03, 0.1, 0.0]), 0.05)
     >>> print(v.tolist(), inside.tolist())
-    ['a better', 'b better', 'equivalent', 'unresolved'] [False, False, True, False]
+    ['a better', 'b better', 'equivalent', 'unresolved', 'equal'] [False, False, True, False, True]
+    >>> print(verdicts(np.array([-0.02, 0.0]), np.array([0.03, 0.0]), None)[0].tolist())
+    ['unresolved', 'equal']
     """
-    m = 0.0 if margin is None else margin  # without a margin, only a difference known to be exactly 0 is equivalent
-    inside = (d_lo >= -m) & (d_hi <= m)
+    inside = (d_lo >= -margin) & (d_hi <= margin) if margin is not None else np.zeros(len(d_lo), bool)
     v = np.full(len(d_lo), "unresolved", dtype=object)
     v[d_lo > 0] = "a better"
     v[d_hi < 0] = "b better"
     v[(v == "unresolved") & inside] = "equivalent"
+    v[(d_lo == 0) & (d_hi == 0)] = "equal"
     return v, inside
 
 

@@ -121,7 +121,8 @@ def _package(run: adaptive.AdaptiveRun, names: list[str], item_ids: list[str], *
         for m in rr["models"]:
             rows.append({"round": rr["round"] + 1, "model": names[m], "questions": rr["questions"]})
     rounds = pd.DataFrame(rows, columns=["round", "model", "questions"])
-    what = {"all": "every pair ordered or equivalent within the margin",
+    what = {"all": "every pair ordered or equivalent within the margin" if margin is not None else
+            "every pair ordered or known equal",
             "best": "the best model certified", "top-k": f"the top {k} certified"}[goal]
     notes = []
     if implied.any():
@@ -131,7 +132,7 @@ def _package(run: adaptive.AdaptiveRun, names: list[str], item_ids: list[str], *
         notes.append(f"asymptotic: confidence sequences from a martingale central limit theorem, reported after "
                      f"{adaptive.BURN_IN} questions with a variance floor; guarantee='finite' holds at any sample size")
     info = {"estimand": (f"each model's mean score over the {N} questions of the bank, asked without replacement "
-                         "(each question weighted equally), and each pair's difference"),
+                         "(each question weighted equally), and each pair's difference"), "scope": "bank",
             "goal": goal, "k": k, "goal_met": bool(run.met), "stopped": run.reason, "goal_wanted": what,
             "questions": int(T), "bank_size": N, "history": history,
             "per_claim_level": {"pairs": float(run.alpha), "models": float(run.alpha)},
@@ -263,7 +264,62 @@ def query_until_resolved(
                    getattr(fm, "pack_", None) or "a score table", scorer=str(scorer), policy=policy, run_id=run_id)
     res.info["live"] = {"requests": asker.requests, "outcomes": asker.counts, "questions": int(len(ar.order)),
                         "stopped": _stopped_phrase(ar, goal, k)}
+    _say_outcomes(res, ar, names, asker.counts, policy)
+    _population_claims(res, ar, names, item_ids, seed=seed, delta=float(delta), margin=margin, history=fm is not None)
     return res
+
+
+def _say_outcomes(res: CompareResult, ar: adaptive.AdaptiveRun, names: list[str], counts: dict, policy: str) -> None:
+    """Each model's outcomes beside its claims, the warnings they call for, and the pairs identical on the bank."""
+    from . import claims
+
+    res.info["outcomes"] = {n: dict(counts.get(n) or {}) for n in names}
+    res.tables["models"]["outcomes"] = [claims.outcome_words(res.info["outcomes"][n]) for n in names]
+    a, b = core.pair_index(len(names))
+    same = claims.identical_pairs(ar.S, a, b) & (res.pairs["verdict"] == "equal").to_numpy()
+    notes = claims.outcome_notes(res.info["outcomes"], res.models, res.pairs, policy=policy)
+    notes += claims.equal_notes(res.pairs, same, res.pairs["n_items"].to_numpy(), "bank")
+    res.info["warnings"] = list(dict.fromkeys([*res.warnings, *notes]))
+
+
+def _population_claims(res: CompareResult, ar: adaptive.AdaptiveRun, names: list[str], item_ids: list[str], *,
+                       seed, delta: float, margin: float | None, history: bool) -> None:
+    """Beside the claims about the bank, those the same answers support about questions like these (the bank as a
+    sample of a population, as ``assay compare --run`` reads them: asymptotic), when every model answered the same
+    questions drawn without a history and the run did not stop on what it saw; otherwise why none is shown."""
+    from .api import evaluate
+
+    N = len(item_ids)
+    n = ar.n_asked
+    why = None
+    if history:
+        why = ("the draws were weighted by a history, so the questions asked are not a simple random sample of the "
+               "bank")
+    elif n.min() != n.max():
+        why = "models left after different numbers of questions (each left once its claims were settled)"
+    elif n.min() < N and ar.met:
+        why = ("the run stopped once its goal was met, on what it saw, so its questions are not a sample of a size "
+               "fixed in advance")
+    elif n.min() < 2:
+        why = "fewer than 2 questions were asked"
+    if why is not None:
+        res.info["population"] = {"shown": False, "why": why,
+                                  "said": f"no claim about questions like these is shown: {why}"}
+        return
+    cols = np.sort(ar.order[: int(n.min())])
+    S = ar.S[:, cols]
+    table = pd.DataFrame({"model": np.repeat(names, len(cols)), "item": np.tile([item_ids[i] for i in cols],
+                                                                                len(names)), "score": S.ravel()})
+    pop = evaluate(table, guarantee="asymptotic", delta=delta, margin=margin, seed=seed)  # scorers' scores: [0, 1]
+    v = pop.pairs["verdict"].value_counts().to_dict()
+    said = (f"on questions like these (the {len(cols):,} questions as a sample of a population; the same answers, as "
+            f"assay compare --run reads them, asymptotic): {v.get('a better', 0) + v.get('b better', 0)} of "
+            f"{len(pop.pairs)} pairs ordered, {v.get('unresolved', 0)} unresolved"
+            + (f", {v.get('equivalent', 0)} equivalent within +-{margin:g}" if margin is not None else ""))
+    res.tables["population_models"] = pop.models.drop(columns=["outcomes"], errors="ignore")
+    res.tables["population_pairs"] = pop.pairs
+    res.info["population"] = {"shown": True, "said": said, "guarantee": "asymptotic",
+                              "level": pop.level["meaning"], "questions": int(len(cols))}
 
 
 def _start(j: Any, run_id: str, settings: dict) -> None:
@@ -345,6 +401,8 @@ class _Asker:
                     raise AssayInputError(f"question {i!r} of model {name!r} has no score ({o.status})")
                 out[row, col] = o.final_score
                 self.counts[name][o.status] = self.counts[name].get(o.status, 0) + 1
+            cut = sum(r.finish_reason == "length" for r in res.responses)
+            self.counts[name]["cut_off"] = self.counts[name].get("cut_off", 0) + int(cut)
         return out
 
     async def _gather(self, play, ids):

@@ -64,9 +64,13 @@ def render_html(results: Iterable[Result], title: str = "assay report") -> str:
     for r in results:
         section = _SECTIONS.get(r.method)
         if section is None:
-            body.append(f"<section><h2>{html.escape(r.method)}</h2>{_table_html(r.table)}</section>")
+            text = f"<section><h2>{html.escape(r.method)}</h2>{_table_html(r.table)}</section>"
         else:
-            body.append(section(r))
+            text = section(r)
+        source = r.info.get("source_file")
+        if source:  # several results of one method are told apart by the file each came from
+            text = text.replace("</h2>", f" <small>&middot; {html.escape(str(source))}</small></h2>", 1)
+        body.append(text)
     from .._version import __version__
 
     return (
@@ -128,7 +132,7 @@ _MD_TITLES = {"siren": "SIREN: selection-aware scores of tune-then-deploy proced
 
 #: further tables a Markdown section keeps besides the main one
 _MD_EXTRA = {"siren": ("contrasts",), "psdme": ("best",), "quickscope": ("certified",),
-             "compare": ("pairs", "tasks", "task_pairs")}
+             "compare": ("pairs", "tasks", "task_pairs", "population_models", "population_pairs")}
 
 
 def render_markdown(results: Iterable[Result], heading: bool = True) -> str:
@@ -156,7 +160,8 @@ def render_markdown(results: Iterable[Result], heading: bool = True) -> str:
     for r in results:
         lv = r.level
         if heading:
-            out.append(f"## {_MD_TITLES.get(r.method, r.method)}\n")
+            source = r.info.get("source_file")
+            out.append(f"## {_MD_TITLES.get(r.method, r.method)}" + (f" · {source}" if source else "") + "\n")
         facts = []
         for key in ("alpha", "delta"):
             if key in lv:
@@ -168,6 +173,12 @@ def render_markdown(results: Iterable[Result], heading: bool = True) -> str:
         out.append("- " + "; ".join(facts))
         if lv.get("meaning"):
             out.append(f"- guarantee: {lv['meaning']}")
+        if r.method == "compare":  # what the claims are about, and the other reading of the same answers
+            from ..compare.claims import scope_words
+
+            out.append(f"- the claims are {scope_words(r.info)}")
+            if (r.info.get("population") or {}).get("said"):
+                out.append(f"- {r.info['population']['said']}")
         for w in r.warnings:
             out.append(f"- **warning:** {w}")
         for req in r.info.get("require", []) or []:  # the gates a run was asked to pass (compare --require)

@@ -71,6 +71,10 @@ def integral_columns(df: pd.DataFrame) -> dict[str, bool]:
     return out
 
 
+#: what an infinite value of a column means, in words (a table never shows ``inf``)
+INFINITE_WORDS = {"items_to_resolve": "no difference seen"}
+
+
 def _table_html(df: pd.DataFrame, floats: str = "{:.4f}") -> str:
     integral = integral_columns(df)
 
@@ -84,6 +88,8 @@ def _table_html(df: pd.DataFrame, floats: str = "{:.4f}") -> str:
         if isinstance(v, (float, np.floating)):
             if np.isnan(v):
                 return ""
+            if np.isinf(v):
+                return html.escape(INFINITE_WORDS.get(c, "inf" if v > 0 else "-inf"))
             if integral[c] and np.isfinite(v):
                 return str(int(v))
             return floats.format(v)
@@ -117,7 +123,7 @@ def _md_table(df: pd.DataFrame) -> str:
         if isinstance(v, (bool, np.bool_)):
             return "yes" if v else "no"
         if isinstance(v, (float, np.floating)) and np.isinf(v):
-            return "inf" if v > 0 else "-inf"
+            return INFINITE_WORDS.get(c, "inf" if v > 0 else "-inf")
         if isinstance(v, (int, np.integer)) or (integral[c] and isinstance(v, (float, np.floating))):
             return str(int(v))
         if isinstance(v, (float, np.floating)):

@@ -8,6 +8,7 @@ import html
 import numpy as np
 
 from ..compare.api import epochs_line
+from ..compare.claims import scope_words
 from ..results import Result
 from ._common import _open, _svg, _table_html
 
@@ -68,7 +69,7 @@ def compare_figure(result: Result) -> str:
         if r.model_a not in idx or r.model_b not in idx:
             continue
         i, j = idx[r.model_a], idx[r.model_b]
-        v = {"a better": (0, 1), "b better": (1, 0), "equivalent": (2, 2)}.get(r.verdict, (3, 3))
+        v = {"a better": (0, 1), "b better": (1, 0), "equivalent": (2, 2), "equal": (2, 2)}.get(r.verdict, (3, 3))
         code[i, j], code[j, i] = v
     np.fill_diagonal(code, 3)
     cmap = ListedColormap([_COLOURS[k] for k in ("better", "worse", "equivalent", "unresolved")])
@@ -77,7 +78,8 @@ def compare_figure(result: Result) -> str:
     a2.set_xticklabels([str(n)[:16] for n in names], rotation=90, fontsize=6)
     a2.set_yticks(range(show))
     a2.set_yticklabels([str(n)[:16] for n in names], fontsize=6)
-    a2.set_title("row vs column: better (blue), worse (orange), equivalent (green), unresolved (grey)", fontsize=8)
+    a2.set_title("row vs column: better (blue), worse (orange), equal or equivalent (green), unresolved (grey)",
+                  fontsize=8)
     fig.tight_layout()
     return _svg(fig)
 
@@ -128,8 +130,10 @@ def _compare_section(result: Result, heading: bool = True) -> str:
         _open("compare", "compare: which models are better, which are tied, where each ranks", heading),
         f"<p class='meta'>{len(m)} models on {result.n} questions every model answered; {html.escape(p['guarantee'])} "
         f"guarantee, delta {lv['delta']:g}" + (f", equivalence margin {p['margin']:g}" if p.get("margin") else "")
-        + f"; {counts.get('a better', 0) + counts.get('b better', 0)} of {len(pairs)} pairs ordered, "
-        f"{counts.get('equivalent', 0)} equivalent, {counts.get('unresolved', 0)} unresolved; seed {result.seed}.</p>",
+        + f"; <b>{html.escape(scope_words(i))}</b>: {counts.get('a better', 0) + counts.get('b better', 0)} of "
+        f"{len(pairs)} pairs ordered, " + (f"{counts['equal']} equal, " if counts.get("equal") else "")
+        + (f"{counts.get('equivalent', 0)} equivalent, " if p.get("margin") is not None else "")
+        + f"{counts.get('unresolved', 0)} unresolved; seed {result.seed}.</p>",
         f"<p class='meta'>Estimand: {html.escape(str(i.get('estimand')))}.</p>",
         *([f"<p class='meta'>{html.escape(epochs_line(i.get('epochs') or {}))}.</p>"]
           if epochs_line(i.get("epochs") or {}) else []),
@@ -139,8 +143,9 @@ def _compare_section(result: Result, heading: bool = True) -> str:
         f"{html.escape(str(lv.get('meaning')))}. A rank interval runs from 1 + the number of models certified better "
         "to the number of models less those certified worse; a tier is 1 + the longest chain of certified "
         "'better' above the model (shaded bands alternate by tier). Right: each pair's verdict. An unresolved pair is "
-        "not a tie: the data cannot tell them apart at this level; only a pair inside the equivalence margin is "
-        "shown equivalent.</figcaption></figure>",
+        "not a tie: the data cannot tell them apart at this level; a pair is equivalent only inside a margin given "
+        "(--margin), and equal only when its difference is known exactly (a bank asked whole). The models table's "
+        "outcomes column says how each model's answers ended.</figcaption></figure>",
         _table_html(_order(result)),
         _table_html(pairs, floats="{:.4f}"),
     ]
@@ -157,6 +162,13 @@ def _compare_section(result: Result, heading: bool = True) -> str:
                      "questions each round; a model whose claims the goal needs are settled leaves (left_round, "
                      "left_reason in the models table). Every draw and its probability: the draws table."
                      "</figcaption></figure>")
+    pop = i.get("population")
+    if pop:
+        parts.append(f"<p class='meta'><b>{html.escape(str(pop['said']))}</b></p>")
+        for name in ("population_models", "population_pairs"):
+            t = result.tables.get(name)
+            if t is not None and len(t):
+                parts.append(_table_html(t, floats="{:.4f}"))
     for name, caption in (("tasks", "Each task's model means"), ("task_pairs", "Each task's pairs")):
         t = result.tables.get(name)
         if t is not None and len(t):

@@ -1,0 +1,152 @@
+"""What a comparison's claims are about and what they rest on, said beside every claim.
+
+* **Scope.** A comparison of answers to questions that are a sample of a population makes claims about "questions
+  like these" (``scope = "population"``: the files and journal runs compared with :func:`assay.compare.evaluate`);
+  one that asked models questions of a bank without replacement makes claims about "these N questions" (``scope =
+  "bank"``: :func:`assay.compare.live.query_until_resolved`, where a model asked the whole bank has its mean known
+  exactly). Both are right about what they measured; a reader needs to know which was measured.
+* **Outcomes.** Each model's answers by how they ended (:mod:`assay.models.outcomes`: answered, unparseable, too
+  long for the model, refused or empty, timed out, transport errors) and, apart, how many were cut off at the token
+  limit (finish reason ``length``). A source that does not record them says so. A claim resting on a model with more
+  than a fifth of its answers unparseable or cut off carries a warning: its score counts answers it did not finish,
+  or the parser could not read, as the policy says (wrong by default).
+* **Equal is not equivalent.** Without a margin no pair is "equivalent"; a difference known exactly to be 0 (a
+  bank read whole) is "equal", and two models that scored the same on every question are said "identical on all N
+  questions".
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["SHAKY_SHARE", "scope_words", "tally", "outcome_words", "shaky", "outcome_notes", "identical_pairs",
+           "equal_notes"]
+
+#: a claim resting on a model with more than this share of its answers unparseable (or refused, or too long) or cut
+#: off carries a warning
+SHAKY_SHARE = 0.2
+
+_FAILED = ("unparseable", "too_long", "refused")
+_ERRORS = ("timeout", "transport")
+
+
+def scope_words(info: Mapping[str, Any]) -> str:
+    """``on these 30 questions`` (the bank) or ``on questions like these`` (the population a sample stands for)."""
+    if info.get("scope") == "bank":
+        return f"on these {int(info.get('bank_size') or 0):,} questions"
+    return "on questions like these"
+
+
+def tally(table: pd.DataFrame) -> dict[str, dict[str, int] | None]:
+    """Each model's outcome counts from a long table's ``status`` (and ``finish_reason``: ``cut_off``), None for a
+    model whose rows do not record them."""
+    from ..models.outcomes import OUTCOMES
+
+    out: dict[str, dict[str, int] | None] = {}
+    has_status = "status" in table.columns
+    has_finish = "finish_reason" in table.columns
+    for m, g in table.groupby("model", sort=False):
+        status = g["status"] if has_status else pd.Series(dtype=object)
+        if not has_status or status.isna().all():
+            out[str(m)] = None
+            continue
+        c = {o: int((status == o).sum()) for o in OUTCOMES}
+        c["cut_off"] = int((g["finish_reason"].astype(str) == "length").sum()) if has_finish else 0
+        c["cut_off_recorded"] = bool(has_finish and g["finish_reason"].notna().any())
+        out[str(m)] = c
+    return out
+
+
+def outcome_words(c: Mapping[str, int] | None, policy: str | None = None, compact: bool = False) -> str:
+    """``30 answers: 14 answered, 16 unparseable; 15 cut off at the token limit`` (kinds with no answer left out;
+    with a ``policy``, what the model's failures were scored as), or ``not recorded``.
+
+    Examples
+    --------
+    >>> outcome_words({"answered": 14, "unparseable": 16, "cut_off": 15}, "wrong")
+    '30 answers: 14 answered, 16 unparseable (scored as wrong); 15 cut off at the token limit'
+    """
+    if c is None:
+        return "not recorded"
+    from ..models.outcomes import LABELS, OUTCOMES
+
+    total = sum(int(c.get(o, 0)) for o in OUTCOMES)
+    parts = [f"{int(c[o])} {LABELS[o]}" for o in OUTCOMES if int(c.get(o, 0)) or o == "answered"]
+    if compact:  # a table cell: 30: 14 answered, 16 unparseable; 15 cut off
+        cut = f"; {int(c.get('cut_off', 0))} cut off" if c.get("cut_off_recorded", True) else ""
+        return f"{total}: " + ", ".join(parts) + cut
+    line = f"{total} answers: " + ", ".join(parts)
+    if policy and sum(int(c.get(o, 0)) for o in _FAILED):
+        line += " ({})".format({"wrong": "scored as wrong", "missing": "left out",
+                                "correct": "scored as right"}.get(policy, f"policy {policy}"))
+    if c.get("cut_off_recorded", True):
+        line += f"; {int(c.get('cut_off', 0))} cut off at the token limit"
+    else:
+        line += "; cut-offs not recorded"
+    return line
+
+
+def shaky(c: Mapping[str, int] | None) -> str | None:
+    """Why a model's claims need a warning (more than a fifth of its answers unparseable, refused, too long or cut
+    off), or None."""
+    if c is None:
+        return None
+    from ..models.outcomes import OUTCOMES
+
+    total = sum(int(c.get(o, 0)) for o in OUTCOMES)
+    if not total:
+        return None
+    failed = sum(int(c.get(o, 0)) for o in _FAILED)
+    cut = int(c.get("cut_off", 0))
+    said = []
+    if failed > SHAKY_SHARE * total:
+        said.append(f"{failed} of {total} answers unparseable, refused or too long")
+    if cut > SHAKY_SHARE * total:
+        said.append(f"{cut} of {total} cut off at the token limit")
+    return " and ".join(said) or None
+
+
+def outcome_notes(outcomes: Mapping[str, Any], models: pd.DataFrame, pairs: pd.DataFrame,
+                  policy: str = "wrong") -> list[str]:
+    """The warnings a result carries: for each model whose answers are shaky and that a verdict or a "may be the
+    best" rests on, what it rests on; and which models' sources record no outcomes."""
+    counted = {"wrong": "counted as wrong", "missing": "left out", "correct": "counted as right"}.get(policy, policy)
+    notes = []
+    decided = set(pairs.loc[pairs["verdict"] != "unresolved", "model_a"]) | set(
+        pairs.loc[pairs["verdict"] != "unresolved", "model_b"])
+    best = set(models.loc[models["may_be_best"] & (models["rank_high"] < len(models)), "model"]) if len(models) else set()
+    for m in models["model"]:
+        why = shaky(outcomes.get(str(m)))
+        if why and (m in decided or m in best):
+            notes.append(f"{m}: {why} ({counted}); the verdicts and the rank resting on {m} say how it answers under "
+                         "these settings, not what it knows (raise the token limit, or check the scorer, and compare "
+                         "again)")
+    missing = [str(m) for m in models["model"] if outcomes.get(str(m), "absent") is None]
+    if missing:
+        whose = "its source keeps" if len(missing) == 1 else "their sources keep"
+        notes.append(f"outcomes not recorded for {', '.join(missing[:6])}{' ...' if len(missing) > 6 else ''} "
+                     f"({whose} scores only): answers not finished, or not read by the scorer, are not told apart")
+    return notes
+
+
+def identical_pairs(S: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """(P,) whether the two models of each pair scored the same on every question both were asked (NaN: not
+    asked)."""
+    both = ~np.isnan(S[a]) & ~np.isnan(S[b])
+    same = np.where(both, S[a] == S[b], True)
+    return same.all(axis=1) & both.any(axis=1)
+
+
+def equal_notes(pairs: pd.DataFrame, identical: np.ndarray, n_items: np.ndarray, scope: str) -> list[str]:
+    """A sentence for the pairs that scored the same on every question: "identical on all N questions" (what that
+    means for the claim in this scope)."""
+    notes = []
+    rows = pairs.loc[identical]
+    for r, n in zip(rows.itertuples(index=False), np.asarray(n_items)[identical]):
+        tail = ("so their means on these questions are equal" if scope == "bank" else
+                "no difference seen, so nothing tells them apart on questions like these (unresolved is not a tie)")
+        notes.append(f"{r.model_a} / {r.model_b}: identical on all {int(n):,} questions, {tail}")
+    return notes
