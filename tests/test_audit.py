@@ -232,3 +232,187 @@ def test_a_damaged_plan_is_refused(tmp_path):
     a.plan_path(sheet).write_text("not json")
     with pytest.raises(AssayInputError, match="not a plan"):
         a.evaluate(run, sheet)
+
+
+# -- the census, the certain set, the grader named, the outcomes shown (the user's four defects) ---------------------
+
+
+def _census_run():
+    """30 answers, 4 right; the grader scores 2 of the 4 right and no wrong answer right."""
+    y = np.zeros(30, int)
+    y[:4] = 1
+    f = np.zeros(30, int)
+    f[:2] = 1
+    run = pd.DataFrame({"id": [f"q{i}" for i in range(30)], "reference": ["4"] * 30,
+                        "response": ["The answer is 4."] * 30, "score": f})
+    return run, y
+
+
+def _fill(sheet, y, k=None):
+    """The person's checks of the first ``k`` rows (all by default), the rest left blank."""
+    k = len(sheet) if k is None else k
+    sheet["human"] = [str(y[int(i[1:])]) if r < k else "" for r, i in enumerate(sheet["id"])]
+    return sheet
+
+
+@pytest.mark.parametrize("seed", [0, 3, 4])
+def test_a_census_gives_the_census_error_counts_and_rates(seed):
+    # every answer checked: 2 false negatives of 4 right answers, no false positive of 26 wrong ones. The averaged
+    # step-wise estimates gave a false-negative rate of 0.583, 0.917 and 0.633 at these seeds (0.627 in the report)
+    run, y = _census_run()
+    res = a.evaluate(run, _fill(a.sample(run, 30, seed=seed), y))
+    assert (res.fnr, res.fpr) == (0.5, 0.0)
+    assert (res.false_negatives, res.false_positives) == (2.0, 0.0)
+    assert res.estimate == res.ci_low == res.ci_high == 4 / 30
+
+
+@pytest.mark.parametrize("N", [200, 40])
+def test_the_error_count_estimates_are_unbiased_and_within_what_the_checks_prove(N):
+    # one fixed run (a fifth of it flagged, where the grader errs more), 20,000 audits of 30 draws: the mean of each
+    # count estimate is within 3 Monte Carlo standard errors of the run's count, and every estimate lies in
+    # [errors seen, errors seen + answers unchecked]. The averaged step-wise estimates were unbiased too, but at
+    # N = 40 fell below the errors seen in 22% of the audits
+    n, A = 30, 20_000
+    rng = np.random.default_rng([52, N])
+    j = np.arange(N)
+    flagged = j < N // 5
+    y = (j % 3 != 0).astype(float)
+    f = np.where(np.where(flagged, j % 3 < 2, j % 17 == 5), 1 - y, y)  # N=200: 17 FP, 19 FN; N=40: 4 and 4
+    w = np.where(flagged, a.DEFAULT_WEIGHT, 1.0)
+    order = a.plan_draws(np.tile(w, (A, 1)), np.tile(f, (A, 1)), n, a.DEFAULT_FLOOR, rng=rng).order
+    ya, fa, ga = y[order], f[order], flagged[order].astype(int)
+    sizes = np.tile([np.sum(~flagged), np.sum(flagged)], (A, 1))
+    for name, z, truth in (("false positives", fa * (1 - ya), np.sum(f * (1 - y))),
+                           ("false negatives", (1 - fa) * ya, np.sum((1 - f) * y))):
+        est = a.count_estimate(z, ga, sizes)
+        mcse = est.std() / np.sqrt(A)
+        print(f"N={N} {name}: truth {truth:g}, mean estimate {est.mean():.4f} (MC s.e. {mcse:.4f})")
+        assert abs(est.mean() - truth) <= 3 * mcse, (name, est.mean(), truth, mcse)
+        seen = z.sum(axis=1)
+        assert np.all(est >= seen - 1e-9) and np.all(est <= seen + N - n + 1e-9)
+
+
+def test_the_interval_is_intersected_with_what_the_checked_answers_prove():
+    # 30 answers, 5 right; 20 of 30 checked, 3 of them right: the accuracy is at least 3/30 and at most 13/30 for
+    # certain. The confidence sequence alone gave [0.0000, 0.3871]
+    y = np.zeros(30, int)
+    y[:5] = 1
+    f = y.copy()
+    f[0], f[5] = 0, 1
+    run = pd.DataFrame({"id": [f"q{i}" for i in range(30)], "reference": ["4"] * 30,
+                        "response": ["The answer is 4."] * 30, "score": f})
+    sheet = _fill(a.sample(run, 30, seed=1), y, k=20)
+    assert sum(int(v) for v in sheet["human"][:20]) == 3
+    res = a.evaluate(run, sheet)
+    assert res.n_checked == 20 and res.ci_low == pytest.approx(3 / 30) and res.ci_high <= 13 / 30
+    assert res.ci_low <= res.estimate <= res.ci_high and res.ci_low < res.ci_high
+
+
+def _journal_run(tmp_path, answers, meta=None, run_id="r1"):
+    """A journal run answering a bank of plain-number references; ``answers``: (text, finish_reason) per question
+    (text None: the request timed out)."""
+    from assay.models.journal import open_journal
+
+    n = len(answers)
+    bank = pd.DataFrame({"id": [f"b{i}" for i in range(n)], "prompt": [f"What is {i} + 24?" for i in range(n)],
+                         "reference": [i + 24 for i in range(n)]})
+    bank.to_csv(tmp_path / "bank.csv", index=False)
+    assert pd.read_csv(tmp_path / "bank.csv")["reference"].dtype == np.int64  # plain numbers, read as int64
+    j, _ = open_journal(tmp_path / "j.sqlite")
+    j.start_run(run_id, meta=meta)
+    for k, (text, finish) in enumerate(answers):
+        j.put(run_id, f"k{k}", {"model": "m", "messages": [{"role": "user", "content": f"What is {k} + 24?"}]},
+              {"text": text, "finish_reason": finish} if text is not None else {"error": "Read timed out"})
+    j.close()
+    return tmp_path / "bank.csv", tmp_path / "j.sqlite"
+
+
+def test_a_journal_run_with_plain_number_references_is_audited_end_to_end_naming_its_grader(tmp_path):
+    answers = [(f"The answer is {k + 24 if k % 3 else k}.", "stop") for k in range(12)]
+    bank, j = _journal_run(tmp_path, answers, meta={"scorer": "numeric", "policy": "wrong"})
+    sheet = tmp_path / "audit.csv"
+    base = ["audit", "r1", "--bank", str(bank), "--journal", str(j)]
+    r = CliRunner().invoke(app, [*base, "--n", "12", "--seed", "1", "-o", str(sheet)])
+    assert r.exit_code == 0, r.output
+    assert "grader audited: numeric (the scorer the run was scored with)" in r.output
+    assert "outcomes: 12 answered; 0 cut off" in r.output
+    s = pd.read_csv(sheet, dtype=str, keep_default_na=False)
+    assert s["reference"].tolist() == [str(int(i[1:]) + 24) for i in s["id"]]
+    s["human"] = ["1" if int(i[1:]) % 3 else "0" for i in s["id"]]  # the grader is right on every answer
+    s.to_csv(sheet, index=False)
+    r = CliRunner().invoke(app, [*base, "--labels", str(sheet), "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert out["estimate"][0]["estimate"] == pytest.approx(8 / 12) and out["estimate"][0]["errors_seen"] == 0
+    assert out["grader"]["name"] == "numeric" and out["grader"]["source"] == "recorded"
+    assert out["grader"]["said"] == "numeric (the scorer the run was scored with)"
+    assert out["outcomes"]["status"] == {"answered": 12} and out["outcomes"]["cut_off"] == 0
+    r = CliRunner().invoke(app, [*base, "--labels", str(sheet)])
+    assert r.exit_code == 0 and "grader audited: numeric (the scorer the run was scored with)" in r.output
+    # another scorer asked for: said, with the one the run was scored with
+    r = CliRunner().invoke(app, [*base, "--scorer", "exact", "--n", "5", "-o", str(tmp_path / "other.csv")])
+    assert r.exit_code == 0, r.output
+    assert "grader audited: exact (the scorer asked for; the run was scored with numeric)" in r.output
+
+
+def test_where_the_grader_audited_comes_from_is_said(tmp_path):
+    run, _ = _census_run()
+    said = lambda t: a.evaluate(t, a.sample(t, 3, seed=0)).info["grader"]["said"]  # noqa: E731
+    assert said(a.read_run(run)) == "the table's score column"
+    assert said(a.read_run(run.assign(scorer="math"))) == "math (the table's score column)"
+    assert said(a.read_run(run, scorer="numeric")) == "numeric (the scorer asked for, not the table's score column)"
+    plain = run.drop(columns="score")
+    assert said(a.read_run(plain)) == "exact (the default: no scorer recorded or given)"
+    bank = pd.DataFrame({"id": run["id"], "prompt": [f"p{i}" for i in range(30)], "reference": ["4"] * 30,
+                         "scorer": ["numeric"] * 30})
+    assert said(a.read_run(plain.drop(columns="reference"), bank=bank)) == "numeric (the bank's scorer column)"
+    # a journal run without a recorded scorer: the bank's column, else exact
+    answers = [("The answer is 24.", "stop"), ("It is 26.", "stop")]
+    b, j = _journal_run(tmp_path, answers)
+    bank = pd.read_csv(b).assign(scorer="numeric")
+    t = a.read_run("r1", bank=bank, journal=j)
+    assert t.attrs["audit"]["grader"]["source"] == "bank" and list(t["score"]) == [1.0, 0.0]
+    t = a.read_run("r1", bank=b, journal=j)
+    assert t.attrs["audit"]["grader"] == {"name": "exact", "source": "default", "recorded": None}
+
+
+def test_a_parent_run_is_refused_naming_the_runs_inside_it(tmp_path):
+    from assay.models.journal import open_journal
+
+    bank, j = _journal_run(tmp_path, [("The answer is 24.", "stop")], run_id="live1/plain")
+    jj, _ = open_journal(j)
+    jj.put("live1/boxed", "k0", {"model": "m", "messages": [{"role": "user", "content": "What is 0 + 24?"}]},
+           {"text": "\\boxed{24}", "finish_reason": "stop"})
+    jj.close()
+    r = CliRunner().invoke(app, ["audit", "live1", "--bank", str(bank), "--journal", str(j), "--n", "1", "-o",
+                                 str(tmp_path / "a.csv")])
+    assert r.exit_code == 2
+    assert "run 'live1' holds no answers of its own; it holds the runs live1/plain, live1/boxed: name one" in r.output
+
+
+def test_outcomes_are_shown_and_a_run_mostly_unfinished_or_unread_is_warned_about(tmp_path):
+    # 10 answers: 2 cut off by the token limit (one of them also unparseable), 1 more unparseable: 3 of 10 (> 1/5);
+    # an 11th request timed out (left out of the run's accuracy, and said)
+    answers = [(f"The answer is {k + 24}.", "stop") for k in range(7)]
+    answers += [("Let me think step by step about", "length"), ("The answer is 31, so", "length"),
+                ("I am not sure.", "stop"), (None, None)]
+    bank, j = _journal_run(tmp_path, answers, meta={"scorer": "numeric"})
+    t = a.read_run("r1", bank=bank, journal=j)
+    assert t["status"].tolist().count("unparseable") == 2
+    sheet = a.sample(t, 10, seed=0)
+    run_info = sheet.attrs["run"]
+    assert run_info["outcomes"]["said"] == "outcomes: 8 answered, 2 unparseable; 2 cut off; left out: 1 timed out"
+    warn = ("3 of 10 answers (30%) are unparseable or cut off: the accuracy rests on answers the model did not finish "
+            "or the grader could not read")
+    assert run_info["warnings"] == [warn]
+    sheet["human"] = ["1" if int(i[1:]) < 7 or i == "b8" else "0" for i in sheet["id"]]
+    res = a.evaluate(t, sheet)
+    assert res.warnings == [warn] and "outcomes: 8 answered, 2 unparseable; 2 cut off" in res.summary()
+    assert json.loads(res.to_json())["outcomes"]["cut_off"] == 2
+    r = CliRunner().invoke(app, ["audit", "r1", "--bank", str(bank), "--journal", str(j), "--n", "4", "-o",
+                                 str(tmp_path / "s.csv")])
+    assert r.exit_code == 0 and "2 cut off" in r.output and "note: 3 of 10 answers (30%)" in r.output
+    # a table without status or finish_reason columns
+    run, y = _census_run()
+    res = a.evaluate(run, _fill(a.sample(run, 5, seed=0), y))
+    assert "outcomes not recorded" in res.summary() and res.warnings == []

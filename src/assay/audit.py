@@ -25,10 +25,19 @@ Interval. The increments feed :class:`assay.stats.betting.IncrementCS` (the one 
 ``compare`` too): one-sided betting e-processes at every point of a grid, so the interval is a finite-sample
 confidence sequence, valid at every n at once: a person may stop at any row (the sample is the rows before the first
 blank), and it is never of zero width while answers are left unchecked, also in a stratum where no error was seen.
+With k of the n checked answers read right, theta lies in [k / N, 1 - (n - k) / N] for certain; the interval is
+intersected with that range and the estimate clipped to the result (a certain set keeps the coverage; in the rare
+audit where the two do not meet, the sequence has missed and the certain range is given).
 
-Rates. The grader's false-positive rate (scored right, read wrong, among the answers read wrong) and false-negative
-rate (scored wrong, read right, among those read right) are estimated by the same unbiased increments, with 0 as
-the prediction of each count.
+Error counts and rates. The draws' probabilities depend on an answer only through its flag, so given how many
+flagged and unflagged answers were drawn, the ones drawn of each kind are a uniform sample of that kind. A count
+over the run (the grader's false positives: scored right, read wrong; false negatives: scored wrong, read right) is
+estimated stratum by stratum, N_h times the share seen among the n_h checked (:func:`count_estimate`): unbiased
+given every stratum has a checked answer, exactly the count when every answer is checked, and always within what
+the checks prove (at least the count seen, at most seen plus the answers unchecked). A stratum with no answer
+checked yet takes the share seen over all checked answers (the one case with a bias). The false-positive rate
+divides the false positives by the number of wrong answers estimated the same way, the false-negative rate the
+false negatives by the right ones: ratios of such counts (not unbiased; in [0, 1], and exact at the census).
 """
 
 from __future__ import annotations
@@ -49,7 +58,7 @@ from .stats.sampling import bounds, fixed_weight_draws, increment, increment_ter
 from .stats.sequences import IncrementCS
 
 __all__ = ["AuditResult", "sample", "evaluate", "read_run", "flag", "plan_path", "plan_draws", "Plan",
-           "audit_interval"]
+           "audit_interval", "count_estimate", "grader_words", "run_outcomes"]
 
 
 #: the sheet's columns, in order (a person sees these and nothing of the grader's)
@@ -176,16 +185,110 @@ def audit_interval(y_at, f_at, q_at, rest, lo_w, hi_w, N: int, delta: float, gri
     if n == N:
         cs.set_exact(idx, y_at.sum(axis=1) / N)
     lo, hi = cs.interval()
+    lo, hi = _within_proof(lo, hi, y_at.sum(axis=1), n, N)
     est = np.clip(phi.mean(axis=1) if n else np.full(A, np.nan), lo, hi)
     return est, lo, hi
 
 
-def _count_estimate(z_at, q_at, N: int) -> np.ndarray:
-    """Unbiased estimate of the total of z over the N answers from the draws (prediction 0)."""
-    z_at = np.atleast_2d(z_at)
+def _within_proof(lo, hi, k, n: int, N: int):
+    """The interval [lo, hi] intersected with [k / N, 1 - (n - k) / N], where the accuracy is for certain with k of
+    n checked answers right; where they do not meet (the sequence missed), the certain range."""
+    sure_lo, sure_hi = k / N, (k + N - n) / N
+    a, b = np.maximum(lo, sure_lo), np.minimum(hi, sure_hi)
+    empty = a > b
+    return np.where(empty, sure_lo, a), np.where(empty, sure_hi, b)
+
+
+def count_estimate(z_at, g_at, sizes) -> np.ndarray:
+    """The total of z over the N answers, per audit (A,), stratum by stratum (module docstring): from the drawn
+    values ``z_at`` (A, n), their strata ``g_at`` (A, n; integers 0 .. G - 1) and the strata's sizes ``sizes``
+    (A, G). NaN before any draw.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> count_estimate(np.array([[1.0, 0.0, 1.0]]), np.array([[0, 0, 1]]), np.array([[10, 2]])).tolist()
+    [7.0]
+    """
+    z_at = np.atleast_2d(np.asarray(z_at, float))
+    g_at = np.atleast_2d(np.asarray(g_at, np.int64))
+    sizes = np.atleast_2d(np.asarray(sizes, float))
     if not z_at.shape[1]:
         return np.full(z_at.shape[0], np.nan)
-    return (running_sums(z_at) + z_at / q_at).mean(axis=1)
+    hit = g_at[:, :, None] == np.arange(sizes.shape[1])  # (A, n, G)
+    seen = np.einsum("an,ang->ag", z_at, hit.astype(float))
+    checked = hit.sum(axis=1)
+    scaled = np.where(checked > 0, sizes * seen / np.maximum(checked, 1), sizes * z_at.mean(axis=1, keepdims=True))
+    return scaled.sum(axis=1)
+
+
+# --------------------------------------------------------------------------------------------
+# what the audit says of the run: the grader audited, how its answers ended
+# --------------------------------------------------------------------------------------------
+
+_SOURCES = {"recorded": "the scorer the run was scored with", "asked": "the scorer asked for",
+            "bank": "the bank's scorer column", "column": "the table's scorer column",
+            "table": "the table's score column", "default": "the default: no scorer recorded or given"}
+
+
+def grader_words(grader: dict) -> str:
+    """The grader audited and where it came from, as said (``math (the scorer the run was scored with)``), from
+    :func:`read_run`'s ``attrs["audit"]["grader"]``.
+
+    Examples
+    --------
+    >>> grader_words({"name": "exact", "source": "asked", "recorded": "numeric"})
+    'exact (the scorer asked for; the run was scored with numeric)'
+    """
+    where = _SOURCES.get(grader.get("source"), str(grader.get("source")))
+    other = grader.get("recorded")
+    if grader.get("source") == "asked" and other:
+        where += ", not the table's score column" if other == "score column" else f"; the run was scored with {other}"
+    return f"{grader['name']} ({where})" if grader.get("name") else where
+
+
+def run_outcomes(run: pd.DataFrame) -> dict:
+    """How the run's answers ended, from :func:`read_run`'s ``status`` and ``finish_reason``: ``status`` (outcome ->
+    count; None when not recorded), ``cut_off`` (finish reason ``length``; None when not recorded), ``left_out``
+    (outcome -> count of the answers left out without a score: timed out, transport errors), ``said`` (in words)
+    and ``warning`` (a sentence when more than a fifth of the answers are unparseable or cut off, else None).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> run = pd.DataFrame({"status": ["answered", "unparseable", "answered"], "finish_reason": ["stop", "length",
+    ...                                                                                          "stop"]})
+    >>> run_outcomes(run)["said"]
+    'outcomes: 2 answered, 1 unparseable; 1 cut off'
+    """
+    from .models.outcomes import LABELS, OUTCOMES
+
+    status, finish = (run[c].astype(object).where(run[c].notna(), None).to_numpy(object)
+                      for c in ("status", "finish_reason"))
+    has_status, has_finish = any(x is not None for x in status), any(x is not None for x in finish)
+    names, counts = np.unique(np.array(["not recorded" if x is None else str(x) for x in status]), return_counts=True)
+    rank = {k: i for i, k in enumerate(OUTCOMES)}
+    tally = dict(sorted(zip(names.tolist(), counts.tolist()), key=lambda kv: (rank.get(kv[0], len(rank)), kv[0])))
+    cut = finish == "length"
+    left = dict(run.attrs.get("audit", {}).get("left_out") or {})
+    said = ("outcomes: " + ", ".join(f"{v} {LABELS.get(k, k)}" for k, v in tally.items())) if has_status else (
+        "outcomes not recorded")
+    said += f"; {int(cut.sum())} cut off" if has_finish else ("; cut-offs not recorded" if has_status else "")
+    said += ("; left out: " + ", ".join(f"{v} {LABELS.get(k, k)}" for k, v in left.items())) if left else ""
+    bad = int(((status == "unparseable") | cut).sum())
+    warning = (f"{bad} of {len(run)} answers ({100 * bad / len(run):.0f}%) are unparseable or cut off: the accuracy "
+               "rests on answers the model did not finish or the grader could not read") if bad > len(run) / 5 else None
+    return {"status": tally if has_status else None, "cut_off": int(cut.sum()) if has_finish else None,
+            "left_out": left, "said": said, "warning": warning}
+
+
+def _about(run: pd.DataFrame) -> dict:
+    """The grader audited (with its words) and the run's outcomes, for a sheet's attrs and a result's info."""
+    grader = dict(run.attrs.get("audit", {}).get("grader") or {"name": None, "source": "table", "recorded": None})
+    grader["said"] = grader_words(grader)
+    outcomes = run_outcomes(run)
+    warning = outcomes.pop("warning")
+    return {"grader": grader, "outcomes": outcomes, "warnings": [warning] if warning else []}
 
 
 # --------------------------------------------------------------------------------------------
@@ -200,8 +303,11 @@ def sample(run: Any, n: int, *, seed: Any = 0, floor: float = DEFAULT_FLOOR, wei
     ``run``: a scored table (DataFrame or file) or a journal run, as :func:`assay.data.audit.read_run` reads it.
     Returns the sheet (``order``, ``id``, ``prompt``, ``reference``, ``response`` and an empty ``human`` column: not
     the grader's score nor the flags), with the draws' plan (ids, probabilities, flags, the run's fingerprint, the
-    seed) in ``sheet.attrs["plan"]``. With ``out``, both are written (:func:`assay.data.audit.write_sheet`: the sheet
-    by extension, the plan beside it as ``<name>.plan.json``; an existing file is never overwritten).
+    seed) in ``sheet.attrs["plan"]``, and what the audit says of the run in ``sheet.attrs["run"]``: the grader
+    audited and where it came from (``grader``, with ``said``), how its answers ended (``outcomes``:
+    :func:`run_outcomes`) and ``warnings``. With ``out``, the sheet and the plan are written
+    (:func:`assay.data.audit.write_sheet`: the sheet by extension, the plan beside it as ``<name>.plan.json``; an
+    existing file is never overwritten).
     """
     from .data.audit import write_sheet
     from .seeds import resolve_seed
@@ -234,6 +340,7 @@ def sample(run: Any, n: int, *, seed: Any = 0, floor: float = DEFAULT_FLOOR, wei
             "q": [float(x) for x in q_at[0]], "grader_accuracy": float(run["score"].mean()),
             "signals": {c: int(fl[c].sum()) for c in fl.columns}}
     sheet.attrs["plan"] = plan
+    sheet.attrs["run"] = _about(run)
     if out is not None:
         write_sheet(sheet, plan, out)
     return sheet
@@ -241,23 +348,28 @@ def sample(run: Any, n: int, *, seed: Any = 0, floor: float = DEFAULT_FLOOR, wei
 
 class AuditResult(Result):
     """What :func:`evaluate` finds. Attributes (also the main table ``estimate``, one row): ``estimate`` with
-    ``ci_low`` / ``ci_high`` (the run's true accuracy: a finite-sample confidence sequence at level 1 - delta),
-    ``raw`` (the grader's accuracy), ``fpr`` / ``fnr`` (the grader's estimated error rates; ``None`` when there is
-    nothing to estimate them on), ``n_checked`` of ``m_drawn`` answers checked, ``N`` answers in the run,
-    ``errors_seen``; the table ``strata``: answers checked and grader errors seen, flagged and not."""
+    ``ci_low`` / ``ci_high`` (the run's true accuracy: a finite-sample confidence sequence at level 1 - delta,
+    within what the checks prove), ``raw`` (the grader's accuracy), ``fpr`` / ``fnr`` (the grader's estimated error
+    rates; ``None`` when there is nothing to estimate them on), ``false_positives`` / ``false_negatives`` (its
+    estimated error counts in the run), ``n_checked`` of ``m_drawn`` answers checked, ``N`` answers in the run,
+    ``errors_seen``; the table ``strata``: answers checked and grader errors seen, flagged and not. ``info["grader"]``
+    names the grader audited and where it came from (``said``: in words), ``info["outcomes"]`` how the run's answers
+    ended (:func:`run_outcomes`)."""
 
     method = "audit"
     main_table = "estimate"
+    _FLOATS = ("estimate", "ci_low", "ci_high", "raw", "fpr", "fnr", "false_positives", "false_negatives")
+    _INTS = ("n_checked", "m_drawn", "N", "errors_seen")
 
     def _row(self) -> dict:
         return self.tables["estimate"].iloc[0].to_dict()
 
     def __getattr__(self, name: str) -> Any:
-        if name in ("estimate", "ci_low", "ci_high", "raw", "fpr", "fnr", "n_checked", "m_drawn", "N", "errors_seen"):
-            v = self._row()[name]
+        if name in self._FLOATS or name in self._INTS:
+            v = self._row().get(name)
             if v is None or (isinstance(v, float) and math.isnan(v)):
-                return None if name in ("estimate", "fpr", "fnr") else v
-            return int(v) if name in ("n_checked", "m_drawn", "N", "errors_seen") else float(v)
+                return None if name in ("estimate", "fpr", "fnr", "false_positives", "false_negatives") else v
+            return int(v) if name in self._INTS else float(v)
         raise AttributeError(name)
 
     @property
@@ -267,11 +379,14 @@ class AuditResult(Result):
     def summary(self) -> str:
         est = "n/a" if self.estimate is None else f"{self.estimate:.4f}"
         rate = lambda x: "n/a" if x is None else f"{x:.3f}"  # noqa: E731
-        return (f"{self.n_checked} of {self.m_drawn} drawn answers checked (of {self.N}); grader's accuracy "
-                f"{self.raw:.4f}; corrected accuracy {est} [{self.ci_low:.4f}, {self.ci_high:.4f}] "
-                f"({100 * (1 - self.delta):g}%, finite-sample, valid at any stopping row); grader errors seen "
-                f"{self.errors_seen}; estimated false-positive rate {rate(self.fpr)}, false-negative rate {rate(self.fnr)} "
-                f"(point estimates)")
+        grader = (self.info.get("grader") or {}).get("said")
+        outcomes = (self.info.get("outcomes") or {}).get("said")
+        return (f"{self.n_checked} of {self.m_drawn} drawn answers checked (of {self.N}); "
+                + (f"grader audited: {grader}; " if grader else "")
+                + f"grader's accuracy {self.raw:.4f}; corrected accuracy {est} [{self.ci_low:.4f}, "
+                f"{self.ci_high:.4f}] ({100 * (1 - self.delta):g}%, finite-sample, valid at any stopping row); grader "
+                f"errors seen {self.errors_seen}; estimated false-positive rate {rate(self.fpr)}, false-negative rate "
+                f"{rate(self.fnr)} (point estimates)" + (f"; {outcomes}" if outcomes else ""))
 
 
 def _check_plan(plan: dict) -> None:
@@ -288,21 +403,9 @@ def _check_plan(plan: dict) -> None:
                               "the audit afresh")
 
 
-def evaluate(run: Any, labels: Any, *, plan: Any = None, delta: float = 0.05, grid: int = 1024) -> AuditResult:
-    """Read a person's checks back and correct the grader's accuracy (module docstring).
-
-    ``labels``: the sheet :func:`sample` wrote (a file, or its DataFrame), with ``human`` filled in: 1 (the answer is
-    right), 0 (wrong) or blank. Rows are taken in file order and the sample is the rows before the first blank.
-    ``plan``: the plan :func:`sample` made (default: the ``.plan.json`` beside the sheet file, or the DataFrame's
-    ``attrs["plan"]``).
-    """
-    from .checks import level
-    from .data.audit import read_plan, read_sheet
-
-    delta = level(delta)
-    run = read_run(run)
-    sheet = read_sheet(labels)
-    plan = read_plan(plan, labels)
+def _checked(run: pd.DataFrame, sheet: pd.DataFrame, plan: dict) -> tuple[np.ndarray, np.ndarray]:
+    """The draws' order (m,) and the person's checks (n,): the plan and the sheet checked against the run (the same
+    answers and scores, the rows in the order drawn), the rows read up to the first blank."""
     _check_plan(plan)
     ids = [str(i) for i in run["id"]]
     if plan.get("ids") != ids:
@@ -310,12 +413,10 @@ def evaluate(run: Any, labels: Any, *, plan: Any = None, delta: float = 0.05, gr
     if plan.get("fingerprint") != _fingerprint(run):
         raise AssayInputError("the run's grader scores changed since the audit was drawn; audit it afresh")
     order = np.asarray(plan["order"], np.int64)
-    m = len(order)
-    if len(sheet) != m:
-        raise AssayInputError(f"the audit file has {len(sheet)} rows; {m} answers were drawn")
-    want = [ids[i] for i in order]
+    if len(sheet) != len(order):
+        raise AssayInputError(f"the audit file has {len(sheet)} rows; {len(order)} answers were drawn")
     got = [str(x) for x in sheet["id"]]
-    for k, (a, b) in enumerate(zip(want, got)):
+    for k, (a, b) in enumerate(zip((ids[i] for i in order), got)):
         if a != b:
             raise AssayInputError(f"row {k + 1} of the audit file has id {b!r}, but draw {k + 1} was {a!r}: the rows "
                                   "must stay in the order they were drawn (and no row may be removed)")
@@ -324,39 +425,65 @@ def evaluate(run: Any, labels: Any, *, plan: Any = None, delta: float = 0.05, gr
         s = "" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v).strip()
         if s in ("", "nan", "None"):
             break
-        if s in ("1", "1.0", "0", "0.0"):
-            y.append(float(s))
-        else:
+        if s not in ("1", "1.0", "0", "0.0"):
             raise AssayInputError(f"row {k + 1} of the audit file (id {got[k]!r}): human must be 0, 1 or blank; got "
                                   f"{v!r}")
-    n = len(y)
+        y.append(float(s))
+    return order, np.asarray(y, float)
+
+
+def _grader_errors(y: np.ndarray, f_at: np.ndarray, flagged: np.ndarray, order: np.ndarray) -> dict:
+    """The grader's estimated error counts and rates (module docstring), the flag as the stratum: ``false_positives``,
+    ``false_negatives``, ``fpr``, ``fnr`` (None where there is nothing to estimate on)."""
+    g = flagged[order[:len(y)]].astype(np.int64)[None, :]
+    sizes = np.array([[np.sum(~flagged), np.sum(flagged)]])
+    fp, fn, wrong, right = (float(count_estimate(z[None, :], g, sizes)[0])
+                            for z in (f_at * (1 - y), (1 - f_at) * y, 1 - y, y))
+    ok = lambda x: None if math.isnan(x) else x  # noqa: E731
+    return {"false_positives": ok(fp), "false_negatives": ok(fn), "fpr": fp / wrong if wrong > 0 else None,
+            "fnr": fn / right if right > 0 else None}
+
+
+def evaluate(run: Any, labels: Any, *, plan: Any = None, delta: float = 0.05, grid: int = 1024) -> AuditResult:
+    """Read a person's checks back and correct the grader's accuracy (module docstring).
+
+    ``labels``: the sheet :func:`sample` wrote (a file, or its DataFrame), with ``human`` filled in: 1 (the answer is
+    right), 0 (wrong) or blank. Rows are taken in file order and the sample is the rows before the first blank.
+    ``plan``: the plan :func:`sample` made (default: the ``.plan.json`` beside the sheet file, or the DataFrame's
+    ``attrs["plan"]``). The result names the grader audited and the run's outcomes (:class:`AuditResult`), and warns
+    when more than a fifth of the answers are unparseable or cut off.
+    """
+    from .checks import level
+    from .data.audit import read_plan, read_sheet
+
+    delta = level(delta)
+    run = read_run(run)
+    sheet = read_sheet(labels)
+    plan = read_plan(plan, labels)
+    order, y = _checked(run, sheet, plan)
+    n, m = len(y), len(order)
     f = run["score"].to_numpy(float)
     N = len(f)
-    w = np.where(np.asarray(plan["flagged"], bool), float(plan["weight"]), 1.0)
+    flagged = np.asarray(plan["flagged"], bool)
+    w = np.where(flagged, float(plan["weight"]), 1.0)
     q_at, a_sum, lo_w, hi_w = plan_draws(w[None, :], f[None, :], n, float(plan["floor"]), order=order[None, :n])[1:]
     if not np.allclose(q_at[0], np.asarray(plan["q"][:n], float)):
         raise AssayInputError("the plan's probabilities do not follow from its flags: the plan file was edited")
-    ya = np.asarray(y, float)[None, :]
-    fa = f[order[:n]][None, :]
-    est, lo, hi = audit_interval(ya, fa, q_at, a_sum, lo_w, hi_w, N, delta, grid=grid)
-    fp = _count_estimate(((fa == 1) & (ya == 0)).astype(float), q_at, N)[0]
-    fn = _count_estimate(((fa == 0) & (ya == 1)).astype(float), q_at, N)[0]
-    theta = float(est[0]) if n else None
-    neg, pos = (None, None) if theta is None else (N * (1 - theta), N * theta)
-    fpr = None if not neg or neg <= 0 else float(np.clip(fp / neg, 0, 1))
-    fnr = None if not pos or pos <= 0 else float(np.clip(fn / pos, 0, 1))
-    flagged = np.asarray(plan["flagged"], bool)[order[:n]]
-    err = (ya[0] != fa[0])
-    strata = {"flagged": {"checked": int(flagged.sum()), "errors": int(err[flagged].sum()),
-                          "in_run": int(np.sum(plan["flagged"]))},
-              "not_flagged": {"checked": int((~flagged).sum()), "errors": int(err[~flagged].sum()),
-                              "in_run": int(N - np.sum(plan["flagged"]))}}
-    row = {"estimate": theta, "ci_low": float(lo[0]), "ci_high": float(hi[0]), "raw": float(f.mean()), "fpr": fpr,
-           "fnr": fnr, "n_checked": n, "m_drawn": m, "N": N, "errors_seen": int(err.sum())}
+    f_at = f[order[:n]]
+    est, lo, hi = audit_interval(y[None, :], f_at[None, :], q_at, a_sum, lo_w, hi_w, N, delta, grid=grid)
+    fl, err = flagged[order[:n]], y != f_at
+    strata = {"flagged": {"checked": int(fl.sum()), "errors": int(err[fl].sum()), "in_run": int(flagged.sum())},
+              "not_flagged": {"checked": int((~fl).sum()), "errors": int(err[~fl].sum()),
+                              "in_run": int(N - flagged.sum())}}
+    row = {"estimate": float(est[0]) if n else None, "ci_low": float(lo[0]), "ci_high": float(hi[0]),
+           "raw": float(f.mean()), **_grader_errors(y, f_at, flagged, order), "n_checked": n, "m_drawn": m, "N": N,
+           "errors_seen": int(err.sum())}
+    about = _about(run)
     strata_t = pd.DataFrame([{"stratum": k, **v} for k, v in strata.items()])
     return build(AuditResult, params={"floor": float(plan["floor"]), "weight": float(plan["weight"]), "grid": grid,
                                       "fingerprint": plan["fingerprint"]},
                  n=n, n_meaning="answers checked by a person", delta=float(delta),
                  meaning="the interval holds the run's true accuracy with probability >= 1 - delta, at whichever row "
                          "the person stopped (a finite-sample confidence sequence)",
-                 seed=plan.get("seed"), tables={"estimate": pd.DataFrame([row]), "strata": strata_t})
+                 seed=plan.get("seed"), tables={"estimate": pd.DataFrame([row]), "strata": strata_t},
+                 warnings=about["warnings"], info={"grader": about["grader"], "outcomes": about["outcomes"]})

@@ -30,7 +30,8 @@ def audit(
     as_json: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
 ) -> None:
     """Draw answers of a run for a person to check (--n, -o), then read the checks back (--labels): the run's true
-    accuracy with a finite-sample interval, and the grader's false-positive and false-negative rates."""
+    accuracy with a finite-sample interval, and the grader's false-positive and false-negative rates. Both steps name
+    the grader audited (and where it came from) and how the run's answers ended."""
     from .. import audit as a
     from ..data.audit import plan_path, read_run
 
@@ -41,9 +42,9 @@ def audit(
         if out is None:
             raise AssayInputError("give -o SHEET: where to write the answers to check")
         sheet = a.sample(table, n, seed=seed, floor=floor, weight=weight, out=out)
-        plan = sheet.attrs["plan"]
+        plan, about = sheet.attrs["plan"], sheet.attrs["run"]
         summary = {"sheet": str(out), "plan": str(plan_path(out)), "drawn": int(len(sheet)), "N": plan["N"],
-                   "grader_accuracy": plan["grader_accuracy"], "flagged": plan["signals"]}
+                   "grader_accuracy": plan["grader_accuracy"], "flagged": plan["signals"], **about}
         if as_json:
             sys.stdout.write(json.dumps(summary, indent=2) + "\n")
             return
@@ -52,7 +53,10 @@ def audit(
         sig = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in plan["signals"].items() if k != "flagged")
         _out.print(f"{len(sheet)} of {plan['N']} answers drawn to {out} (plan: {plan_path(out)}); "
                    f"{plan['signals']['flagged']} answers flagged ({sig}) are drawn {weight:g}x as often.\n"
-                   "Fill the 'human' column in order (1 right, 0 wrong); stop at any row; then run "
+                   f"grader audited: {about['grader']['said']}; {about['outcomes']['said']}", highlight=False)
+        for w in about["warnings"]:
+            _out.print(f"note: {w}", highlight=False)
+        _out.print("Fill the 'human' column in order (1 right, 0 wrong); stop at any row; then run "
                    f"assay audit {run}{again} --labels {out}", highlight=False)
         return
     res = a.evaluate(table, labels, delta=delta)
@@ -60,3 +64,5 @@ def audit(
         sys.stdout.write(res.to_json() + "\n")
         return
     _out.print(res.summary(), highlight=False)
+    for w in res.warnings:
+        _out.print(f"note: {w}", highlight=False)

@@ -27,13 +27,28 @@ def read_run(run: Any, *, bank: Any = None, scorer: str | None = None, journal: 
     scorer defaults to the one the run recorded, then the bank's ``scorer`` column, then ``exact``). Answers whose
     request failed (timeout, transport) are not part of the run's accuracy and are left out; every other answer
     needs a score of 0 or 1.
+
+    ``attrs["audit"]`` says which grader the scores are, where it came from and which answers were left out:
+    ``{"grader": {"name", "source", "recorded"}, "left_out": {outcome: count}}``. ``source`` is ``recorded`` (the
+    scorer the run was scored with), ``asked`` (``scorer=``), ``bank`` (the bank's ``scorer`` column), ``column``
+    (the table's ``scorer`` column), ``table`` (the table's own ``score`` column) or ``default`` (``exact``);
+    ``recorded`` is the scorer the run recorded (a journal run) or ``"score column"`` (a table's own scores),
+    whatever was used. A table read before keeps what it said.
     """
+    prior = run.attrs.get("audit") if isinstance(run, pd.DataFrame) else None
     if isinstance(run, pd.DataFrame) or (isinstance(run, (str, Path)) and Path(run).exists()):
         t = _table_run(run, bank)
+        grader = _table_grader(t, scorer, bank)
     else:
-        from .sources import read_journal_answers
+        from .sources import _recorded, read_journal_answers  # the same room: the one rule for a recorded setting
 
         t = read_journal_answers(str(run), bank=bank, journal=journal, scorer=scorer)
+        recorded = _recorded(t.attrs.get("meta") or {}, "scorer")
+        if recorded is not None and (scorer is None or scorer == recorded):
+            source = "recorded"
+        else:
+            source = "asked" if scorer is not None else "bank" if _bank_scorers(bank) else "default"
+        grader = {"name": _names(t["scorer"]), "source": source, "recorded": recorded}
         scorer = t["scorer"].tolist()
     for col in ("prompt", "finish_reason", "status"):
         if col not in t.columns:
@@ -47,7 +62,44 @@ def read_run(run: Any, *, bank: Any = None, scorer: str | None = None, journal: 
             "scorer" in t.columns and scorer is None) else [scorer or "exact"] * len(t))
         got = score_table(t, names, policy)
         t = t.assign(score=got["score"].to_numpy(), status=got["status"].to_numpy(), scorer=names)
-    return _scored(t)
+    out = _scored(t)
+    gone = t.loc[t["score"].isna(), "status"]
+    left_out = {str(k): int(v) for k, v in gone.fillna("no score").astype(str).value_counts(sort=False).items()}
+    if prior and grader["source"] == "table" and bank is None:  # a run read before, passed again
+        grader, left_out = prior["grader"], prior.get("left_out") or left_out
+    out.attrs = {"audit": {"grader": grader, "left_out": left_out}}
+    return out
+
+
+def _names(scorers: pd.Series) -> str | None:
+    """The scorers of a run's answers in one name (``math``; ``math, numeric`` when its questions differ)."""
+    named = [str(x) for x in scorers.dropna().unique()]
+    return ", ".join(sorted(named)) if named else None
+
+
+def _bank_scorers(bank: Any) -> bool:
+    """Whether the bank given has a ``scorer`` column (the bank a run recorded has none)."""
+    if bank is None:
+        return False
+    if isinstance(bank, pd.DataFrame):
+        return "scorer" in bank.columns
+    from . import read_table
+
+    return "scorer" in read_table(bank, text_columns=("id", "prompt", "reference")).columns
+
+
+def _table_grader(t: pd.DataFrame, scorer: str | None, bank: Any) -> dict:
+    """Which grader a table's scores will be and where it comes from (:func:`read_run`)."""
+    own = "score" in t.columns
+    if scorer is not None:
+        return {"name": str(scorer), "source": "asked", "recorded": "score column" if own else None}
+    if own:
+        return {"name": _names(t["scorer"]) if "scorer" in t.columns else None, "source": "table",
+                "recorded": "score column"}
+    if "scorer" in t.columns:
+        return {"name": _names(t["scorer"]), "source": "bank" if t.attrs.get("scorer_from_bank") else "column",
+                "recorded": None}
+    return {"name": "exact", "source": "default", "recorded": None}
 
 
 def _table_run(run: Any, bank: Any) -> pd.DataFrame:
@@ -78,6 +130,7 @@ def _table_run(run: Any, bank: Any) -> pd.DataFrame:
             t["prompt"] = b.loc[t["id"], "prompt"].to_numpy()
         if "scorer" in b.columns and "scorer" not in t.columns:
             t["scorer"] = b.loc[t["id"], "scorer"].to_numpy()
+            t.attrs["scorer_from_bank"] = True
     return t
 
 
