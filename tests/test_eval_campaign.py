@@ -250,7 +250,9 @@ def test_a_compare_section_asks_until_resolved_and_reports_it(tmp_path):
     assert paid == 2 * asked and cmp.info["live"]["stopped"] == "every pair resolved"
     assert again.sections["compare"].results["all"].pairs.equals(cmp.pairs)
     s = res.summary[res.summary["section"] == "compare"]
-    assert len(s) == 4 and s["statement"].str.contains("equivalent").any()
+    assert len(s) == 5 and s["statement"].str.contains("equivalent").any()
+    # models that left early: no claim about questions like these, and the reason why
+    assert s[s["subject"] == "population"]["statement"].str.contains("no claim about questions like these").all()
     assert s[s["subject"] == "goal"]["statement"].str.startswith("goal met").all()
     assert (res.costs[(res.costs["section"] == "compare")]["requests"] == asked).all()
     html_page = camp.write_report(res, tmp_path / "rep")

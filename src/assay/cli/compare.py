@@ -36,6 +36,9 @@ def _print_compare(res, requires: list[tuple[bool, str]]) -> None:
     if epochs:
         _out.print(epochs, highlight=False)
     _out.print(f"estimand: {res.info['estimand']}", highlight=False)
+    if res.info.get("history"):
+        _out.print(f"history: {res.info['history']} (FAQ's factor model weights the draws towards the questions it "
+                   "predicts the open pairs disagree on)", highlight=False)
     adaptive = "goal" in res.info
     t = Table()
     outcomes = res.info.get("outcomes") or {}
@@ -73,8 +76,7 @@ def _print_compare(res, requires: list[tuple[bool, str]]) -> None:
             _out.print(s, highlight=False)
     rp = res.info.get("replay")
     if rp:
-        _out.print(f"replay: {rp['asked']:,} questions asked in all; a uniform run of the same engine on the same seed "
-                   f"asks {rp['asked_uniform']:,}", highlight=False)
+        _out.print(claims.replay_words(rp), highlight=False)
     for w in res.warnings:
         _out.print(f"note: {w}", highlight=False)
     for ok, line in requires:
@@ -141,6 +143,7 @@ def compare(
     history: Optional[str] = typer.Option(None, "--history", help="Live or --replay: a past 0/1 score table on the bank's question ids (CSV/Parquet, wide or model,item,score) or a shipped FAQ pack: questions are drawn where it predicts the open pairs disagree."),
     replay_table: Optional[Path] = typer.Option(None, "--replay", help="Replay a complete score table (models x question ids, CSV/Parquet, wide or model,item,score) as live models: what asking would cost, against uniform draws, before paying."),
     max_tokens: int = typer.Option(64, "--max-tokens", help="Live: completion tokens per answer."),
+    replays: int = typer.Option(5, "--replays", help="--replay: how many seeds to replay (seed, seed + 1, ...): the questions asked vary with the draws; the mean, spread and the history's effect are reported."),
     max_memory: float = typer.Option(4.0, "--max-memory", help="Live or --replay: refuse up front a run whose estimated peak memory is above this many GB (the finite guarantee keeps a grid of bets per pair)."),
     api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="Live: the NAME of the environment variable holding the key."),
     run_id: str = typer.Option("compare", "--run-id", help="Live: the journal run (rerun to resume; answers already paid for are read)."),
@@ -166,7 +169,7 @@ def compare(
         rp = replay(replay_table, goal=goal, k=k, guarantee=guarantee or "finite", history=history, margin=margin,
                     delta=delta, batch=batch, budget=budget, seed=0 if seed is None else seed,
                     low=bounds[0] if bounds else None, high=bounds[1] if bounds else None,
-                    max_memory=_gb(max_memory), progress=_progress)
+                    max_memory=_gb(max_memory), progress=_progress, replays=replays)
         res = rp.result
         res.info["replay"]["asked_per_model"] = rp.asked.to_dict()
         res.info["replay"]["asked_uniform_per_model"] = rp.asked_uniform.to_dict()

@@ -357,7 +357,7 @@ def evaluate(
     elif log_scorer:
         raise AssayInputError("log_scorer= picks a scorer of a log: give the sources (paths, or {name: path}), not a "
                               "table")
-    table, outcomes = _scored_only(table)
+    table, outcomes = _scored_only(table, (columns or {}).get("model", "model"))
     design = prepare_compare(table, columns=columns, bounds=bounds, require_complete=require_complete)
     rng = seed.rng()
     T = design.n_tasks
@@ -381,7 +381,7 @@ def evaluate(
 def _say_outcomes(res: CompareResult, outcomes: dict, design: CompareDesign) -> None:
     """Each model's outcomes beside its claims (a column of the models table, ``info["outcomes"]``), the warnings
     they call for, and the pairs that scored the same on every question."""
-    res.info["outcomes"] = {m: outcomes.get(m) for m in design.models}
+    res.info["outcomes"] = {m: outcomes.get(str(m)) for m in design.models}
     res.tables["models"]["outcomes"] = [claims.outcome_words(outcomes.get(m)) for m in design.models]
     a, b = core.pair_index(len(design.models))
     same = claims.identical_pairs(design.S, a, b)
@@ -391,11 +391,11 @@ def _say_outcomes(res: CompareResult, outcomes: dict, design: CompareDesign) -> 
     res.info["warnings"] = list(dict.fromkeys([*res.warnings, *notes]))
 
 
-def _scored_only(table: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
+def _scored_only(table: pd.DataFrame, model: str = "model") -> tuple[pd.DataFrame, dict]:
     """Each model's outcome counts (:func:`assay.compare.claims.tally`: None where its source records none), and
     the table without the rows that have no score (a timeout, a failure under policy ``missing``), counted."""
-    counts = claims.tally(table)
-    if "status" not in table.columns:
+    counts = claims.tally(table, model)
+    if "status" not in table.columns or "score" not in table.columns:
         return table, counts
     return table[table["score"].notna()], counts
 

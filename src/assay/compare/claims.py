@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["SHAKY_SHARE", "scope_words", "tally", "outcome_words", "shaky", "outcome_notes", "identical_pairs",
-           "equal_notes"]
+           "equal_notes", "replay_words"]
 
 #: a claim resting on a model with more than this share of its answers unparseable (or refused, or too long) or cut
 #: off carries a warning
@@ -40,15 +40,17 @@ def scope_words(info: Mapping[str, Any]) -> str:
     return "on questions like these"
 
 
-def tally(table: pd.DataFrame) -> dict[str, dict[str, int] | None]:
+def tally(table: pd.DataFrame, model: str = "model") -> dict[str, dict[str, int] | None]:
     """Each model's outcome counts from a long table's ``status`` (and ``finish_reason``: ``cut_off``), None for a
-    model whose rows do not record them."""
+    model whose rows do not record them; ``model`` names the table's model column (none: no counts)."""
     from ..models.outcomes import OUTCOMES
 
     out: dict[str, dict[str, int] | None] = {}
+    if model not in table.columns:
+        return out
     has_status = "status" in table.columns
     has_finish = "finish_reason" in table.columns
-    for m, g in table.groupby("model", sort=False):
+    for m, g in table.groupby(model, sort=False):
         status = g["status"] if has_status else pd.Series(dtype=object)
         if not has_status or status.isna().all():
             out[str(m)] = None
@@ -74,7 +76,7 @@ def outcome_words(c: Mapping[str, int] | None, policy: str | None = None, compac
     from ..models.outcomes import LABELS, OUTCOMES
 
     total = sum(int(c.get(o, 0)) for o in OUTCOMES)
-    parts = [f"{int(c[o])} {LABELS[o]}" for o in OUTCOMES if int(c.get(o, 0)) or o == "answered"]
+    parts = [f"{int(c.get(o, 0))} {LABELS[o]}" for o in OUTCOMES if int(c.get(o, 0)) or o == "answered"]
     if compact:  # a table cell: 30: 14 answered, 16 unparseable; 15 cut off
         cut = f"; {int(c.get('cut_off', 0))} cut off" if c.get("cut_off_recorded", True) else ""
         return f"{total}: " + ", ".join(parts) + cut
@@ -150,3 +152,25 @@ def equal_notes(pairs: pd.DataFrame, identical: np.ndarray, n_items: np.ndarray,
                 "no difference seen, so nothing tells them apart on questions like these (unresolved is not a tie)")
         notes.append(f"{r.model_a} / {r.model_b}: identical on all {int(n):,} questions, {tail}")
     return notes
+
+
+def replay_words(rp: dict) -> str:
+    """What a replay found over its seeds: questions asked (mean, spread), the uniform run's, the history's effect."""
+    a, u = rp.get("asked_spread"), rp.get("asked_uniform_spread")
+    if not a:  # a result saved before replays ran several seeds
+        return (f"replay: {rp['asked']:,} questions asked in all; a uniform run of the same engine on the same seed "
+                f"asks {rp['asked_uniform']:,}")
+    seeds = rp.get("seeds") or []
+    which = (f"{rp['replays']} seeds ({seeds[0]}-{seeds[-1]})" if seeds and all(isinstance(x, int) for x in seeds)
+             else f"{rp['replays']} seeds")
+    line = (f"replay over {which}: {a['mean']:,.0f} questions asked in all on average (sd {a['sd']:,.0f}, "
+            f"{a['min']:,}-{a['max']:,}; the tables show the first seed's run, {rp['asked']:,}); goal met in "
+            f"{rp['goal_met_share']:.0%} of them")
+    h = rp.get("history_effect")
+    if h:
+        line += (f"; uniform draws without the history ask {u['mean']:,.0f} (sd {u['sd']:,.0f}); with the history "
+                 f"{rp.get('history')}: {h['ratio_mean']:.2f}x the uniform run's questions (Monte Carlo s.e. "
+                 f"{h['ratio_se']:.2f}; {h['ratio_min']:.2f}-{h['ratio_max']:.2f} over the seeds)")
+    else:
+        line += "; no history: the draws are uniform"
+    return line

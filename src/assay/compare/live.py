@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import numpy as np
@@ -440,14 +441,20 @@ def _stopped_phrase(ar: adaptive.AdaptiveRun, goal: str, k: int | None) -> str:
     return ar.reason
 
 
+#: seeds a replay runs by default
+REPLAYS = 5
+
+
 @dataclass
 class Replay:
     """A replay: the adaptive run's result, and the questions asked per model by it (``asked``) and by a uniform run
-    of the same engine on the same seed (``asked_uniform``: no history, draws uniform)."""
+    of the same engine on the same seed (``asked_uniform``: no history, draws uniform), both on the first seed; and
+    ``runs``, each seed's totals (seed, asked, asked_uniform, goal_met)."""
 
     result: CompareResult
     asked: pd.Series
     asked_uniform: pd.Series
+    runs: pd.DataFrame | None = None  # per seed: seed, asked, asked_uniform, goal_met
 
     @property
     def saving(self) -> float:
@@ -488,15 +495,20 @@ def replay(table: Any, *, goal: str = "all", k: int | None = None, guarantee: st
            margin: float | None = None, delta: float = 0.05, batch: int = 10, budget: int | None = None,
            seed: Any = 0, floor: float = adaptive.FLOOR, low: float | None = None,
            high: float | None = None, max_memory: float | None = adaptive.MAX_MEMORY,
-           progress: Callable[[int, int, int], None] | None = None) -> Replay:
-    """Replay a complete score table (models x questions) as live models through the adaptive engine.
+           progress: Callable[[int, int, int], None] | None = None, replays: int = REPLAYS) -> Replay:
+    """Replay a complete score table (models x questions) as live models through the adaptive engine, on
+    ``replays`` seeds.
 
     Plans a live comparison before paying for it: the result is what :func:`query_until_resolved` would return had
-    the models answered as in the table, and ``asked_uniform`` what the same engine asks with uniform draws and no
-    history. ``budget`` (questions per model) defaults to the whole bank; scores are in [low, high] (default: the
-    table's own range, at least [0, 1]). A run whose estimated peak memory is above ``max_memory`` bytes is refused
-    before it starts (:func:`assay.compare.adaptive.check_memory`: the finite guarantee keeps a grid of bets per pair,
-    the asymptotic one a few numbers); ``progress`` as for :func:`query_until_resolved`, for the adaptive run.
+    the models answered as in the table (on the first seed), and ``asked_uniform`` what the same engine asks with
+    uniform draws and no history. How many questions a run asks depends on its draws, so the replay is repeated on
+    ``replays`` seeds (``seed``, ``seed + 1``, ...): ``Replay.runs`` holds each seed's questions asked, adaptive and
+    uniform, and ``info["replay"]`` their mean and spread and the history's effect (the ratio of the two, with its
+    Monte Carlo standard error over the seeds). ``budget`` (questions per model) defaults to the whole bank; scores
+    are in [low, high] (default: the table's own range, at least [0, 1]). A run whose estimated peak memory is above
+    ``max_memory`` bytes is refused before it starts (:func:`assay.compare.adaptive.check_memory`: the finite
+    guarantee keeps a grid of bets per pair, the asymptotic one a few numbers); ``progress`` as for
+    :func:`query_until_resolved`, for the first adaptive run.
     """
     M, names, item_ids = _replay_matrix(table)
     K, N = M.shape
@@ -509,25 +521,58 @@ def replay(table: Any, *, goal: str = "all", k: int | None = None, guarantee: st
     hi = max(1.0, float(M.max())) if high is None else float(high)
     if M.min() < lo or M.max() > hi:
         raise AssayInputError(f"replay table: scores outside [{lo}, {hi}]")
+    replays = _positive("replays", replays)
     fm = None if history is None else read_history(history, item_ids)
     seed = resolve_seed(seed)
+    seeds = ([seed] + [resolve_seed(seed.recorded + i) for i in range(1, replays)] if seed.recorded is not None
+             else [seed] + [resolve_seed(s) for s in seed.spawn(replays - 1)])
 
     def ask(play, items):
         return M[np.ix_(play, items)]
 
-    def engine(fm_, report=None):
+    def engine(fm_, sd, report=None):
         pred = _posterior(fm_, item_ids, K)
         return adaptive.run(ask, K, N, goal=goal, k=k, guarantee=guarantee, margin=margin, delta=float(delta),
-                            budget=budget, batch=batch, rng=seed.rng(), predictor=pred, floor=floor, low=lo, high=hi,
+                            budget=budget, batch=batch, rng=sd.rng(), predictor=pred, floor=floor, low=lo, high=hi,
                             max_memory=max_memory, progress=report)
 
-    ar = engine(fm, progress)
-    uni = ar if fm is None else engine(None)
+    rows, first = [], None
+    for i, sd in enumerate(seeds):
+        ar = engine(fm, sd, progress if i == 0 else None)
+        uni = ar if fm is None else engine(None, sd)
+        rows.append({"seed": sd.recorded, "asked": int(ar.n_asked.sum()), "asked_uniform": int(uni.n_asked.sum()),
+                     "goal_met": bool(ar.met)})
+        first = first or (ar, uni)
+    ar, uni = first
+    used = None if fm is None else (getattr(fm, "pack_", None) or (str(history) if isinstance(history, (str, Path))
+                                                                   else "a score table"))
     res = _package(ar, names, item_ids, goal=goal, k=k, guarantee=guarantee, delta=float(delta), margin=margin,
-                   seed=seed, budget=budget, batch=batch, N=N,
-                   history=None if fm is None else getattr(fm, "pack_", None) or "a score table", replay=True)
+                   seed=seed, budget=budget, batch=batch, N=N, history=used, replay=True)
     res.info["live"] = {"questions": int(len(ar.order)), "stopped": _stopped_phrase(ar, goal, k)}
+    runs = pd.DataFrame(rows)
     res.info["replay"] = {"asked": int(ar.n_asked.sum()), "asked_uniform": int(uni.n_asked.sum()),
-                          "true_means": dict(zip(names, M.mean(axis=1).tolist()))}
+                          "true_means": dict(zip(names, M.mean(axis=1).tolist())), "history": used,
+                          **replay_spread(runs, fm is not None)}
     return Replay(res, pd.Series(ar.n_asked, index=names, name="asked"),
-                  pd.Series(uni.n_asked, index=names, name="asked_uniform"))
+                  pd.Series(uni.n_asked, index=names, name="asked_uniform"), runs)
+
+
+def replay_spread(runs: pd.DataFrame, history: bool) -> dict:
+    """The questions asked over the seeds (mean, standard deviation, range), adaptive and uniform, and with a
+    history its effect: the mean over seeds of adaptive / uniform, with its Monte Carlo standard error."""
+    R = len(runs)
+
+    def spread(col):
+        x = runs[col].to_numpy(float)
+        return {"mean": float(x.mean()), "sd": float(x.std(ddof=1)) if R > 1 else 0.0, "min": int(x.min()),
+                "max": int(x.max())}
+
+    out = {"replays": R, "seeds": [s for s in runs["seed"]], "runs": runs.to_dict("records"),
+           "asked_spread": spread("asked"), "asked_uniform_spread": spread("asked_uniform"),
+           "goal_met_share": float(runs["goal_met"].mean())}
+    if history:
+        ratio = runs["asked"].to_numpy(float) / np.maximum(runs["asked_uniform"].to_numpy(float), 1.0)
+        out["history_effect"] = {"ratio_mean": float(ratio.mean()),
+                                 "ratio_se": float(ratio.std(ddof=1) / np.sqrt(R)) if R > 1 else float("nan"),
+                                 "ratio_min": float(ratio.min()), "ratio_max": float(ratio.max())}
+    return out

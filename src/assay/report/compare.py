@@ -8,6 +8,7 @@ import html
 import numpy as np
 
 from ..compare.api import epochs_line
+from ..compare import claims
 from ..compare.claims import scope_words
 from ..results import Result
 from ._common import _open, _svg, _table_html
@@ -156,8 +157,8 @@ def _compare_section(result: Result, heading: bool = True) -> str:
         rp = i.get("replay")
         parts.insert(3, f"<p class='meta'><b>{html.escape(str(goal))}</b>; {i.get('questions')} questions drawn of "
                         f"the bank's {i.get('bank_size')}"
-                        + (f"; replayed: {rp['asked']} questions asked in all, {rp['asked_uniform']} by uniform draws"
-                           if rp else "") + ".</p>")
+                        + (f"; history: {html.escape(str(i['history']))}" if i.get("history") else "; no history")
+                        + (f"; {html.escape(claims.replay_words(rp))}" if rp else "") + ".</p>")
         parts.append(f"<figure>{rounds_figure(result)}<figcaption>The models still in play are asked the same "
                      "questions each round; a model whose claims the goal needs are settled leaves (left_round, "
                      "left_reason in the models table). Every draw and its probability: the draws table."
