@@ -122,6 +122,11 @@ def test_a_parent_run_names_the_runs_inside_it_and_each_is_read_with_its_own_sco
     out = json.loads(r.stdout)
     assert {m["model"] for m in out["models"]} == {"live1/plain", "live1/boxed"}
     assert out["outcomes"]["live1/plain"]["answered"] == 20
+    # the grader each run was read with, and where it came from, is named (the JSON and the terminal)
+    assert out["graders"]["live1/plain"] == "numeric (the scorer the run was scored with)"
+    r = runner.invoke(app, ["compare", "--run", "live1", "--journal", str(j), "--bank", str(tmp_path / "b.csv"),
+                            "--scorer", "exact", "--seed", "0"])
+    assert "graded: live1/plain with exact (asked for; the run was scored with numeric)" in r.stdout
 
 
 def test_a_scorer_column_of_the_bank_is_read_by_name(tmp_path):

@@ -30,6 +30,8 @@ def _print_compare(res, requires: list[tuple[bool, str]]) -> None:
                + (f", margin {p['margin']:g}" if p.get("margin") else "") + f", seed = {res.seed}", highlight=False)
     for line in res.info.get("sources", []):
         _out.print(f"source: {line}", highlight=False)
+    for run, how in (res.info.get("graders") or {}).items():
+        _out.print(f"graded: {run} with {how}", highlight=False)
     if res.info.get("scorers"):
         _out.print("scorers: " + "; ".join(f"{k}: {v}" for k, v in res.info["scorers"].items()), highlight=False)
     epochs = epochs_line(res.info.get("epochs") or {})

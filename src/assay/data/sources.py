@@ -307,6 +307,10 @@ def describe_sources(table: pd.DataFrame) -> dict:
             models = list(dict.fromkeys(str(m) for m in g["model"]))
             lines.append(f"{src}: {', '.join(models[:6])}" + (" ..." if len(models) > 6 else ""))
     out: dict = {"sources": lines}
+    if "scored_by" in table.columns:  # journal runs: each run's grader and where it came from
+        runs = table.dropna(subset=["scored_by"]).drop_duplicates(["model", "scorer"])
+        out["graders"] = {str(m): ", ".join(sorted({str(x) for x in g["scorer"]})) + f" ({g['scored_by'].iloc[0]})"
+                          for m, g in runs.groupby("model", sort=False)}
     if "scorer" in table.columns and "task" in table.columns:
         sc = table.dropna(subset=["scorer"]).drop_duplicates(["task", "scorer"])
         if len(sc):
@@ -402,6 +406,18 @@ def _bank_of(bank: Any) -> pd.DataFrame:
     check_bank(b, bank if not isinstance(bank, pd.DataFrame) else "the bank")
     extra = [c for c in raw.columns if c not in ("id", "prompt", "reference")]
     return b.join(pd.DataFrame({c: raw[c].to_numpy() for c in extra}, index=b.index))
+
+
+def grader_words(scorer: Any, meta: dict, b: pd.DataFrame) -> str:
+    """Where a journal run's scorer came from, in words: ``the scorer the run was scored with``, ``asked for; the
+    run was scored with math``, ``the bank's scorer column`` or ``the default (the run recorded none)``."""
+    recorded = _recorded(meta, "scorer")
+    if scorer is None:
+        return ("the scorer the run was scored with" if recorded else
+                "the bank's scorer column (the run recorded none)" if "scorer" in b.columns else
+                "the default (the run recorded none)")
+    return ("the scorer the run was scored with" if recorded == scorer else
+            f"asked for; the run was scored with {recorded}" if recorded else "asked for")
 
 
 def _scorer_of(scorer: Any, meta: dict, b: pd.DataFrame) -> tuple[Any, list | None]:
@@ -503,7 +519,8 @@ def read_journal_scores(runs: Sequence[str], *, bank: Any = None, journal: Any =
             frames.append(pd.DataFrame({"model": r, "item": ans["id"].to_numpy(), "score": outs["score"].to_numpy(),
                                         "status": outs["status"].to_numpy(),
                                         "finish_reason": ans["finish_reason"].to_numpy(),
-                                        "scorer": [str(x) for x in scorers]}))
+                                        "scorer": [str(x) for x in scorers],
+                                        "scored_by": grader_words(scorer, meta, b)}))
     finally:
         if own:
             j.close()

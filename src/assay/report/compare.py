@@ -140,6 +140,8 @@ def _compare_section(result: Result, heading: bool = True) -> str:
           if epochs_line(i.get("epochs") or {}) else []),
         *([f"<p class='meta'>Scorers: {html.escape('; '.join(f'{k}: {v}' for k, v in i['scorers'].items()))}.</p>"]
           if i.get("scorers") else []),
+        *([f"<p class='meta'>Graded: {html.escape('; '.join(f'{k} with {v}' for k, v in i['graders'].items()))}.</p>"]
+          if i.get("graders") else []),
         f"<figure>{compare_figure(result)}<figcaption>Left: each model's mean score with its interval; the guarantee: "
         f"{html.escape(str(lv.get('meaning')))}. A rank interval runs from 1 + the number of models certified better "
         "to the number of models less those certified worse; a tier is 1 + the longest chain of certified "
