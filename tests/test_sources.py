@@ -208,3 +208,25 @@ def test_a_journal_written_by_main_before_the_notes_table_still_opens_and_resume
     table = sources.read_sources(runs=["live1"], journal=path, bank=bank(60), scorer="numeric")
     assert set(table["model"]) == {"live1/strong", "live1/weak", "live1/mid"}
     assert table.groupby("model").size().eq(30).all()
+
+
+def test_runs_show_and_export_give_each_answer_its_id_score_extracted_answer_and_outcome(tmp_path):
+    """`assay runs export/show` had no item id, score or extracted answer, and an empty outcome column: with the
+    bank (given, or the file the run recorded) every record is scored as the run was; without one, said so."""
+    j = _live_run(tmp_path)
+    _bank().to_csv(tmp_path / "b.csv", index=False)
+    r = runner.invoke(app, ["runs", "export", "live1/plain", "--journal", str(j), "--bank", str(tmp_path / "b.csv"),
+                            "-o", str(tmp_path / "x.csv")])
+    assert r.exit_code == 0, r.output
+    x = pd.read_csv(tmp_path / "x.csv", dtype={"id": str})
+    assert x["id"].notna().all() and set(x["outcome"]) == {"answered"} and x["scorer"].eq("numeric").all()
+    assert x["score"].mean() == 0.5 and x["extracted"].notna().all()
+    r = runner.invoke(app, ["runs", "show", "live1/plain", "--journal", str(j), "--bank", str(tmp_path / "b.csv"),
+                            "--json", "--rows", "0"])
+    out = json.loads(r.stdout)
+    assert "scored with numeric (the scorer the run was scored with)" in out["run"]["scoring"]
+    assert {"id", "score", "extracted", "outcome"} <= set(out["records"][0])
+    # no bank recorded or given: the records keep their own outcomes, text ones 'unscored', and the run says why
+    r = runner.invoke(app, ["runs", "show", "live1/plain", "--journal", str(j), "--json"])
+    out = json.loads(r.stdout)
+    assert out["run"]["scoring"].startswith("not scored") and {x["outcome"] for x in out["records"]} == {"unscored"}

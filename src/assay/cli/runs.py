@@ -38,6 +38,18 @@ _SUFFIX_FORMAT = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".json
 
 
 
+_BANK_HELP = ("The questions the run asked (id, prompt, reference): each answer gets its id, score and extracted "
+              "answer (default: the bank file the run recorded, when it still exists).")
+_SCORER_HELP = "Score with this scorer (default: the one the run was scored with, else the bank's scorer column, else exact)."
+
+
+def _scored(j, run: str, bank: Optional[Path], scorer: Optional[str]):
+    """The run's records with each answer's id, score, extracted answer and outcome, and how they were scored."""
+    from ..data.sources import score_records
+
+    return score_records(j, run, j.records(run), bank=bank, scorer=scorer)
+
+
 def _open(journal: Optional[Path], must_exist: bool = True) -> Journal | None:
     path = Path(journal).expanduser() if journal is not None else default_path()
     if not path.exists():
@@ -102,14 +114,16 @@ def show(
     rows: int = typer.Option(10, "--rows", help="How many records to show (0: all)."),
     journal: Optional[Path] = typer.Option(None, "--journal", help=_JOURNAL_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print {\"run\": {...}, \"records\": [...]} as JSON on stdout."),
+    bank: Optional[Path] = typer.Option(None, "--bank", help=_BANK_HELP),
+    scorer: Optional[str] = typer.Option(None, "--scorer", help=_SCORER_HELP),
 ) -> None:
-    """Summary of one run and its first records."""
+    """Summary of one run and its first records, each with its question id, score, extracted answer and outcome."""
     if rows < 0:
         raise AssayInputError(f"--rows must be >= 0 (0: all), got {rows}")
     j = _open(journal)
     try:
         summary = j.run(run)
-        df = j.records(run)
+        df, scored = _scored(j, run, bank, scorer)
     finally:
         j.close()
     head = df if rows == 0 else df.head(rows)
@@ -117,6 +131,7 @@ def show(
     summary = dict(summary)
     summary["models"] = sorted({str(m) for m in df["model"].dropna()})
     summary["latency_s_median"] = float(lat.median()) if len(lat) else None
+    summary["scoring"] = scored
     if as_json:
         recs = json.loads(head.drop(columns=["request", "response"]).to_json(orient="records", force_ascii=False))
         sys.stdout.write(mask_secrets(json.dumps({"run": summary, "records": recs}, indent=2, ensure_ascii=False)) + "\n")
@@ -136,6 +151,7 @@ def show(
                                               "duplicate answers"),
                         ("median latency", "-" if summary["latency_s_median"] is None
                          else f"{summary['latency_s_median']:.3f} s"),
+                        ("scoring", scored),
                         ("meta", json.dumps(summary["meta"], ensure_ascii=False, sort_keys=True))):
         s.add_row(_cell(name), _cell(value, 150))
     _out.print(s)
@@ -144,11 +160,13 @@ def show(
         return
     t = Table(title=f"First {len(head)} of {len(df)} records" if len(head) < len(df) else f"All {len(df)} records",
               title_justify="left")
-    for col, just in (("key", "left"), ("model", "left"), ("prompt", "left"), ("text", "left"),
-                      ("finish", "left"), ("latency s", "right"), ("tokens", "right"), ("error", "left")):
+    for col, just in (("id", "left"), ("prompt", "left"), ("text", "left"), ("extracted", "left"), ("score", "right"),
+                      ("outcome", "left"), ("finish", "left"), ("latency s", "right"), ("tokens", "right"),
+                      ("error", "left")):
         t.add_column(col, justify=just)
     for r in head.itertuples(index=False):
-        t.add_row(_cell(r.key, 12), _cell(r.model, 24), _cell(r.prompt, 50), _cell(r.text, 50),
+        t.add_row(_cell(r.id, 12), _cell(r.prompt, 40), _cell(r.text, 40), _cell(r.extracted, 16),
+                  _cell("" if r.score is None or r.score != r.score else f"{float(r.score):g}"), _cell(r.outcome, 12),
                   _cell(r.finish_reason, 10), _cell("" if r.latency_s != r.latency_s else f"{r.latency_s:.3f}"),
                   _cell(r.total_tokens), _cell(r.error, 40))
     _out.print(t)
@@ -161,8 +179,11 @@ def export(
     out: Path = typer.Option(..., "-o", "--out", help="Output file."),
     format: Optional[str] = typer.Option(None, "--format", help="parquet, csv or jsonl (default: from the file name, else parquet)."),
     journal: Optional[Path] = typer.Option(None, "--journal", help=_JOURNAL_HELP),
+    bank: Optional[Path] = typer.Option(None, "--bank", help=_BANK_HELP),
+    scorer: Optional[str] = typer.Option(None, "--scorer", help=_SCORER_HELP),
 ) -> None:
-    """Export runs' records (one row per request: text, outcome, latency_s, ttft_s, tokens) to Parquet, CSV or JSONL."""
+    """Export runs' records (one row per request: its question id, text, extracted answer, score, outcome,
+    latency_s, ttft_s, tokens) to Parquet, CSV or JSONL."""
     fmt = (format or _SUFFIX_FORMAT.get(out.suffix.lower(), "parquet")).lower()
     if fmt not in _FORMATS:
         raise AssayInputError(f"unknown --format {format!r}; use one of {', '.join(_FORMATS)}")
@@ -170,7 +191,7 @@ def export(
 
     j = _open(journal)
     try:
-        frames = [j.records(r) for r in run]
+        frames = [_scored(j, r, bank, scorer)[0] for r in run]
     finally:
         j.close()
     df = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]

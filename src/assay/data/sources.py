@@ -37,7 +37,7 @@ import pandas as pd
 from ..errors import AssayInputError
 from .tables import read_plain
 
-__all__ = ["split_source", "read_sources", "read_log", "read_scores_file", "choose_scorers", "describe_sources",
+__all__ = ["score_records", "grader_words", "split_source", "read_sources", "read_log", "read_scores_file", "choose_scorers", "describe_sources",
            "question_text", "journal_runs", "read_journal_answers", "read_journal_scores", "bank_fingerprint",
            "LOG_FORMATS"]
 
@@ -486,6 +486,48 @@ def _answers(j: Any, run: str, b: pd.DataFrame) -> pd.DataFrame:
                         "outcome": rec.loc[ids, "outcome"].to_numpy(), "error": rec.loc[ids, "error"].to_numpy()})
     out.attrs["meta"] = meta
     return out
+
+
+def score_records(j: Any, run: str, records: pd.DataFrame, *, bank: Any = None, scorer: Any = None,
+                  policy: str | None = None) -> tuple[pd.DataFrame, str]:
+    """A run's records (:meth:`assay.models.journal.Journal.records`) with each answer's bank question and score:
+    ``id``, ``score`` (after the policy), ``extracted`` (the answer the scorer read), ``outcome`` (how it ended:
+    answered, unparseable, ... for every record) and ``scorer``; scored against ``bank`` (default: the bank file the
+    run recorded) with ``scorer`` and ``policy`` (default: what the run recorded, else ``exact`` and ``wrong``).
+    Without a bank to read, the records keep their own outcome and text records say ``unscored``. Returns the table
+    and a sentence saying how it was scored."""
+    from ..models.outcomes import of_response
+    from ..models.scoring import score_table
+
+    out = records.copy()
+    for col in ("id", "score", "extracted", "scorer"):
+        out[col] = None
+    out["outcome"] = [o if o is not None else of_response({"text": t, "error": e})
+                      for o, t, e in zip(out["outcome"], out["text"], out["error"])]
+    try:
+        b = _bank_of(bank if bank is not None else _recorded_bank(j, [run]))
+    except AssayInputError:
+        if bank is not None:
+            raise
+        out["outcome"] = out["outcome"].where(out["outcome"].notna(), "unscored")
+        return out, "not scored: the run recorded no bank file that still exists (give its bank)"
+    by_prompt = {str(p): i for i, p in zip(b.index, b["prompt"])}
+    ids = [by_prompt.get(question_text(p)) for p in out["prompt"]]
+    known = [i is not None for i in ids]
+    meta = j.run(run).get("meta", {}) or {}
+    rows = out[known]
+    name, per_row = _scorer_of(scorer, meta, b.loc[[i for i in ids if i is not None]])
+    scorers = per_row if per_row is not None else [name] * len(rows)
+    used = policy or _recorded(meta, "policy") or "wrong"
+    got = score_table(rows.assign(reference=b.loc[[i for i in ids if i is not None], "reference"].to_numpy()),
+                      scorers, used, text="text")
+    out.loc[known, "id"] = [i for i in ids if i is not None]
+    out.loc[known, "score"] = got["score"].to_numpy()
+    out.loc[known, "extracted"] = got["extracted"].to_numpy()
+    out.loc[known, "outcome"] = got["status"].to_numpy()
+    out.loc[known, "scorer"] = [str(x) for x in scorers]
+    out.loc[[not k for k in known], "outcome"] = "not in the bank"
+    return out, f"scored with {name if per_row is None else 'the bank column ' + repr(name)} ({grader_words(scorer, meta, b)}), policy {used!r}"
 
 
 def _recorded(meta: dict, what: str):
