@@ -6,6 +6,7 @@ Sources are score tables and tool logs (inspect-ai, lm-eval, HELM), each optiona
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import List, Optional
 
@@ -148,7 +149,7 @@ def compare(
     replays: int = typer.Option(5, "--replays", help="--replay: how many seeds to replay (seed, seed + 1, ...): the questions asked vary with the draws; the mean, spread and the history's effect are reported."),
     max_memory: float = typer.Option(4.0, "--max-memory", help="Live or --replay: refuse up front a run whose estimated peak memory is above this many GB (the finite guarantee keeps a grid of bets per pair)."),
     api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="Live: the NAME of the environment variable holding the key."),
-    run_id: str = typer.Option("compare", "--run-id", help="Live: the journal run (rerun to resume; answers already paid for are read)."),
+    run_id: Optional[str] = typer.Option(None, "--run-id", help="Live: the journal run (rerun to resume; answers already paid for are read). Default: compare- and a digest of the models, bank and settings, so the same command resumes and other settings start a new run."),
     policy: str = typer.Option("wrong", "--policy", help="Live: what an unparseable, too long or refused answer counts as: wrong or correct."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout."),
     out: Optional[Path] = typer.Option(None, "-o", "--out", help="Also write the JSON result to this file."),
@@ -245,6 +246,38 @@ def _progress(asked: int, total: int, unresolved: int) -> None:
     sys.stderr.flush()
 
 
+def default_run_id(made: dict, completions, bank, **settings) -> str:
+    """``compare-`` and 10 hex digits of a digest of the models (name, served model, endpoint, system prompt, token
+    limit, endpoint kind), the bank file's bytes and the settings that decide the draws."""
+    import hashlib
+    import json
+
+    h = hashlib.sha256()
+    for name, m in made.items():
+        h.update(json.dumps([name, getattr(m, "model", None), getattr(m, "base_url", None),
+                             getattr(m, "system_prompt", None), getattr(m, "max_tokens", None), name in completions],
+                            default=str).encode())
+    try:
+        h.update(Path(bank).read_bytes())
+    except OSError:
+        h.update(str(bank).encode())
+    h.update(json.dumps(settings, sort_keys=True, default=str).encode())
+    return f"compare-{h.hexdigest()[:10]}"
+
+
+def _answered():
+    """Within a round, one line on stderr when each model has answered every 10th question and its last (a round of
+    slow models takes minutes; nothing else would be said until it ends)."""
+    import sys
+
+    def tell(model: str, done: int, of: int) -> None:
+        if done == of or done % 10 == 0:
+            sys.stderr.write(f"compare: {model} answered {done}/{of} of this round\n")
+            sys.stderr.flush()
+
+    return tell
+
+
 def _live(endpoints: list[str], models: list[str], completions: list[str], systems: list[str], *, bank, scorer,
           budget, batch, max_tokens, api_key_env, journal, run_id, delta, margin, seed, policy, goal="all", k=None,
           guarantee="finite", history=None, max_memory=None):
@@ -277,7 +310,12 @@ def _live(endpoints: list[str], models: list[str], completions: list[str], syste
         made[name] = cls(model, base_url=url, api_key_env=api_key_env, max_tokens=max_tokens, temperature=0.0, **kw)
         check_model(made[name])
 
+    if run_id is None:  # the same command resumes its run; other settings start their own
+        run_id = default_run_id(made, completions, bank, scorer=scorer, policy=policy, goal=goal, k=k,
+                                guarantee=guarantee, margin=margin, delta=delta, batch=batch, seed=seed,
+                                history=history)
+        sys.stderr.write(f"compare: journal run {run_id} (--run-id to name it)\n")
     return query_until_resolved(made, bank, scorer=scorer, policy=policy, journal=journal or default_path(),
                                 run_id=run_id, delta=delta, margin=margin, budget=budget, batch=batch, seed=seed,
                                 progress=_progress, goal=goal, k=k, guarantee=guarantee, history=history,
-                                max_memory=max_memory)
+                                max_memory=max_memory, answered=_answered())

@@ -190,6 +190,7 @@ def query_until_resolved(
     concurrency: int = 4,
     timeout: float | None = 60.0,
     progress: Callable[[int, int, int], None] | None = None,
+    answered: Callable[[str, int, int], None] | None = None,
     banks: Mapping[str, Any] | None = None,
     run_ids: Mapping[str, str] | None = None,
     floor: float = adaptive.FLOOR,
@@ -216,6 +217,8 @@ def query_until_resolved(
         runs record the scorer, the policy and the bank's fingerprint, which :func:`assay.data.sources.read_sources`
         reads them back with.
     progress : called as ``progress(questions asked, budget, pairs the goal still needs)`` after each round.
+    answered : called as ``answered(model, answers done, of)`` after each answer within a round (a round of slow
+        models takes minutes: this says it is moving).
     banks : optional per model (name -> table), the same questions with that model's own prompts;
         ``run_ids``: optional per model journal runs (default ``run_id/<model>``).
     max_memory : refuse up front a run whose estimated peak memory is above it (bytes; None: no limit).
@@ -249,7 +252,7 @@ def query_until_resolved(
                 "history": None if fm is None else fm.fingerprint(), "models": names, "bank": N}
     j, own_j = open_journal(journal)
     try:
-        asker.journal = j
+        asker.journal, asker.answered = j, answered
         _start(j, run_id, settings)
         ar = _engine(asker.ask, names, N, goal=goal, k=k, guarantee=guarantee, margin=margin, delta=float(delta),
                      budget=budget, batch=batch, seed=seed, fm=fm, item_ids=item_ids, floor=floor, progress=progress,
@@ -265,7 +268,7 @@ def query_until_resolved(
                    getattr(fm, "pack_", None) or "a score table", scorer=str(scorer), policy=policy, run_id=run_id)
     res.info["live"] = {"requests": asker.requests, "outcomes": asker.counts, "questions": int(len(ar.order)),
                         "stopped": _stopped_phrase(ar, goal, k)}
-    _say_outcomes(res, ar, names, asker.counts, policy)
+    _say_outcomes(res, ar, names, {n: {**asker.counts[n], "cut_off": asker.cut[n]} for n in names}, policy)
     _population_claims(res, ar, names, item_ids, seed=seed, delta=float(delta), margin=margin, history=fm is not None)
     return res
 
@@ -335,7 +338,7 @@ def _start(j: Any, run_id: str, settings: dict) -> None:
             raise AssayInputError(
                 f"run {run_id} was started with other compare settings ("
                 + "; ".join(f"{x}: started with {stored.get(x)!r}, now {settings.get(x)!r}" for x in diff)
-                + "); resuming would draw other questions: repeat them, or give another run_id")
+                + "); resuming would draw other questions: repeat them, or give another run_id=")
     j.start_run(run_id, meta={"compare": settings})
 
 
@@ -370,6 +373,8 @@ class _Asker:
         self.policy, self.run_id, self.concurrency, self.timeout = policy, run_id, concurrency, timeout
         self.runs = {n: (run_ids or {}).get(n, f"{run_id}/{n}") for n in names}
         self.counts: dict[str, dict[str, int]] = {n: {} for n in names}
+        self.answered: Callable[[str, int, int], None] | None = None  # within a round: (model, done, of)
+        self.cut: dict[str, int] = {n: 0 for n in names}  # answers cut off at the token limit
         self.requests = {n: 0 for n in names}
         self.journal = None
         self.meta = {"scorer": str(scorer), "policy": policy, "bank": bank_fingerprint(b)}
@@ -402,8 +407,7 @@ class _Asker:
                     raise AssayInputError(f"question {i!r} of model {name!r} has no score ({o.status})")
                 out[row, col] = o.final_score
                 self.counts[name][o.status] = self.counts[name].get(o.status, 0) + 1
-            cut = sum(r.finish_reason == "length" for r in res.responses)
-            self.counts[name]["cut_off"] = self.counts[name].get("cut_off", 0) + int(cut)
+            self.cut[name] += int(sum(r.finish_reason == "length" for r in res.responses))
         return out
 
     async def _gather(self, play, ids):
@@ -411,9 +415,11 @@ class _Asker:
 
         async def one_model(m):
             name = self.names[m]
+            tell = None if self.answered is None else (lambda st, name=name: self.answered(name, st["done"],
+                                                                                          st["total"]))
             res = await run_prompts(self.models[m], [self.prompts[name][i] for i in ids], journal=self.journal,
                                     run_id=self.runs[name], concurrency=self.concurrency, timeout=self.timeout,
-                                    seed=0)
+                                    seed=0, progress=tell)
             return m, res
 
         try:
