@@ -48,14 +48,16 @@ def test_json_is_a_flag_in_help():
 def test_python_warnings_are_worded_for_the_cli(capsys):
     import assay.faq  # noqa: F401  (an assay module: its warnings are assay's own)
 
+    import typer
+
     @guard
-    def command():
+    def command(weight_decay: float = typer.Option(1.0, "--weight-decay")):  # a command with that option
         warnings.warn_explicit("pass weight_decay=3.0 to fit less", UserWarning, filename=assay.faq.__file__, lineno=1)
         warnings.warn_explicit("pass weight_decay=3.0 to fit less", UserWarning, filename=assay.faq.__file__, lineno=2)
         np.log(np.zeros(1))  # numpy's RuntimeWarning: not shown
         return 1
 
-    assert command() == 1
+    assert command(1.0) == 1
     err = capsys.readouterr().err
     assert err.count("warning: pass --weight-decay 3.0 to fit less") == 1
     assert ".py" not in err and "RuntimeWarning" not in err and "divide by zero" not in err
@@ -102,6 +104,16 @@ def test_an_error_names_only_options_its_command_has():
         have = set(command_options(cmd).values()) | {o for p in cmd.params for o in getattr(p, "opts", [])}
         said = set(flag.findall(cli_words(message, command_options(cmd))))
         assert said <= have, (name, sorted(said - have))
+    # the options are read (typer ships its own copy of click: read by their `opts`, every command has some), and a
+    # command that has the option gets it named: `assay query` has --reference-col, `assay compare` has not
+    assert all(command_options(cmd) for _, cmd in cmds if any(getattr(p, "opts", None) for p in cmd.params))
+    said = "Rename yours (from Python: id_col= / prompt_col= / reference_col=)"
+    assert "--reference-col" in cli_words(said, command_options(dict(cmds)["query"]))
+    assert cli_words(said, command_options(dict(cmds)["compare"])) == "Rename yours"
+    # the guard reads the options from the command's own function: the same mapping
+    from assay.cli.compare import compare as compare_fn
+
+    assert command_options(compare_fn) == command_options(dict(cmds)["compare"])
     # the check can fail: translated for every command at once, as before, it names options some command lacks
     audit = dict(cmds)["audit"]
     have = {o for p in audit.params for o in getattr(p, "opts", [])}

@@ -24,22 +24,34 @@ _RENAMED = {"calibrator": "--calibrator-tau", "max_memory": "--max-memory", "log
             "runs": "--run"}
 
 
-def command_options(command=None) -> dict[str, str] | None:
-    """The running command's options (each Python parameter name -> its long flag), or None outside a command."""
-    import click
+def command_options(command: Any = None) -> dict[str, str] | None:
+    """A command's options (each Python parameter name -> its long flag), or None when no command is given.
+
+    ``command`` is the command's function (its parameters' ``typer.Option`` defaults name the flags) or a click
+    command (its ``params``; typer ships its own copy of click, so parameters are recognised by their ``opts``, not
+    by click's classes)."""
+    import inspect
 
     if command is None:
-        ctx = click.get_current_context(silent=True)
-        if ctx is None:
-            return None
-        command = ctx.command
-    out = {}
-    for p in getattr(command, "params", []):
-        if isinstance(p, click.Option):
-            longs = [o for o in p.opts if o.startswith("--")] or list(p.opts)
-            out[p.name] = longs[0]
-            for o in p.opts:
-                out.setdefault(o.lstrip("-").replace("-", "_"), longs[0])
+        return None
+    out: dict[str, str] = {}
+
+    def add(name: str, decls) -> None:
+        decls = [d for d in (decls or ()) if isinstance(d, str) and d.startswith("-")]
+        if not decls:
+            return
+        longs = [d for d in decls if d.startswith("--")] or decls
+        out[name] = longs[0]
+        for d in decls:
+            out.setdefault(d.lstrip("-").replace("-", "_"), longs[0])
+
+    if hasattr(command, "params"):
+        for p in command.params:
+            if getattr(p, "param_type_name", None) == "option":
+                add(p.name, getattr(p, "opts", ()))
+        return out
+    for name, p in inspect.signature(command).parameters.items():
+        add(name, getattr(p.default, "param_decls", None))
     return out
 
 
@@ -150,7 +162,7 @@ def guard(fn: Callable[..., Any]) -> Callable[..., Any]:
                 return fn(*args, **kwargs)
             except AssayError as exc:
                 # plain write: no wrapping, no markup interpretation of the message; never a secret
-                sys.stderr.write(f"error: {mask_secrets(cli_words(str(exc), command_options()))}\n")
+                sys.stderr.write(f"error: {mask_secrets(cli_words(str(exc), command_options(fn)))}\n")
                 raise typer.Exit(code=exc.exit_code) from None
             finally:
                 seen: set[str] = set()
@@ -158,7 +170,7 @@ def guard(fn: Callable[..., Any]) -> Callable[..., Any]:
                     # assay's own advice is a UserWarning raised from its code; numpy's RuntimeWarnings are not shown
                     if not (issubclass(w.category, UserWarning) and _from_assay(w.filename)):
                         continue
-                    text = mask_secrets(cli_words(str(w.message), command_options()))
+                    text = mask_secrets(cli_words(str(w.message), command_options(fn)))
                     if text not in seen:
                         seen.add(text)
                         sys.stderr.write(f"warning: {text}\n")
