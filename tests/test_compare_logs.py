@@ -268,8 +268,10 @@ def test_two_prompt_variants_of_one_served_model_live(tmp_path):
         r = run(*args)
         assert r.exit_code == 0, r.output
         systems = [m for m in (srv.last_body or {}).get("messages", []) if m.get("role") == "system"]
-        # --guarantee is honoured live; the same run with other settings would draw other questions: refused
-        r2 = run(*args[:-4], "--guarantee", "asymptotic")
+        # --guarantee is honoured live; a named run with other settings would draw other questions: refused (by
+        # default each command's settings have a run of their own)
+        first = r.stderr.split("journal run ")[1].split()[0]
+        r2 = run(*args[:-4], "--guarantee", "asymptotic", "--run-id", first)
         assert r2.exit_code == 2 and "other compare settings" in r2.output and "guarantee" in r2.output
         r2 = run(*args[:-4], "--guarantee", "asymptotic", "--run-id", "c2", "--json")
         assert r2.exit_code == 0, r2.output
