@@ -225,12 +225,18 @@ def faq(
     if pack is not None:
         result.info["factors"]["pack"] = pack
     if answerer is not None:
-        from ..models.outcomes import headline
+        from ..models.outcomes import headline, shaky
 
         counts = answerer.counts
+        said = headline(counts, policy) + f"; {answerer.cut_off} cut off at the token limit"
         result.info["live"] = {"run_id": answerer.run_id, "requests": answerer.n_requests, "cached": answerer.n_cached,
                                "endpoint": answerer.model.base_url, "model": model, "scorer": scorer, "policy": policy,
-                               "outcomes": counts, "headline": headline(counts, policy)}
+                               "outcomes": counts, "cut_off": answerer.cut_off, "headline": said}
+        why = shaky({**counts, "cut_off": answerer.cut_off})
+        if why:
+            result.info["warnings"] = [*result.warnings, f"{why}: the estimate counts them as the policy says "
+                                       f"({policy!r}); it says how the model answers under these settings (raise "
+                                       "--max-tokens, or check the scorer)"]
     if save_factors is not None:
         write_factors(result.factors_, save_factors)
         sys.stderr.write(f"factors saved to {save_factors}\n")

@@ -22,12 +22,10 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
+from ..models.outcomes import SHAKY_SHARE, shaky
+
 __all__ = ["SHAKY_SHARE", "scope_words", "tally", "outcome_words", "shaky", "outcome_notes", "identical_pairs",
            "equal_notes", "replay_words"]
-
-#: a claim resting on a model with more than this share of its answers unparseable (or refused, or too long) or cut
-#: off carries a warning
-SHAKY_SHARE = 0.2
 
 _FAILED = ("unparseable", "too_long", "refused")
 _ERRORS = ("timeout", "transport")
@@ -89,26 +87,6 @@ def outcome_words(c: Mapping[str, int] | None, policy: str | None = None, compac
     else:
         line += "; cut-offs not recorded"
     return line
-
-
-def shaky(c: Mapping[str, int] | None) -> str | None:
-    """Why a model's claims need a warning (more than a fifth of its answers unparseable, refused, too long or cut
-    off), or None."""
-    if c is None:
-        return None
-    from ..models.outcomes import OUTCOMES
-
-    total = sum(int(c.get(o, 0)) for o in OUTCOMES)
-    if not total:
-        return None
-    failed = sum(int(c.get(o, 0)) for o in _FAILED)
-    cut = int(c.get("cut_off", 0))
-    said = []
-    if failed > SHAKY_SHARE * total:
-        said.append(f"{failed} of {total} answers unparseable, refused or too long")
-    if cut > SHAKY_SHARE * total:
-        said.append(f"{cut} of {total} cut off at the token limit")
-    return " and ".join(said) or None
 
 
 def outcome_notes(outcomes: Mapping[str, Any], models: pd.DataFrame, pairs: pd.DataFrame,

@@ -202,12 +202,17 @@ def _faq_one(c: Campaign, m: ModelSpec, bank: pd.DataFrame, journal: str, make, 
     res = faq.evaluate(hist, ans, budget=c.faq.budget, seed=section_seed(c, "faq", m.name), delta=c.delta,
                        until_width=c.faq.until_width, fallback=c.faq.fallback, calibrate=c.faq.calibrate,
                        progress=rounds, on_expected=expected, on_width=width)
-    from ..models.outcomes import headline
+    from ..models.outcomes import headline, shaky
 
     res.info["bank_size"] = len(bank)  # its statements say whether the history covers the whole bank
     res.info["live"] = {"run_id": ans.run_id, "requests": ans.n_requests, "cached": ans.n_cached, "model": m.model,
-                        "endpoint": m.endpoint, "policy": c.bank.policy, "outcomes": ans.counts,
-                        "headline": headline(ans.counts, c.bank.policy)}
+                        "endpoint": m.endpoint, "policy": c.bank.policy, "outcomes": ans.counts, "cut_off": ans.cut_off,
+                        "headline": headline(ans.counts, c.bank.policy) + f"; {ans.cut_off} cut off at the token "
+                                                                          "limit"}
+    why = shaky({**ans.counts, "cut_off": ans.cut_off})
+    if why:
+        res.info["warnings"] = [*res.warnings, f"{m.name}: {why}: its estimate counts them as the policy says "
+                                f"({c.bank.policy!r}); raise max_tokens, or check the scorer"]
     est = res.estimates.iloc[0]
     _emit(progress, section="faq", subject=m.name, done=int(est["n_queries"]), total=total.get("n"),
           width=float(est["width"]), status="done")

@@ -90,6 +90,11 @@ class LiveAnswerer:
         return counts_of(o["status"] for o in self.outcomes.values())
 
     @property
+    def cut_off(self) -> int:
+        """How many of the answers so far were cut off at the token limit (finish reason ``length``)."""
+        return sum(o.get("finish_reason") == "length" for o in self.outcomes.values())
+
+    @property
     def items(self) -> list[str]:
         return list(self.bank.index)
 
@@ -161,7 +166,7 @@ class LiveAnswerer:
         scorer = self.scorer if self.scorer is not None else self.scorers[row["scorer"]]
         out = score_rows([resp.text], [row["reference"]], [scorer], self.policy, outcomes=[resp.outcome],
                          prompts=[row["prompt"]], finish_reasons=[resp.finish_reason])[0]
-        self.outcomes[item_id] = out.to_dict()
+        self.outcomes[item_id] = {**out.to_dict(), "finish_reason": resp.finish_reason}
         statuses = [o["status"] for o in self.outcomes.values()]
         if len(statuses) >= TOO_LONG_STOP and all(st == "too_long" for st in statuses):
             raise AssayInputError(f"the first {len(statuses)} questions asked are all too long for the model's context "

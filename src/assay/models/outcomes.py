@@ -39,7 +39,7 @@ from ..errors import AssayInputError
 
 __all__ = ["ANSWERED", "UNPARSEABLE", "TOO_LONG", "REFUSED", "TIMEOUT", "TRANSPORT", "OUTCOMES", "MODEL_FAILURES",
            "ENDPOINT_FAILURES", "POLICIES", "DEFAULT_POLICY", "LABELS", "is_context_length", "of_response",
-           "headline", "counts_of", "Outcome", "check_policy"]
+           "headline", "counts_of", "Outcome", "check_policy", "SHAKY_SHARE", "shaky"]
 
 ANSWERED = "answered"
 UNPARSEABLE = "unparseable"
@@ -287,3 +287,34 @@ def check_policy(policy: Any) -> str:
             "count as 0, the default), 'missing' (they are left out), 'correct' (they count as 1)"
         )
     return policy
+
+
+#: a claim resting on answers of which more than this share are unparseable (or refused, or too long) or cut off at the
+#: token limit carries a warning
+SHAKY_SHARE = 0.2
+
+
+def shaky(c: Mapping[str, int] | None) -> str | None:
+    """Why claims resting on these answers need a warning (more than a fifth of them unparseable, refused or too
+    long, or cut off: ``c`` has the outcome counts and ``cut_off``), or None.
+
+    Examples
+    --------
+    >>> shaky({"answered": 14, "unparseable": 16, "cut_off": 15})
+    '16 of 30 answers unparseable, refused or too long and 15 of 30 cut off at the token limit'
+    >>> shaky({"answered": 29, "unparseable": 1}) is None
+    True
+    """
+    if c is None:
+        return None
+    total = sum(int(c.get(o, 0)) for o in OUTCOMES)
+    if not total:
+        return None
+    failed = sum(int(c.get(o, 0)) for o in (UNPARSEABLE, TOO_LONG, REFUSED))
+    cut = int(c.get("cut_off", 0))
+    said = []
+    if failed > SHAKY_SHARE * total:
+        said.append(f"{failed} of {total} answers unparseable, refused or too long")
+    if cut > SHAKY_SHARE * total:
+        said.append(f"{cut} of {total} cut off at the token limit")
+    return " and ".join(said) or None

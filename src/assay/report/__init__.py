@@ -173,6 +173,8 @@ def render_markdown(results: Iterable[Result], heading: bool = True) -> str:
         out.append("- " + "; ".join(facts))
         if lv.get("meaning"):
             out.append(f"- guarantee: {lv['meaning']}")
+        if (r.info.get("live") or {}).get("headline"):  # asked live: how the answers ended
+            out.append(f"- answers: {r.info['live']['headline']}")
         if r.method == "compare":  # what the claims are about, and the other reading of the same answers
             from ..compare.claims import scope_words
 
