@@ -169,7 +169,7 @@ def test_full_file_loads_every_key(inputs, monkeypatch):
                           max_tokens=32, completions=True, price_in=0.5, price_out=1.5, context_window=4096,
                           concurrency=2, timeout=30.0)
     assert '{"answer": ...}' in a.template and isinstance(a.temperature, float)
-    assert (b.template, b.temperature, b.max_tokens, b.concurrency, b.timeout) == ("{question}", 0.0, 64, 4, 60.0)
+    assert (b.template, b.temperature, b.max_tokens, b.concurrency, b.timeout) == ("{question}", 0.0, 512, 4, 60.0)
     assert c.bank == BankSpec(path=inputs / "data" / "bank.csv", choices_col="options", scorer="numeric",
                               scorer_col="kind", policy="missing")
     assert c.faq == FaqSpec(history=inputs / "data" / "history.csv", budget=20, until_width=0.1, fallback=0.0,

@@ -145,7 +145,7 @@ def compare(
     k: Optional[int] = typer.Option(None, "--k", help="With --goal top-k: how many models the certified top set holds."),
     history: Optional[str] = typer.Option(None, "--history", help="Live or --replay: a past 0/1 score table on the bank's question ids (CSV/Parquet, wide or model,item,score) or a shipped FAQ pack: questions are drawn where it predicts the open pairs disagree."),
     replay_table: Optional[Path] = typer.Option(None, "--replay", help="Replay a complete score table (models x question ids, CSV/Parquet, wide or model,item,score) as live models: what asking would cost, against uniform draws, before paying."),
-    max_tokens: int = typer.Option(64, "--max-tokens", help="Live: completion tokens per answer."),
+    max_tokens: int = typer.Option(512, "--max-tokens", help="Live: completion tokens per answer (512: the smallest limit that cut off at most 5% of the shipped models' answers on maths and the basics bank; bench/cutoff.py)."),
     replays: int = typer.Option(5, "--replays", help="--replay: how many seeds to replay (seed, seed + 1, ...): the questions asked vary with the draws; the mean, spread and the history's effect are reported."),
     max_memory: float = typer.Option(4.0, "--max-memory", help="Live or --replay: refuse up front a run whose estimated peak memory is above this many GB (the finite guarantee keeps a grid of bets per pair)."),
     api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="Live: the NAME of the environment variable holding the key."),

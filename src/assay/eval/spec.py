@@ -260,7 +260,7 @@ class ModelSpec:
                          "{question}")
     system: str | None = _key(_when("a string", lambda v: isinstance(v, str)), None)
     temperature: float = _key(_number(0, 2), 0.0)
-    max_tokens: int = _key(_integer(1), 64)
+    max_tokens: int = _key(_integer(1), 512)  # bench/cutoff.py: the smallest limit cutting off <= 5% (docs/query.md)
     completions: bool = _key(_BOOL, False)
     stream: bool = _key(_BOOL, False)
     price_in: float = _key(_number(0), 0.0)
