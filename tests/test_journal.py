@@ -398,7 +398,10 @@ def test_cli_export(filled, tmp_path, fmt):
     assert res.exit_code == 0, res.output
     df = {"parquet": pd.read_parquet, "csv": pd.read_csv,
           "jsonl": lambda p: pd.read_json(p, lines=True)}[fmt](out)
-    assert len(df) == 13 and list(df.columns) == RECORD_COLUMNS
+    # the records' columns, then each answer's question id, score, extracted answer and scorer (no bank here:
+    # unscored, the outcome column says so)
+    assert len(df) == 13 and list(df.columns) == [*RECORD_COLUMNS, "id", "score", "extracted", "scorer"]
+    assert set(df["outcome"]) <= {"unscored", "timeout", "transport", "refused", "too_long"}
     assert df["text"][0] == "answer 0" and df["prompt_tokens"][3] == 13
     assert json.loads(df["response"][0])["text"] == "answer 0"
 
