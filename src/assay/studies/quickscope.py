@@ -41,6 +41,23 @@ RELEASED = {"top10_true_cert09_2000": 0.959, "top10_true_uniform_2000": 0.802, "
 CUM_K = (1, 5, 20, 50, 100)
 
 
+_SPACES: dict = {}
+
+
+def _world(name: str):
+    """The world and its search space, the space built once per process and shared by the runs.
+
+    Building the DyVal space (enumerating its templates) took about 0.1 s, 24 times in ``--quick``. A
+    :class:`~assay.quickscope.SearchSpace` is not changed by a search (it hands out copies of its configurations), so
+    sharing one changes no number; ``dyval`` and ``dyval-ceiling`` share the same one."""
+    from ..benchmarks.worlds import get_world
+
+    world = get_world(name)
+    if world.space_fn not in _SPACES:
+        _SPACES[world.space_fn] = world.space()
+    return world, _SPACES[world.space_fn]
+
+
 def _cumulative(reeval: np.ndarray) -> dict:
     """Fig. 1: the cumulative average of re-evaluated utility over the top K, for a few K."""
     c = np.cumsum(reeval) / np.arange(1, len(reeval) + 1)
@@ -49,11 +66,9 @@ def _cumulative(reeval: np.ndarray) -> dict:
 
 def _topk_task(task: dict, ss: np.random.SeedSequence) -> dict:
     from ..quickscope import Search
-    from ..benchmarks.worlds import get_world
     from ..quickscope.simulate import run_simulated, uniform_baseline
 
-    world = get_world(task["world"])
-    space = world.space()
+    world, space = _world(task["world"])
     # common random numbers: every method at the same trial index and budget shares its seeds (paired comparison)
     ss = np.random.SeedSequence([task["root"], task["seed_index"], task["budget"]])
     s_search, s_sim, s_re = ss.spawn(3)
@@ -91,11 +106,9 @@ def _topk_task(task: dict, ss: np.random.SeedSequence) -> dict:
 
 def _certify_task(task: dict, ss: np.random.SeedSequence) -> dict:
     from ..quickscope import Search
-    from ..benchmarks.worlds import get_world
     from ..quickscope.simulate import run_simulated
 
-    world = get_world(task["world"])
-    space = world.space()
+    world, space = _world(task["world"])
     s_search, s_sim = ss.spawn(2)
     tau = task["tau"]
     search = Search(space, seed=np.random.default_rng(s_search), certify=tau, bound=task["bound"],
@@ -109,11 +122,9 @@ def _certify_task(task: dict, ss: np.random.SeedSequence) -> dict:
 
 def _region_task(task: dict, ss: np.random.SeedSequence) -> dict:
     from ..quickscope import Search
-    from ..benchmarks.worlds import get_world
     from ..quickscope.simulate import run_simulated
 
-    world = get_world(task["world"])
-    space = world.space()
+    world, space = _world(task["world"])
     s_search, s_sim = ss.spawn(2)
     kw = dict(certify=task["tau"], repulsion=task.get("repulsion", 0.0), strategy=task.get("strategy", "remove"))
     search = Search(space, seed=np.random.default_rng(s_search), **kw)
@@ -248,6 +259,12 @@ def study_scope_sim(
             for s in range(trials):
                 tasks.append({"part": "adaptive", "world": "dyval-ceiling", "method": f"cert0.9_{strategy}",
                               "strategy": strategy, "tau": 0.9, "budget": region_budget, "seed_index": s})
+    # what the runs share, made here once: forked worker processes inherit the spaces and scikit-learn (importing
+    # sklearn.ensemble took about 1 s of CPU in each worker); every run but certify's on 'plateau' fits the forest
+    for world in sorted({t["world"] for t in tasks}):
+        _world(world)
+    if any(t["part"] != "certify" or t.get("surrogate") for t in tasks):
+        import sklearn.ensemble  # noqa: F401
     raw = pd.DataFrame(run_tasks(_dispatch, tasks, seed=recorded, workers=workers, progress=progress))
     rows = []
     keys = ["part", "world", "method", "budget"]
