@@ -44,7 +44,7 @@ def tally(table: pd.DataFrame, model: str = "model") -> dict[str, dict[str, int]
     from ..models.outcomes import OUTCOMES
 
     out: dict[str, dict[str, int] | None] = {}
-    if model not in table.columns:
+    if model not in table.columns or table.columns.duplicated().any():  # the table's reader refuses it, naming why
         return out
     has_status = "status" in table.columns
     has_finish = "finish_reason" in table.columns
