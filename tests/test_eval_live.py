@@ -69,7 +69,13 @@ def test_a_compare_section_on_the_real_model(live_model, tmp_path):
     assert all(sum(live["outcomes"][m].values()) == asked for m in ("plain", "brief"))
     assert (res.costs[res.costs["section"] == "compare"]["requests"] == asked).all()
     said = res.summary[res.summary["section"] == "compare"]
-    assert len(said) == 4 and said["statement"].str.contains(f"of {asked} requests").sum() == 2
+    # a statement per model, the pairs, the goal, and the population claims (or why none is shown)
+    assert len(said) == 5 and set(said["subject"]) == {"plain", "brief", "all", "goal", "population"}
+    # each model's real answers counted by how they ended, cut-offs apart, in the models table (and its statement
+    # when some did not end well)
+    shown = cmp.models.set_index("model")["outcomes"]
+    assert all(shown[m].startswith(f"{asked} answers: ") and "cut off at the token limit" in shown[m]
+               for m in ("plain", "brief"))
     assert said[said["subject"] == "goal"]["statement"].str.contains("questions asked: plain").all()
     again = camp.run(c, journal=journal)
     assert sum(again.sections["compare"].results["all"].info["live"]["requests"].values()) == 0
