@@ -28,7 +28,6 @@ __all__ = ["SHAKY_SHARE", "scope_words", "tally", "outcome_words", "shaky", "out
            "equal_notes", "replay_words"]
 
 _FAILED = ("unparseable", "too_long", "refused")
-_ERRORS = ("timeout", "transport")
 
 
 def scope_words(info: Mapping[str, Any]) -> str:
@@ -112,12 +111,27 @@ def outcome_notes(outcomes: Mapping[str, Any], models: pd.DataFrame, pairs: pd.D
     return notes
 
 
-def identical_pairs(S: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def identical_pairs(S: np.ndarray, a: np.ndarray, b: np.ndarray, cells: int = 1 << 22) -> np.ndarray:
     """(P,) whether the two models of each pair scored the same on every question both were asked (NaN: not
-    asked)."""
-    both = ~np.isnan(S[a]) & ~np.isnan(S[b])
-    same = np.where(both, S[a] == S[b], True)
-    return same.all(axis=1) & both.any(axis=1)
+    asked). Without NaN, from the rows' equality classes (no pairs x questions array, whatever the number of
+    models); with NaN, pairs in slices of about ``cells`` cells.
+
+    Examples
+    --------
+    >>> S = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 0.0]])
+    >>> identical_pairs(S, np.array([0, 0, 1]), np.array([1, 2, 2])).tolist()
+    [True, False, False]
+    """
+    if not np.isnan(S).any():
+        cls = np.unique(S, axis=0, return_inverse=True)[1].ravel()
+        return cls[a] == cls[b]
+    out = np.zeros(len(a), bool)
+    step = max(1, cells // max(S.shape[1], 1))
+    for s in range(0, len(a), step):
+        x, y = S[a[s:s + step]], S[b[s:s + step]]
+        both = ~np.isnan(x) & ~np.isnan(y)
+        out[s:s + step] = np.where(both, x == y, True).all(axis=1) & both.any(axis=1)
+    return out
 
 
 def equal_notes(pairs: pd.DataFrame, identical: np.ndarray, n_items: np.ndarray, scope: str) -> list[str]:
