@@ -266,12 +266,12 @@ def default_run_id(made: dict, completions, bank, **settings) -> str:
 
 
 def _answered():
-    """Within a round, one line on stderr when each model has answered every 10th question and its last (a round of
+    """Within a round, a line on stderr each time a model has answered another fifth of its questions (a round of
     slow models takes minutes; nothing else would be said until it ends)."""
-    import sys
+    import math
 
     def tell(model: str, done: int, of: int) -> None:
-        if done == of or done % 10 == 0:
+        if done == of or done % max(1, math.ceil(of / 5)) == 0:
             sys.stderr.write(f"compare: {model} answered {done}/{of} of this round\n")
             sys.stderr.flush()
 

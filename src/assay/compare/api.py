@@ -86,8 +86,11 @@ class CompareResult(Result):
                                 if live and "goal" not in info else ""), "all", level))
         if "goal" in info:  # asked adaptively: which goal, whether it was met, who was asked how much
             asked = ", ".join(f"{r.model} {r.n_asked}" for r in self.models.itertuples(index=False))
+            top = [str(m) for m in self.models.loc[self.models["rank_low"] == 1, "model"]]
+            tie = (f" (a tie: {', '.join(top)} may each be the best)" if info.get("goal") == "best" and len(top) > 1
+                   and info["goal_met"] else "")
             out.append(Statement(("goal met: " if info["goal_met"] else "goal NOT met: ") + info["goal_wanted"]
-                                 + f" {where}" + ("" if info["goal_met"] else f" ({info['stopped']})")
+                                 + f" {where}" + tie + ("" if info["goal_met"] else f" ({info['stopped']})")
                                  + f"; questions asked: {asked} (of the bank's {info['bank_size']})", "goal", level))
         pop = info.get("population")
         if pop:
