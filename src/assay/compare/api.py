@@ -467,9 +467,11 @@ def _meaning(guarantee: str, delta: float, K: int) -> str:
         nulls = "the pairs' one-sided nulls" if P > 1 else "the pair's two one-sided nulls"
         return (f"every verdict, rank interval and tier hold together with probability at least {conf} at this number "
                 f"of questions (finite-sample, not anytime: Holm over {nulls}, each an exact test: McNemar's for 0/1 "
-                f"scores, fixed-n betting otherwise); as second and third families, the {P} pair intervals hold "
-                f"together at least {conf} (each at delta / {P}), and the {K} model intervals at least {conf} (each "
-                f"at delta / {K}: Clopper-Pearson for 0/1 scores, fixed-n betting otherwise)")
+                f"scores, fixed-n betting otherwise); as second and third families, "
+                + (f"the {P} pair intervals hold together at least {conf} (each at delta / {P})" if P > 1 else
+                   f"the pair interval holds at least {conf}")
+                + f", and the {K} model intervals at least {conf} (each at delta / {K}: Clopper-Pearson for 0/1 "
+                "scores, fixed-n betting otherwise)")
     return (f"every model interval, pair interval, verdict, rank interval and tier hold together with probability at "
             f"least {conf} at every sample size (finite-sample, anytime-valid betting confidence sequences, one "
             f"family: a union bound over the {K + P} claims)")
