@@ -79,7 +79,8 @@ from ..stats.sampling import (CELLS_PAIRS, bounds, fixed_weight_draws, increment
 from ..stats.sequences import CELLS, AsymptoticCS, IncrementCS
 from . import core
 
-__all__ = ["GOALS", "GUARANTEES", "NOT_EXACT", "check_goal", "certified_better", "goal_status", "AdaptiveRun", "run", "BURN_IN",
+__all__ = ["GOALS", "GUARANTEES", "NOT_EXACT", "check_goal", "certified_better", "goal_status", "AdaptiveRun", "run",
+           "BURN_IN",
            "FLOOR", "MAX_MEMORY", "peak_bytes", "max_models", "check_memory"]
 
 GOALS = ("all", "best", "top-k")

@@ -66,8 +66,9 @@ class CompareResult(Result):
         for r in self.models.sort_values(["rank_low", "estimate"], ascending=[True, False]).itertuples(index=False):
             rank = f"rank {r.rank_low}" if r.rank_low == r.rank_high else f"rank {r.rank_low}-{r.rank_high}"
             c = outcomes.get(str(r.model))
-            said = f"; {claims.outcome_words(c, str(self.params.get('policy') or 'wrong'))}" if c and (claims.shaky(c) or c.get("cut_off") or sum(
-                int(c.get(o, 0)) for o in ("unparseable", "too_long", "refused", "timeout", "transport"))) else ""
+            not_well = c and (claims.shaky(c) or c.get("cut_off") or sum(
+                int(c.get(o, 0)) for o in ("unparseable", "too_long", "refused", "timeout", "transport")))
+            said = f"; {claims.outcome_words(c, str(self.params.get('policy') or 'wrong'))}" if not_well else ""
             warn = " (warning: " + claims.shaky(c) + ")" if claims.shaky(c) else ""
             out.append(Statement(f"{r.model}: {r.estimate:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}] {where}, {rank}, "
                                  f"tier {r.tier}" + (", may be the best" if r.may_be_best else "") + warn + said,
@@ -183,7 +184,7 @@ class Requirement:
         hi = float(row["ci_high"].iloc[0]) if sign > 0 else -float(row["ci_low"].iloc[0])
         bound = -self.margin
         ok = lo > bound if self.strict else lo >= bound
-        if self.strict and self.margin == 0:  # A>B is the pair's verdict (under 'exact' a test sharper than its interval)
+        if self.strict and self.margin == 0:  # A>B is the pair's verdict ('exact': a test sharper than its interval)
             ok = ok or row["verdict"].iloc[0] == ("a better" if sign > 0 else "b better")
         return ok, (f"{self.text}: mean({self.a}) - mean({self.b}) in [{lo:.4f}, {hi:.4f}], "
                     + ("certified" if ok else "not certified"))
@@ -477,7 +478,8 @@ def _meaning(guarantee: str, delta: float, K: int) -> str:
             f"family: a union bound over the {K + P} claims)")
 
 
-def _package(design: CompareDesign, out: core.CompareCore, *, guarantee, delta, margin, seed, **params) -> CompareResult:
+def _package(design: CompareDesign, out: core.CompareCore, *, guarantee, delta, margin, seed,
+             **params) -> CompareResult:
     K = len(design.models)
     a, b = core.pair_index(K)
     names = np.array(design.models, dtype=object)
@@ -512,9 +514,10 @@ def _package(design: CompareDesign, out: core.CompareCore, *, guarantee, delta, 
         wide = (out.better != 0) & (out.d_lo <= 0) & (out.d_hi >= 0)
         if wide.any():
             shown = [f"{x} / {y}" for x, y in zip(names[a][wide], names[b][wide])]
-            notes.append(f"{plural(len(shown), 'pair')} ordered by {'its' if len(shown) == 1 else 'their'} exact "
-                         f"test ({out.tests}) though {'its interval contains' if len(shown) == 1 else 'their intervals contain'} "
-                         f"0: the intervals are a family of their own, less sharp than the tests: {', '.join(shown[:6])}"
+            one = len(shown) == 1
+            notes.append(f"{plural(len(shown), 'pair')} ordered by {'its' if one else 'their'} exact test "
+                         f"({out.tests}) though {'its interval contains' if one else 'their intervals contain'} 0: the "
+                         f"intervals are a family of their own, less sharp than the tests: {', '.join(shown[:6])}"
                          + (" ..." if len(shown) > 6 else ""))
     if guarantee == "asymptotic" and design.clusters is not None and out.units < 20:
         notes.append(f"only {out.units} clusters: the intervals use Student t (multivariate, {out.df:g} degrees of "

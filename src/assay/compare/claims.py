@@ -96,7 +96,8 @@ def outcome_notes(outcomes: Mapping[str, Any], models: pd.DataFrame, pairs: pd.D
     notes = []
     decided = set(pairs.loc[pairs["verdict"] != "unresolved", "model_a"]) | set(
         pairs.loc[pairs["verdict"] != "unresolved", "model_b"])
-    best = set(models.loc[models["may_be_best"] & (models["rank_high"] < len(models)), "model"]) if len(models) else set()
+    best = (set(models.loc[models["may_be_best"] & (models["rank_high"] < len(models)), "model"]) if len(models)
+            else set())
     for m in models["model"]:
         why = shaky(outcomes.get(str(m)))
         if why and (m in decided or m in best):

@@ -24,8 +24,9 @@ Intervals (a second family, said so). Every model interval at delta / K (0/1 sco
 Clopper-Pearson interval; otherwise the betting confidence sequence with the excursion bounds of
 :mod:`assay.compare.core`, tuned to the n units) and every pair interval at delta / P (0/1 scores: d = p10 - p01
 within [L10 - U01, U10 - L01], the Clopper-Pearson intervals of the two discordant shares each at delta / (2P);
-otherwise the betting sequence on the differences), each family holding together with probability at least 1 - delta (Bonferroni). A verdict comes from
-its test, which is sharper than the interval: a pair can be ordered while its interval still touches 0.
+otherwise the betting sequence on the differences), each family holding together with probability at least
+1 - delta (Bonferroni). A verdict comes from its test, which is sharper than the interval: a pair can be ordered
+while its interval still touches 0.
 """
 
 from __future__ import annotations

@@ -104,7 +104,8 @@ def _faq_section(result: Result, heading: bool = True) -> str:
         f"{p.get('tau')}, beta0 {p.get('beta0')}, rho {p.get('rho')}, gamma {p.get('gamma')}; variance "
         f"{html.escape(str(p.get('variance')))}.</p>",
         # asked live: how the model's answers ended (outcomes, cut-offs), or that a table records none
-        f"<p class='meta'>Answers: {html.escape(str((result.info.get('live') or {}).get('headline') or 'outcomes not recorded (scores read from a table)'))}.</p>",
+        "<p class='meta'>Answers: " + html.escape(str((result.info.get("live") or {}).get("headline")
+                                                      or "outcomes not recorded (scores read from a table)")) + ".</p>",
         f"<figure>{faq_figure(result)}<figcaption>{'' if _drawn_once(result) else 'Left: '}"
         f"{'T' if _drawn_once(result) else 't'}he running estimate and its {1 - lv.get('alpha', 0.05):.0%} "
         "interval as queries accumulate (shaded), against the interval a uniform sample of the same size would give "
