@@ -514,6 +514,9 @@ def score_records(j: Any, run: str, records: pd.DataFrame, *, bank: Any = None, 
     by_prompt = {str(p): i for i, p in zip(b.index, b["prompt"])}
     ids = [by_prompt.get(question_text(p)) for p in out["prompt"]]
     known = [i is not None for i in ids]
+    if not any(known):
+        out["outcome"] = "not in the bank"
+        return out, "not scored: none of the run's prompts is a question of the bank"
     meta = j.run(run).get("meta", {}) or {}
     rows = out[known]
     name, per_row = _scorer_of(scorer, meta, b.loc[[i for i in ids if i is not None]])
