@@ -73,3 +73,34 @@ def test_the_sandwich_covers_where_games_of_one_item_are_correlated():
     floor = 0.95 - 3 * np.sqrt(0.95 * 0.05 / trials)
     print(f"sandwich by item covers {ok / trials:.3f}, each game independent {ok_naive / trials:.3f}")
     assert ok / trials >= floor and ok_naive / trials < floor
+
+
+def test_every_pair_interval_holds_at_once_from_preferences():
+    """`compare.prefs.evaluate_preferences` on 200 seeded data sets of 200 items (6 models, two tied in truth, each
+    item's two position-swapped games identical): every pair interval of strength differences holds together in at
+    least 0.95 less 3 Monte Carlo s.e. (measured 0.940, floor 0.904); the same intervals with the per-pair critical
+    value 1.96 (no simultaneity) cover all 15 pairs at once in only 0.580."""
+    import pandas as pd
+
+    from assay.compare import core
+    from assay.compare.prefs import evaluate_preferences
+
+    theta = np.array([0.9, 0.5, 0.5, 0.0, -0.6, -1.3])
+    cen = theta - theta.mean()
+    names = [f"m{i}" for i in range(6)]
+    a_, b_ = core.pair_index(6)
+    truth = cen[a_] - cen[b_]
+    rng = np.random.default_rng(5)
+    trials, ok, ok_marginal = 200, 0, 0
+    for t in range(trials):
+        a, b, y, cl = _battles(theta, 200, rng)
+        tab = pd.DataFrame({"item": cl.astype(str), "model_a": [names[i] for i in a],
+                            "model_b": [names[i] for i in b], "preference": y})
+        res = evaluate_preferences(tab, seed=t, n_boot=1000)
+        p = res.pairs
+        ok += bool(((p["ci_low"] <= truth + 1e-12) & (truth <= p["ci_high"] + 1e-12)).all())
+        half = (p["ci_high"] - p["ci_low"]) / 2 * 1.96 / res.info["critical"]
+        ok_marginal += bool((np.abs(p["estimate"] - truth) <= half).all())
+    floor = 0.95 - 3 * np.sqrt(0.95 * 0.05 / trials)
+    print(f"all pairs at once: {ok / trials:.3f}; marginal 95% intervals: {ok_marginal / trials:.3f}")
+    assert ok / trials >= floor and ok_marginal / trials < floor
