@@ -53,6 +53,7 @@ def test_no_maximum_is_refused():
         fit_bt(np.array([0, 1]), np.array([1, 0]), np.array([1.0, 1.0]), 2, clusters=np.array([0, 0]))
 
 
+@pytest.mark.slow
 def test_the_sandwich_covers_where_games_of_one_item_are_correlated():
     """300 seeded data sets of 300 items, each item's two position-swapped games identical (perfectly correlated):
     the cluster-robust 95% interval of theta_0 - theta_4 covers in at least 0.95 less 3 Monte Carlo s.e. (measured
@@ -75,6 +76,7 @@ def test_the_sandwich_covers_where_games_of_one_item_are_correlated():
     assert ok / trials >= floor and ok_naive / trials < floor
 
 
+@pytest.mark.slow
 def test_every_pair_interval_holds_at_once_from_preferences():
     """`compare.prefs.evaluate_preferences` on 200 seeded data sets of 200 items (6 models, two tied in truth, each
     item's two position-swapped games identical): every pair interval of strength differences holds together in at
