@@ -261,7 +261,7 @@ def run_outcomes(run: pd.DataFrame) -> dict:
     >>> run_outcomes(run)["said"]
     'outcomes: 2 answered, 1 unparseable; 1 cut off'
     """
-    from .models.outcomes import LABELS, OUTCOMES
+    from .models.outcomes import LABELS, MODEL_FAILURES, OUTCOMES, SHAKY_SHARE
 
     status, finish = (run[c].astype(object).where(run[c].notna(), None).to_numpy(object)
                       for c in ("status", "finish_reason"))
@@ -275,9 +275,14 @@ def run_outcomes(run: pd.DataFrame) -> dict:
         "outcomes not recorded")
     said += f"; {int(cut.sum())} cut off" if has_finish else ("; cut-offs not recorded" if has_status else "")
     said += ("; left out: " + ", ".join(f"{v} {LABELS.get(k, k)}" for k, v in left.items())) if left else ""
-    bad = int(((status == "unparseable") | cut).sum())
-    warning = (f"{bad} of {len(run)} answers ({100 * bad / len(run):.0f}%) are unparseable or cut off: the accuracy "
-               "rests on answers the model did not finish or the grader could not read") if bad > len(run) / 5 else None
+    # the rule every method warns by (models.outcomes: SHAKY_SHARE, the model's failures and the cut-offs), counted
+    # per answer here: an answer unparseable and cut off counts once
+    failed = np.isin(status.astype(str), sorted(MODEL_FAILURES))
+    bad = int((failed | cut).sum())
+    kinds = ("unparseable" if set(status[failed]) <= {"unparseable"} else "unparseable, refused or too long")
+    warning = (f"{bad} of {len(run)} answers ({100 * bad / len(run):.0f}%) are {kinds} or cut off: the accuracy "
+               "rests on answers the model did not finish or the grader could not read"
+               ) if bad > SHAKY_SHARE * len(run) else None
     return {"status": tally if has_status else None, "cut_off": int(cut.sum()) if has_finish else None,
             "left_out": left, "said": said, "warning": warning}
 

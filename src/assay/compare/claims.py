@@ -22,12 +22,11 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from ..models.outcomes import SHAKY_SHARE, shaky
+from ..models.outcomes import MODEL_FAILURES, SHAKY_SHARE, shaky
 
 __all__ = ["SHAKY_SHARE", "scope_words", "tally", "outcome_words", "shaky", "outcome_notes", "identical_pairs",
            "equal_notes", "replay_words"]
 
-_FAILED = ("unparseable", "too_long", "refused")
 
 
 def scope_words(info: Mapping[str, Any]) -> str:
@@ -78,7 +77,7 @@ def outcome_words(c: Mapping[str, int] | None, policy: str | None = None, compac
         cut = f"; {int(c.get('cut_off', 0))} cut off" if c.get("cut_off_recorded", True) else ""
         return f"{total}: " + ", ".join(parts) + cut
     line = f"{total} answers: " + ", ".join(parts)
-    if policy and sum(int(c.get(o, 0)) for o in _FAILED):
+    if policy and sum(int(c.get(o, 0)) for o in MODEL_FAILURES):
         line += " ({})".format({"wrong": "scored as wrong", "missing": "left out",
                                 "correct": "scored as right"}.get(policy, f"policy {policy}"))
     if c.get("cut_off_recorded", True):

@@ -79,7 +79,7 @@ from ..errors import AssayInputError
 
 __all__ = ["CompareCore", "pair_index", "asymptotic", "finite", "eb_confidence_sequence", "ranks_and_tiers",
            "verdicts", "items_to_resolve", "exact_upper", "mixture_upper", "GUARANTEES", "MIN_DIFFER", "EXCURSION",
-           "finite_rows"]
+           "finite_rows", "unit_means"]
 
 GUARANTEES = ("asymptotic", "exact", "finite")
 
@@ -571,7 +571,9 @@ def eb_confidence_sequence(Y: np.ndarray, alpha: float, *, horizon: int | None =
     return lo, hi, radius
 
 
-def _unit_means(S: np.ndarray, clusters: np.ndarray | None) -> np.ndarray:
+def unit_means(S: np.ndarray, clusters: np.ndarray | None) -> np.ndarray:
+    """Each unit's mean score per row: a question's (``clusters`` None), or a cluster's, each cluster weighted
+    equally (codes 0 .. C-1, all present)."""
     if clusters is None:
         return S
     return _unit_sums(S, clusters) / np.bincount(clusters)[None, :]  # codes are 0 .. C-1, all present
@@ -678,7 +680,7 @@ def finite(S: np.ndarray, clusters: np.ndarray | None, *, delta: float, low: flo
         cg = None
         if clusters is not None:
             _, cg = np.unique(np.asarray(clusters)[g], return_inverse=True)
-        U = _unit_means(Sg, cg)
+        U = unit_means(Sg, cg)
         nu_g = U.shape[1]
         n_units += nu_g
         if rng is not None:  # None: the columns are already in the order they were drawn (a bank queried live)

@@ -103,15 +103,6 @@ def clopper_pearson(k: np.ndarray, n: int, alpha: float) -> tuple[np.ndarray, np
     return np.nan_to_num(lo, nan=0.0), np.nan_to_num(hi, nan=1.0)
 
 
-def _units(S: np.ndarray, clusters: np.ndarray | None) -> np.ndarray:
-    """Each unit's mean score: a question's, or a cluster's (each cluster weighted equally)."""
-    if clusters is None:
-        return S
-    sums = np.zeros((S.shape[0], int(clusters.max()) + 1))
-    np.add.at(sums.T, clusters, S.T)
-    return sums / np.bincount(clusters)[None, :]
-
-
 def _nulls(U: np.ndarray, a: np.ndarray, b: np.ndarray, binary: bool, margin: float | None, low: float,
            high: float, alpha: float) -> np.ndarray:
     """The p-values (k, P) of the pairs' one-sided nulls: "d <= 0", "d >= 0" and, with a margin, "d <= -m",
@@ -170,7 +161,8 @@ def exact(S: np.ndarray, clusters: np.ndarray | None, *, delta: float, low: floa
     a, b = core.pair_index(K)
     P = len(a)
     binary = clusters is None and is_binary(S, low, high)
-    U = _units(S, clusters)
+    U = core.unit_means(S, None if clusters is None else
+                        np.unique(np.asarray(clusters), return_inverse=True)[1].ravel())
     n = U.shape[1]
     if rng is not None:
         U = U[:, rng.permutation(n)]

@@ -82,9 +82,9 @@ def evaluate_preferences(source: Any, *, delta: float = 0.05, margin: float | No
     lo, hi = d - c * se, d + c * se
     verdict, inside = core.verdicts(lo, hi, margin)
     rank_low, rank_high, tier = core.ranks_and_tiers(fit.theta, lo, hi)
-    pair_key = pd.Series(1.0, index=pd.MultiIndex.from_arrays([np.minimum(a_i, b_i), np.maximum(a_i, b_i)]))
-    direct = pair_key.groupby(level=[0, 1]).size()
-    n_direct = np.array([int(direct.get((x, y), 0)) for x, y in zip(a, b)])
+    # judgments per pair (a < b, in pair_index order: lo * K + hi) and per model, counted at once
+    lo_i, hi_i = np.minimum(a_i, b_i), np.maximum(a_i, b_i)
+    n_direct = np.bincount(lo_i * K + hi_i, minlength=K * K)[a * K + b]
     sig = lambda x: 1.0 / (1.0 + np.exp(-x))  # noqa: E731
     # each strength's interval: a second family, Bonferroni over the K models (its own level, as for scores)
     se_m = np.sqrt(np.clip(np.diag(fit.cov), 0.0, None))
@@ -92,7 +92,7 @@ def evaluate_preferences(source: Any, *, delta: float = 0.05, margin: float | No
     models = {"model": names, "estimate": fit.theta, "ci_low": fit.theta - z_m * se_m,
               "ci_high": fit.theta + z_m * se_m, "rank_low": rank_low, "rank_high": rank_high,
               "may_be_best": rank_low == 1, "tier": tier,
-              "answered": [int(((a_i == k) | (b_i == k)).sum()) for k in range(K)], "exact": np.zeros(K, bool)}
+              "answered": np.bincount(a_i, minlength=K) + np.bincount(b_i, minlength=K), "exact": np.zeros(K, bool)}
     pairs = {"model_a": [names[i] for i in a], "model_b": [names[i] for i in b], "estimate": d, "ci_low": lo,
              "ci_high": hi, "verdict": list(verdict), "within_margin": inside, "p_win": sig(d), "p_win_low": sig(lo),
              "p_win_high": sig(hi), "direct": n_direct, "exact": np.zeros(len(a), bool)}
